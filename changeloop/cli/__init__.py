@@ -1,0 +1,1 @@
+"""Command-line interface: ``main.py`` wires one module per verb."""

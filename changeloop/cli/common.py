@@ -1,0 +1,63 @@
+"""Flags and output helpers every verb shares.
+
+Every verb accepts ``--root`` and ``--json`` after the verb too (DESIGN.md §2.5).
+With ``--json`` exactly one JSON document goes to stdout and human text to
+stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from changeloop.errors import ChangeloopError
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Options accepted both before and after the verb."""
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="workspace root (the directory holding openspec/); default: found upward from cwd",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print exactly one JSON document on stdout; human text goes to stderr",
+    )
+
+
+def root_arg(args: argparse.Namespace) -> Path | None:
+    root: Path | None = getattr(args, "root", None)
+    return root
+
+
+def json_mode(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def say(text: str = "") -> None:
+    """Human text: always stderr, so stdout stays machine-readable."""
+    sys.stderr.write(text + "\n")
+
+
+def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]) -> int:
+    """Report a user-facing error in the verb's own shape and return its exit code."""
+    if json_mode(args):
+        doc = dict(empty)
+        doc["errors"] = [p.to_json() for p in error.problems]
+        emit_json(doc)
+    for problem in error.problems:
+        say(f"error: {problem.render()}")
+    return error.exit_code

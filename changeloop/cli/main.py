@@ -1,0 +1,81 @@
+"""``changeloop`` entry point: argparse, one module per verb, no tracebacks for users.
+
+``main(argv) -> int`` is what tests call; ``entry()`` is the console script.
+A :class:`~changeloop.errors.ChangeloopError` is a user's mistake and is
+printed; any other exception is a bug: we say so and write the traceback to a
+file instead of the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+
+from changeloop import __version__
+from changeloop.cli import common
+
+VERBS = ("prove", "evidence", "receipt", "keygen")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="changeloop",
+        description=(
+            "Prove OpenSpec changes with executed, signed evidence.\n\n"
+            "A change declares in openspec/changes/<id>/evidence.yaml what must be true;\n"
+            "changeloop runs the commands that prove it and writes signed receipts."
+        ),
+        epilog=(
+            "Start here:\n"
+            "  changeloop evidence detect <change>   what can prove this change?\n"
+            "  changeloop evidence init <change>     preview the wiring (add --write)\n"
+            "  changeloop prove <change>             run it and write receipts\n"
+            "Docs: docs/ in the changeloop repository."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"changeloop {__version__}")
+    common.add_common(parser)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub.required = True
+    from changeloop.cli import evidence, keygen, prove, receipt
+
+    for module in (prove, evidence, receipt, keygen):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from changeloop.errors import ChangeloopError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help, --version, usage errors (exit 2)
+        return int(exc.code or 0)
+    try:
+        code: int = args.func(args)
+        return code
+    except ChangeloopError as exc:
+        return common.fail(args, exc, {"version": "1"})
+    except KeyboardInterrupt:
+        common.say("interrupted")
+        return 130
+    except Exception:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix="changeloop-crash-", suffix=".log", delete=False
+        ) as fh:
+            traceback.print_exc(file=fh)
+            where = fh.name
+        common.say(
+            "changeloop hit an unexpected error (a bug, not your mistake).\n"
+            f"The traceback was written to {where}; please attach it to an issue."
+        )
+        return 3
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""One error type for every mistake a user can make.
+
+The CLI prints these (or puts them in ``--json`` ``errors``) and never shows a
+traceback for them; anything else reaching the CLI is a bug and is reported as
+one, with the traceback written to a log file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a file a problem sits; lines and columns are 1-based."""
+
+    path: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        if self.column is None:
+            return f"{self.path}:{self.line}"
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong, in the shape of DESIGN.md §7 ``errors[]``."""
+
+    code: str
+    message: str
+    location: Location | None = None
+    fix: str | None = None
+    providers: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.location is not None:
+            out["path"] = self.location.path
+            if self.location.line is not None:
+                out["line"] = self.location.line
+            if self.location.column is not None:
+                out["column"] = self.location.column
+        if self.fix:
+            out["fix"] = self.fix
+        if self.providers:
+            out["providers"] = list(self.providers)
+        return out
+
+    def render(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        text = f"{where}{self.message}"
+        if self.fix:
+            text += f"\n  fix: {self.fix}"
+        return text
+
+
+class ChangeloopError(Exception):
+    """A user-facing failure carrying one or more problems.
+
+    ``exit_code`` is 2 for configuration/preflight refusals (DESIGN.md §7) and 1
+    for failures such as a rejected receipt.
+    """
+
+    def __init__(self, problems: Problem | list[Problem], exit_code: int = 2) -> None:
+        self.problems: list[Problem] = problems if isinstance(problems, list) else [problems]
+        self.exit_code = exit_code
+        super().__init__("\n".join(p.render() for p in self.problems))
+
+
+class ConfigError(ChangeloopError):
+    """evidence.yaml / execution.yaml / workspace could not be read into a plan."""
+
+
+class PreflightError(ChangeloopError):
+    """The plan is well-formed but refused before anything runs."""

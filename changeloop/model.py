@@ -1,0 +1,180 @@
+"""The typed plan: what the loaders produce and everything downstream reads.
+
+No untyped dict travels past ``changeloop.config``; these frozen dataclasses
+are the only shape configuration takes once validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from changeloop.errors import Location
+
+Status = Literal["pass", "fail", "inconclusive"]
+ClaimMark = Literal["credited", "failed", "uncredited"]
+SandboxMode = Literal["worktree", "copy", "none"]
+InputMode = Literal["browser-automation", "os-input", "both"]
+Origin = Literal["configured", "derived"]
+Confidence = Literal["high", "low"]
+
+KNOWN_CAPABILITIES = (
+    "test",
+    "discovery",
+    "static-analysis",
+    "browser",
+    "accessibility",
+    "cross-repo-contract",
+    "review",
+)
+DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class ChangeRef:
+    """A change directory found the way OpenSpec finds it."""
+
+    id: str
+    path: Path
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str | None = None
+    requires: tuple[str, ...] = ()
+    repository: str | None = None
+    ref: str | None = None
+    input_mode: InputMode | None = None
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """evidence.yaml, version 3."""
+
+    path: Path
+    version: int
+    repositories: Mapping[str, str]
+    # capability -> repositories that must pass it; None means "every repository"
+    requires: Mapping[str, tuple[str, ...] | None]
+    claims: Mapping[str, Claim]
+    declared_repositories: bool = False
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A key an ``external`` provider accepts signatures from."""
+
+    role: Literal["ci", "authority"]
+    name: str  # the CI issuer, or the authority's name
+    public_key_pem: str
+    source: str  # "inline" or the key file's path, for messages
+
+
+@dataclass(frozen=True)
+class Readiness:
+    url: str
+    port: int | None
+    body: str | None = None
+    body_regex: str | None = None
+    header: tuple[str, str] | None = None
+    timeout_ms: int = 30_000
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    repository: str | None
+    command: tuple[str, ...]
+    readiness: Readiness | None
+    env: Mapping[str, str] = field(default_factory=dict)
+    env_from: tuple[str, ...] = ()
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Repository:
+    name: str
+    path: Path  # absolute
+    relpath: str  # as written in evidence.yaml
+    setup: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One wired adapter instance, with defaults resolved by ``changeloop.plan``."""
+
+    name: str
+    adapter: str
+    capability: str
+    repository: str | None = None
+    command: tuple[str, ...] | None = None
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    env: Mapping[str, str] = field(default_factory=dict)
+    env_from: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    resources_declared: bool = False
+    depends_on: tuple[str, ...] = ()
+    services: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
+    # test-discovery / playwright
+    report: str | None = None
+    format: str | None = None
+    minimum: int = 1
+    discovery_provider: str | None = None
+    # playwright
+    project: str | None = None
+    outputs: tuple[str, ...] = ()
+    input_mode: InputMode = "browser-automation"
+    allow_flaky: bool = False
+    # command
+    envelope: bool = False
+    # contract-digest: repository -> path inside it
+    contract: Mapping[str, str] = field(default_factory=dict)
+    # external
+    trusted_keys: tuple[TrustedKey, ...] = ()
+    issuer: str | None = None
+    receipts: str | None = None
+    max_age_s: int | None = None
+    # provenance
+    origin: Origin = "configured"
+    confidence: Confidence = "high"
+    keys: frozenset[str] = frozenset()  # keys the user actually wrote
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """execution.yaml, version 1 (before merging with derived wiring)."""
+
+    path: Path
+    version: int
+    providers: Mapping[str, Provider]
+    services: Mapping[str, Service]
+    setup: Mapping[str, tuple[tuple[str, ...], ...]]
+
+
+@dataclass(frozen=True)
+class Plan:
+    root: Path
+    change: ChangeRef
+    evidence: Evidence
+    execution: Execution | None
+    repositories: Mapping[str, Repository]
+    providers: Mapping[str, Provider]  # in declaration order
+    services: Mapping[str, Service]
+
+
+@dataclass(frozen=True)
+class ContentIdentity:
+    """What was proven: the git tree of the content (``openspec/`` left out)."""
+
+    tree: str
+    head: str | None
+    dirty: bool

@@ -1,0 +1,1 @@
+"""Adapters: one module per kind of provider, listed in ``registry``."""
