@@ -1,16 +1,26 @@
-"""PLACEHOLDER for the `command` adapter — replaced by its owner (see docs/ARCHITECTURE.md)."""
+"""The ``command`` adapter: one deterministic command, exit 0 ⇒ pass.
+
+With ``envelope: true`` the command's stdout is the custom-runner JSON
+envelope ``{exit_code, passed, findings}`` (schema ``runner-envelope.json``).
+Both the process and the envelope must agree on success: envelope failure
+overrides process success, process failure overrides envelope success, and a
+non-zero exit without a valid envelope is a fail with the raw tails.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.processes import ProcessResult
+from changeloop.providers.base import Finding, Observer, Outcome, RunContext
 
 NAME = "command"
-DEFAULT_CAPABILITY = "command"
+DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
 RUNS_COMMAND = True
 
 
@@ -31,12 +41,121 @@ def effective_command(provider: Provider) -> tuple[str, ...] | None:
 
 
 def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
-    return {}
+    return {"envelope": provider.envelope}
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
-    return ()
+    if provider.command:
+        return ()
+    return (
+        Problem(
+            code="missing_command",
+            message=f"provider '{provider.name}' (adapter command) has no command",
+            location=provider.location,
+            fix='add `command: ["your", "argv"]`',
+            providers=(provider.name,),
+        ),
+    )
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
-    raise NotImplementedError
+    provider = ctx.provider
+    assert provider.command is not None and provider.repository is not None
+    result = await ctx.run_command(
+        list(provider.command),
+        cwd=ctx.workdirs[provider.repository],
+        env=ctx.env,
+        timeout_ms=provider.timeout_ms,
+        log_name=provider.name,
+    )
+    outcome = judge(provider, result)
+    return [outcome]
+
+
+def judge(provider: Provider, result: ProcessResult) -> Outcome:
+    """Turn one finished process into the provider's outcome."""
+    base = Outcome(
+        capability=provider.capability,
+        status="pass",
+        exit_code=result.exit_code,
+        command=result.argv,
+        observer=Observer(adapter=NAME, tool=result.argv[0] if result.argv else None),
+    )
+    if result.spawn_error is not None:
+        return replace(
+            base,
+            status="fail",
+            reason=f"could not start {result.argv[0]!r}: {result.spawn_error}",
+            findings=(Finding(kind="spawn-error", message=result.spawn_error, severity="error"),),
+        )
+    if result.timed_out:
+        seconds = provider.timeout_ms / 1000
+        return replace(
+            base,
+            status="fail",
+            reason=f"timed out after {seconds:g} s (timeoutMs {provider.timeout_ms})",
+            findings=(Finding(kind="timeout", message=f"killed after {seconds:g} s"),),
+        )
+    if provider.envelope:
+        return _judge_envelope(base, result)
+    if result.exit_code == 0:
+        return base
+    return replace(base, status="fail", reason=f"exited {result.exit_code}{_tail_hint(result)}")
+
+
+def _judge_envelope(base: Outcome, result: ProcessResult) -> Outcome:
+    """The five outcomes of DESIGN.md §3 (command, envelope: true)."""
+    envelope, problem = read_envelope(result)
+    code = result.exit_code
+    if envelope is None:
+        invalid = (Finding(kind="envelope-invalid", message=problem or "", severity="error"),)
+        if code == 0:
+            why = f"exited 0 but stdout is not a runner envelope: {problem}"
+            return replace(base, status="inconclusive", reason=why, findings=invalid)
+        why = f"exited {code} without a valid runner envelope ({problem}){_tail_hint(result)}"
+        return replace(base, status="fail", reason=why, findings=invalid)
+    findings = tuple(
+        Finding(
+            kind=str(f.get("kind", "finding")),
+            message=str(f.get("message", "")),
+            severity=f.get("severity"),
+            file=f.get("file"),
+            line=f.get("line"),
+        )
+        for f in envelope["findings"]
+    )
+    if code != 0:
+        why = f"process exited {code}; the envelope cannot override a failed process"
+        return replace(base, status="fail", reason=why, findings=findings)
+    if not envelope["passed"]:
+        why = "the envelope says passed: false"
+        return replace(base, status="fail", reason=why, findings=findings)
+    if findings:
+        why = f"the envelope reports {len(findings)} finding(s)"
+        return replace(base, status="fail", reason=why, findings=findings)
+    return base
+
+
+def read_envelope(result: ProcessResult) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse and schema-check stdout as a runner envelope; (envelope, None) or (None, why)."""
+    from changeloop.schemas import validate_named
+
+    try:
+        text = result.stdout_path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"stdout unreadable: {exc}"
+    if not text:
+        return None, "stdout is empty"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"stdout is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    error = validate_named("runner-envelope.json", data)
+    if error is not None:
+        return None, error
+    return data, None
+
+
+def _tail_hint(result: ProcessResult) -> str:
+    tail = (result.stderr_tail or result.stdout_tail).strip().splitlines()
+    return f": {tail[-1][:200]}" if tail else ""
