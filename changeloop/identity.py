@@ -1,0 +1,197 @@
+"""Content identity: the git tree of what was proven, ``openspec/`` left out.
+
+DESIGN.md §2.3: the subject of every receipt is a real git tree object that
+anyone can reproduce with plain git. It is written through a *temporary* index
+(``GIT_INDEX_FILE``), so no ref, branch or index of the user ever moves, and
+the top-level ``openspec/`` of the repository is removed from it, so that
+committing a change's docs or receipts never invalidates the receipts.
+
+Usage::
+
+    ident = content_identity(Path("web"), include_untracked=True)
+    ident.tree   # "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
+
+All per-file work happens inside git (one short chain of git processes); the
+temporary index is seeded from a copy of the user's index so that unchanged
+files are not re-hashed (git's stat cache).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.model import ContentIdentity
+
+__all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
+
+OPENSPEC = "openspec"
+# Variables that would redirect git away from the repository we name with -C.
+_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+def git_env(
+    index_file: Path | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The caller's environment minus git redirections, plus our own settings."""
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
+    # Never let a read-only helper refresh the user's index as a side effect.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["LC_ALL"] = "C"
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input_bytes: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command; a failure becomes a ``ChangeloopError`` naming it."""
+    proc = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=dict(env) if env is not None else git_env(),
+        input=input_bytes,
+        capture_output=True,
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        raise ChangeloopError(
+            Problem(
+                code="git_failed",
+                message=f"git {' '.join(args)} failed in {cwd}: "
+                f"{proc.stderr.decode(errors='replace').strip()}",
+                fix="check that the repository path is a readable git work tree",
+            ),
+            exit_code=1,
+        )
+    return proc
+
+
+@dataclass(frozen=True)
+class GitLayout:
+    """Where a repository path sits inside its git work tree."""
+
+    toplevel: Path
+    prefix: str  # "" or "sub/dir/" (with the trailing slash, as git prints it)
+    index: Path  # the user's index file (may not exist yet)
+    git_dir: Path  # the common git directory (objects, worktrees/)
+    head: str | None  # HEAD commit, None in a repository with no commits
+
+
+def layout(repo: Path) -> GitLayout:
+    """Locate ``repo`` inside its git work tree; refuse a path that is not one."""
+    if not repo.is_dir():
+        raise ChangeloopError(
+            Problem(
+                code="repository_missing",
+                message=f"repository path {repo} does not exist or is not a directory",
+                fix="fix the path under `repositories:` in evidence.yaml",
+            )
+        )
+    proc = git(
+        ["rev-parse", "--show-toplevel", "--show-prefix", "--git-path", "index",
+         "--git-common-dir"],
+        cwd=repo,
+        check=False,
+    )
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode != 0 or len(lines) < 4:
+        raise ChangeloopError(
+            Problem(
+                code="not_a_git_work_tree",
+                message=f"repository path {repo} is not inside a git work tree",
+                fix=f"run `git init` in {repo}, or point `repositories:` at a git checkout",
+            )
+        )
+    top, prefix, index, common = lines[0], lines[1], lines[2], lines[3]
+    head_proc = git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=repo, check=False)
+    head = head_proc.stdout.decode().strip() or None
+    return GitLayout(
+        toplevel=Path(top),
+        prefix=prefix,
+        index=(repo / index).resolve(),
+        git_dir=(repo / common).resolve(),
+        head=head,
+    )
+
+
+def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
+    """Start the temporary index from the user's (stat cache) or from HEAD."""
+    if lay.index.is_file():
+        shutil.copyfile(lay.index, tmp_index)
+    elif lay.head is not None:
+        git(["read-tree", "HEAD"], cwd=cwd, env=git_env(tmp_index))
+
+
+def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None:
+    """Bring the temporary index to the working-tree content of ``cwd``'s subtree."""
+    mode = "-A" if include_untracked else "-u"
+    git(["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", "."], cwd=cwd, env=env)
+
+
+def identity_from_index(cwd: Path, env: Mapping[str, str], lay: GitLayout) -> ContentIdentity:
+    """Drop ``openspec/`` from the staged index and write the tree of ``cwd``'s subtree."""
+    git(["rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC], cwd=cwd, env=env)
+    args = ["write-tree"]
+    if lay.prefix:
+        args.append(f"--prefix={lay.prefix}")
+    proc = git(args, cwd=cwd, env=env, check=False)
+    if proc.returncode != 0 and lay.prefix:
+        # Nothing staged under the prefix at all: the subdirectory's tree is empty.
+        tree = git(["mktree"], cwd=cwd, input_bytes=b"").stdout.decode().strip()
+    else:
+        if proc.returncode != 0:
+            git(args, cwd=cwd, env=env)  # re-run to raise with git's message
+        tree = proc.stdout.decode().strip()
+    return ContentIdentity(tree=tree, head=lay.head, dirty=_differs_from_head(cwd, tree, lay))
+
+
+def _differs_from_head(cwd: Path, tree: str, lay: GitLayout) -> bool:
+    """Compare top-level entries (minus openspec) of ``tree`` with HEAD's, for the prefix.
+
+    Comparing one tree listing is enough: equal entry ids mean equal subtrees.
+    """
+    if lay.head is None:
+        return True
+    head_tree = git(
+        ["rev-parse", "-q", "--verify", f"HEAD:{lay.prefix}"], cwd=cwd, check=False
+    ).stdout.decode().strip()
+    if not head_tree:  # HEAD has nothing here: dirty unless we have nothing either
+        return bool(git(["ls-tree", "--full-tree", tree], cwd=cwd).stdout.strip())
+    if head_tree == tree:
+        return False
+    ours = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd).stdout.split(b"\0")
+    theirs = git(["ls-tree", "--full-tree", "-z", head_tree], cwd=cwd).stdout.split(b"\0")
+    theirs = [e for e in theirs if not e.endswith(b"\t" + OPENSPEC.encode())]
+    return sorted(ours) != sorted(theirs)
+
+
+def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
+    """The git tree of ``repo``'s working-tree content, top-level ``openspec/`` left out.
+
+    ``include_untracked``: also untracked files that are not ignored (copy and
+    none modes); without it, tracked files only (worktree mode). ``repo`` may
+    be a subdirectory of a bigger work tree: the tree is of that subdirectory.
+    """
+    repo = repo.resolve()
+    lay = layout(repo)
+    with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
+        tmp_index = Path(tmp) / "index"
+        seed_index(lay, tmp_index, repo)
+        env = git_env(tmp_index)
+        stage(repo, env, include_untracked=include_untracked)
+        return identity_from_index(repo, env, lay)

@@ -1,0 +1,86 @@
+"""Real git repositories for the identity, sandbox, fingerprint and cache tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str, index: Path | None = None) -> str:
+    """Plain git, the way a user would type it (the reference the tests compare to)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_ENV)
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, check=True, text=True
+    )
+    return out.stdout.strip()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None, *, commit: bool = True) -> Path:
+    """A git repository holding ``files``, committed unless ``commit`` is False."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    write(path, files or {})
+    if commit:
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "--allow-empty", "-m", "initial")
+    return path
+
+
+def commit_all(path: Path, message: str = "more") -> str:
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "--allow-empty", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+def user_state(path: Path) -> tuple[str, str, str, str]:
+    """Everything of the user's that must never move: refs, HEAD, index bytes, status."""
+    refs = git(path, "for-each-ref", "--format=%(refname) %(objectname)")
+    head = git(path, "rev-parse", "--verify", "-q", "HEAD") if _has_head(path) else ""
+    index = path / ".git" / "index"
+    digest = index.read_bytes().hex() if index.exists() else ""
+    return refs, head, digest, git(path, "status", "--porcelain", "--untracked-files=all")
+
+
+def _has_head(path: Path) -> bool:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return (
+        subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=path, env=env,
+            capture_output=True, check=False,
+        ).returncode
+        == 0
+    )
+
+
+def reference_tree(path: Path, tmp: Path, *, include_untracked: bool, prefix: str = "") -> str:
+    """The content identity computed independently, with plain git commands and a fresh index."""
+    index = tmp / "ref-index"
+    if index.exists():
+        index.unlink()
+    top = Path(git(path, "rev-parse", "--show-toplevel"))
+    user_index = Path(git(path, "rev-parse", "--absolute-git-dir")) / "index"
+    if user_index.exists():
+        index.write_bytes(user_index.read_bytes())
+    git(top, "add", "-A" if include_untracked else "-u", "--", f":/{prefix}", index=index)
+    git(top, "rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", f":/{prefix}openspec", index=index)
+    args = ["write-tree"] + ([f"--prefix={prefix}"] if prefix else [])
+    return git(top, *args, index=index)
