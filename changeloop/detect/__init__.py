@@ -1,0 +1,114 @@
+"""Detection: which test frameworks a repository declares, read without executing anything.
+
+    >>> from changeloop.detect import detect_repository
+    >>> [d.adapter for d in detect_repository(Path("examples/web"))]
+    ['playwright']
+
+``detect_repository`` parses manifests (TOML/JSON/INI as data), looks for the
+repository's own installed tools (``node_modules/.bin``, ``.venv``) and, last,
+test files' imports. One detection per test type survives, by the precedence
+configured > manifest > environment > source import (DESIGN.md §6).
+``derived_for`` is what ``prove`` calls to get derived wiring for a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from changeloop.detect import javascript, python, rust
+from changeloop.detect.types import Detection, select
+from changeloop.model import ChangeRef, Evidence, Execution, Provider, Repository
+
+__all__ = ["ChangeContext", "Detection", "derived_for", "detect_repository", "load_context"]
+
+
+def configured_detection(provider: Provider) -> Detection | None:
+    """What framework a configured provider runs, judged from its adapter and argv."""
+    argv = provider.command or ()
+    words = {part.rsplit("/", 1)[-1] for part in argv}
+    evidence = f"execution.yaml providers.{provider.name}"
+    if provider.adapter == "playwright" or "playwright" in words:
+        return Detection("playwright", "browser", "configured", None, evidence)
+    if provider.adapter not in ("test-discovery", "command"):
+        return None
+    if "pytest" in words or "py.test" in words:
+        return Detection("pytest", "python", "configured", None, evidence)
+    if "vitest" in words:
+        return Detection("vitest", "javascript", "configured", None, evidence)
+    if "jest" in words:
+        return Detection("jest", "javascript", "configured", None, evidence)
+    if "node" in words and "--test" in argv:
+        return Detection("node-test", "javascript", "configured", None, evidence)
+    if "cargo" in words and ("test" in argv or "nextest" in argv):
+        return Detection("cargo", "rust", "configured", None, evidence)
+    return None
+
+
+def candidates(path: Path) -> list[Detection]:
+    """Every signal found in the repository itself, before precedence."""
+    return python.detect(path) + javascript.detect(path) + rust.detect(path)
+
+
+def detect_repository(path: Path, configured: Iterable[Provider] = ()) -> list[Detection]:
+    """The selected framework per test type for the repository at ``path``.
+
+    ``configured`` are execution.yaml providers belonging to this repository;
+    they outrank anything read from the repository. Versions of configured
+    frameworks are filled in from the repository's own manifests when known.
+    """
+    found = candidates(path)
+    chosen: list[Detection] = []
+    for provider in configured:
+        det = configured_detection(provider)
+        if det is not None:
+            known = next((d.version for d in found if d.adapter == det.adapter and d.version), None)
+            chosen.append(
+                Detection(det.adapter, det.test_type, det.detection_source, known, det.evidence)
+            )
+    return select(chosen + found)
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """A change with everything bootstrap reads about it."""
+
+    root: Path
+    change: ChangeRef
+    evidence: Evidence
+    execution: Execution | None
+    repositories: Mapping[str, Repository]
+    detections: Mapping[str, list[Detection]]
+
+
+def configured_for(execution: Execution | None, repo: str, single: bool) -> list[Provider]:
+    if execution is None:
+        return []
+    return [
+        p
+        for p in execution.providers.values()
+        if p.repository == repo or (p.repository is None and single)
+    ]
+
+
+def load_context(root: Path, change: ChangeRef) -> ChangeContext:
+    from changeloop.detect import loading
+
+    evidence = loading.load_evidence(change)
+    execution = loading.load_execution(change)
+    repos = loading.repositories(root, evidence)
+    single = len(repos) == 1
+    detections = {
+        name: detect_repository(repo.path, configured_for(execution, name, single))
+        for name, repo in repos.items()
+    }
+    return ChangeContext(root, change, evidence, execution, repos, detections)
+
+
+def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
+    """Derived providers for ``change`` (execution.yaml replaces them by name in build_plan)."""
+    from changeloop.detect.derive import derive_providers
+
+    ctx = load_context(root, change)
+    return derive_providers(ctx.evidence, ctx.repositories, ctx.detections)

@@ -1,0 +1,223 @@
+"""Derived wiring: the provider a careful engineer would write for each required capability.
+
+Each derived provider asks its runner for a structured report under
+``.changeloop/reports/`` so test-discovery reads counts and claim citations
+instead of scraping text. Confidence is ``high`` when the framework came from
+configuration or a manifest and ``low`` otherwise; ``evidence init --write``
+only writes high-confidence providers. Frameworks already wired in
+execution.yaml (detection source ``configured``) are not derived again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from changeloop.detect import python
+from changeloop.detect.manifests import dig, read_ini, read_json, read_toml
+from changeloop.detect.types import Detection
+from changeloop.model import Confidence, Evidence, Provider, Repository
+
+REPORT_DIR = ".changeloop/reports"
+UNIT_TYPES = ("python", "javascript", "rust")
+TEST_CAPABILITIES = ("test", "discovery")
+
+
+def required(evidence: Evidence, repositories: Mapping[str, Repository]) -> dict[str, list[str]]:
+    """capability -> repositories that must pass it (change-level ``requires`` and claims)."""
+    every = list(repositories)
+    out: dict[str, list[str]] = {}
+
+    def add(capability: str, repos: list[str]) -> None:
+        bucket = out.setdefault(capability, [])
+        bucket.extend(r for r in repos if r not in bucket)
+
+    for capability, repos in evidence.requires.items():
+        add(capability, list(repos) if repos else every)
+    for claim in evidence.claims.values():
+        for capability in claim.requires:
+            add(capability, [claim.repository] if claim.repository else every)
+    return out
+
+
+def _name(base: str, repo: str, single: bool, extra: str | None = None) -> str:
+    name = base if single else f"{base}-{repo}"
+    return f"{name}-{extra}" if extra else name
+
+
+def _confidence(det: Detection) -> Confidence:
+    return det.confidence
+
+
+def test_command(det: Detection, repo: Path, report: str) -> tuple[tuple[str, ...], str | None]:
+    """(argv, report path or None) running ``det``'s framework with a structured reporter."""
+    if det.adapter == "pytest":
+        interpreter = python.venv_python(repo) or "python3"
+        return (interpreter, "-m", "pytest", f"--junitxml={report}.xml"), f"{report}.xml"
+    if det.adapter == "vitest":
+        return (
+            ("npx", "vitest", "run", "--reporter=json", f"--outputFile={report}.json"),
+            f"{report}.json",
+        )
+    if det.adapter == "jest":
+        return ("npx", "jest", "--json", f"--outputFile={report}.json"), f"{report}.json"
+    if det.adapter == "node-test":
+        # Node 20 does not expand globs: pass no paths and let node find its test files.
+        return (
+            (
+                "node",
+                "--test",
+                "--test-reporter=junit",
+                f"--test-reporter-destination={report}.xml",
+            ),
+            f"{report}.xml",
+        )
+    if det.adapter == "cargo":
+        argv = (
+            ("cargo", "test", "--workspace")
+            if (repo / "Cargo.toml").is_file()
+            and dig(read_toml(repo / "Cargo.toml"), "workspace") is not None
+            else ("cargo", "test")
+        )
+        return argv, None  # libtest text on stdout: stable cargo has no structured report
+    raise ValueError(det.adapter)
+
+
+def linters(repo: Path) -> list[tuple[str, tuple[str, ...], str]]:
+    """(tool, argv, evidence) for each linter the repository configures."""
+    found: list[tuple[str, tuple[str, ...], str]] = []
+    pyproject = read_toml(repo / "pyproject.toml")
+    interpreter = python.venv_python(repo) or "python3"
+    if isinstance(dig(pyproject, "tool", "ruff"), dict):
+        found.append(
+            ("ruff", (interpreter, "-m", "ruff", "check", "."), "pyproject.toml [tool.ruff]")
+        )
+    else:
+        for name in ("ruff.toml", ".ruff.toml"):
+            if (repo / name).is_file():
+                found.append(("ruff", (interpreter, "-m", "ruff", "check", "."), name))
+                break
+    mypy_evidence = None
+    if isinstance(dig(pyproject, "tool", "mypy"), dict):
+        mypy_evidence = "pyproject.toml [tool.mypy]"
+    elif (repo / "mypy.ini").is_file():
+        mypy_evidence = "mypy.ini"
+    elif (cfg := read_ini(repo / "setup.cfg")) is not None and cfg.has_section("mypy"):
+        mypy_evidence = "setup.cfg [mypy]"
+    if mypy_evidence is not None:
+        found.append(("mypy", (interpreter, "-m", "mypy", "."), mypy_evidence))
+    package = read_json(repo / "package.json")
+    scripts = package.get("scripts") if package else None
+    if isinstance(scripts, dict):
+        for script in ("lint", "check"):
+            if isinstance(scripts.get(script), str):
+                found.append((script, ("npm", "run", script), f"package.json scripts.{script}"))
+                break
+    return found
+
+
+def clippy(repo: Path) -> tuple[tuple[str, ...], str, Confidence] | None:
+    """``cargo clippy`` for a Rust repository: high confidence only when clippy is configured."""
+    cargo = read_toml(repo / "Cargo.toml")
+    if cargo is None:
+        return None
+    argv = ("cargo", "clippy", "--all-targets", "--", "-D", "warnings")
+    for name in ("clippy.toml", ".clippy.toml"):
+        if (repo / name).is_file():
+            return argv, name, "high"
+    if dig(cargo, "lints", "clippy") is not None or dig(cargo, "workspace", "lints", "clippy"):
+        return argv, "Cargo.toml [lints.clippy]", "high"
+    return argv, "Cargo.toml (static-analysis requested)", "low"
+
+
+def derive_providers(
+    evidence: Evidence,
+    repositories: Mapping[str, Repository],
+    detections: Mapping[str, list[Detection]],
+) -> dict[str, Provider]:
+    """Derived providers by name, for every capability the change requires."""
+    needs = required(evidence, repositories)
+    single = len(repositories) == 1
+    out: dict[str, Provider] = {}
+    for repo_name, repo in repositories.items():
+        dets = [d for d in detections.get(repo_name, []) if d.detection_source != "configured"]
+        configured_types = {
+            d.test_type for d in detections.get(repo_name, []) if d.detection_source == "configured"
+        }
+        wants_tests = any(repo_name in needs.get(c, []) for c in TEST_CAPABILITIES)
+        if wants_tests and not configured_types.intersection(UNIT_TYPES):
+            first = True
+            for det in (d for d in dets if d.test_type in UNIT_TYPES):
+                extra = None if first else det.adapter
+                name = _name("test", repo_name, single, extra)
+                report_stem = f"{REPORT_DIR}/{name}"
+                argv, report = test_command(det, repo.path, report_stem)
+                discovery = (
+                    None if single and first else _name("discovery", repo_name, single, extra)
+                )
+                out[name] = Provider(
+                    name=name,
+                    adapter="test-discovery",
+                    capability="test",
+                    repository=repo_name,
+                    command=argv,
+                    report=report,
+                    discovery_provider=discovery,
+                    origin="derived",
+                    confidence=_confidence(det),
+                )
+                first = False
+        wants_browser = any(repo_name in needs.get(c, []) for c in ("browser", "accessibility"))
+        browser = next((d for d in dets if d.test_type == "browser"), None)
+        if wants_browser and browser is not None and "browser" not in configured_types:
+            name = _name("browser", repo_name, single)
+            report = f"{REPORT_DIR}/{name}.json"
+            outputs = ("accessibility",) if repo_name in needs.get("accessibility", []) else ()
+            out[name] = Provider(
+                name=name,
+                adapter="playwright",
+                capability="browser",
+                repository=repo_name,
+                command=("npx", "playwright", "test"),
+                report=report,
+                env={"PLAYWRIGHT_JSON_OUTPUT_NAME": report},
+                outputs=outputs,
+                origin="derived",
+                confidence=_confidence(browser),
+            )
+        if repo_name in needs.get("static-analysis", []):
+            out.update(_static(repo_name, repo.path, single))
+    return out
+
+
+def _static(repo_name: str, path: Path, single: bool) -> dict[str, Provider]:
+    out: dict[str, Provider] = {}
+    tools: list[tuple[str, tuple[str, ...], Confidence]] = [
+        (tool, argv, "high") for tool, argv, _ in linters(path)
+    ]
+    if not tools and (found := clippy(path)) is not None:
+        tools.append(("clippy", found[0], found[2]))
+    for index, (tool, argv, confidence) in enumerate(tools):
+        name = _name("static-analysis", repo_name, single, None if index == 0 else tool)
+        out[name] = Provider(
+            name=name,
+            adapter="command",
+            capability="static-analysis",
+            repository=repo_name,
+            command=argv,
+            origin="derived",
+            confidence=confidence,
+        )
+    return out
+
+
+def evidence_of(path: Path, tool: str) -> str | None:
+    """The file and key that made us pick linter ``tool`` (for human output)."""
+    for name, _, where in linters(path):
+        if name == tool:
+            return where
+    found = clippy(path)
+    return found[1] if tool == "clippy" and found else None
+
+
+__all__ = ["derive_providers", "evidence_of", "required", "test_command"]

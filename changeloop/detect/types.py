@@ -1,0 +1,62 @@
+"""The records detection produces, shared by detect, derive, init and doctor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+TestType = Literal["python", "javascript", "rust", "browser"]
+Source = Literal["configured", "manifest", "environment", "source_import"]
+
+# Lower rank wins (DESIGN.md §6: configured > manifest > environment > source import).
+SOURCE_RANK: dict[str, int] = {
+    "configured": 0,
+    "manifest": 1,
+    "environment": 2,
+    "source_import": 3,
+}
+TEST_TYPES: tuple[str, ...] = ("python", "javascript", "rust", "browser")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One framework found in one repository for one test type, and why we believe it."""
+
+    adapter: str  # pytest | vitest | jest | node-test | cargo | playwright
+    test_type: str  # python | javascript | rust | browser
+    detection_source: str  # configured | manifest | environment | source_import
+    version: str | None
+    evidence: str  # file and key, e.g. "pyproject.toml [tool.pytest.ini_options]"
+
+    @property
+    def confidence(self) -> Literal["high", "low"]:
+        """Configured or manifest evidence is what a careful engineer would act on."""
+        return "high" if self.detection_source in ("configured", "manifest") else "low"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "adapter": self.adapter,
+            "test_type": self.test_type,
+            "detection_source": self.detection_source,
+            "version": self.version,
+            "evidence": self.evidence,
+        }
+
+
+def select(candidates: list[Detection]) -> list[Detection]:
+    """Keep the best candidate per test type; ties keep the first found (file order)."""
+    best: dict[str, Detection] = {}
+    for cand in candidates:
+        cur = best.get(cand.test_type)
+        if (
+            cur is None
+            or SOURCE_RANK[cand.detection_source] < SOURCE_RANK[cur.detection_source]
+            or (
+                cur.version is None
+                and cand.version is not None
+                and cand.adapter == cur.adapter
+                and cand.detection_source == cur.detection_source
+            )
+        ):
+            best[cand.test_type] = cand
+    return [best[t] for t in TEST_TYPES if t in best]
