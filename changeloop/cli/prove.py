@@ -1,19 +1,202 @@
-"""PLACEHOLDER for the `prove` verb — replaced by its owner (see docs/ARCHITECTURE.md)."""
+"""``changeloop prove <change>``: run the change's providers and decide it.
+
+Exit 0 when the change is proven, 1 when it is not, 2 when configuration or
+preflight refuses it, 130 when interrupted (DESIGN.md §7).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
+from pathlib import Path
 from typing import Any
 
+import anyio
+
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError, PreflightError
+from changeloop.model import Plan
+
+EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("prove", help="(prove: not built yet)")
+    parser = sub.add_parser(
+        "prove",
+        help="run the providers of a change and write signed receipts",
+        description=(
+            "Run every provider the change needs (from execution.yaml, or derived from the\n"
+            "repository's manifests), in parallel under their resources, write one signed\n"
+            "receipt per capability, and decide each claim.\n\n"
+            "exit codes: 0 proven, 1 not proven, 2 refused by configuration or preflight,\n"
+            "130 interrupted"
+        ),
+        epilog=(
+            "examples:\n"
+            "  changeloop prove add-greeting --dry-run     show the plan, run nothing\n"
+            "  changeloop prove add-greeting               prove it\n"
+            "  changeloop prove add-greeting --json        one JSON document on stdout\n"
+            "  changeloop prove add-greeting --sandbox worktree --no-cache"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common.add_common(parser)
+    parser.add_argument("change", help="change id (openspec/changes/<id>/, archived ones too)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=os.cpu_count() or 2, metavar="N",
+        help="providers run at once (default: CPU count, %(default)s here)",
+    )
+    parser.add_argument(
+        "--sandbox", choices=("none", "worktree", "copy"), default="none",
+        help="where providers run: in place (none, default), a git worktree of tracked "
+        "content, or a copy of tracked + untracked-not-ignored files",
+    )
+    parser.add_argument("--keep-sandbox", action="store_true", help="keep sandboxes after the run")
+    parser.add_argument("--fail-fast", action="store_true", help="start nothing new after a failure")
+    parser.add_argument("--no-cache", action="store_true", help="re-run providers even when cached")
+    parser.add_argument(
+        "--sign-key", type=Path, metavar="PATH",
+        help="Ed25519 private key (PKCS#8 PEM) to sign receipts; default: the workspace key",
+    )
+    parser.add_argument(
+        "--issuer", default="local",
+        help="issuer recorded in receipts (e.g. github-actions in CI; default: local)",
+    )
+    parser.add_argument("--url", help="URL of the CI run, recorded in receipts")
     parser.set_defaults(func=run)
 
 
+def load_plan(args: argparse.Namespace) -> Plan:
+    from changeloop import preflight, workspace
+    from changeloop.plan import build_plan
+
+    root = workspace.find_root(override=common.root_arg(args))
+    change = workspace.find_change(root, args.change)
+    derived = _derived(root, change)
+    plan = build_plan(root, change, derived=derived)
+    problems = preflight.check(plan)
+    if problems:
+        raise PreflightError(problems)
+    return plan
+
+
+def _derived(root: Path, change: Any) -> Any:
+    from changeloop.detect import derived_for
+
+    return derived_for(root, change)
+
+
 def run(args: argparse.Namespace) -> int:
-    common.say("prove is not built yet")
-    return 2
+    try:
+        plan = load_plan(args)
+    except ChangeloopError as exc:
+        return common.fail(args, exc, EMPTY)
+    if plan.change.archived:
+        common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
+    if args.dry_run:
+        return _dry_run(args, plan)
+    from changeloop.engine import nothing_to_prove
+
+    empty = nothing_to_prove(plan)
+    if empty is not None:
+        if common.json_mode(args):
+            common.emit_json({**EMPTY, "root": str(plan.root), "change": plan.change.id,
+                              "errors": [empty.to_json()]})
+        common.say(empty.render())
+        return 1
+    return _prove(args, plan)
+
+
+def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
+    from changeloop.graph import topological_order
+
+    order = topological_order({p.name: p.depends_on for p in plan.providers.values()})
+    providers = [
+        {
+            "name": p.name,
+            "adapter": p.adapter,
+            "capability": p.capability,
+            "repository": p.repository,
+            "resources": list(p.resources),
+            "dependsOn": list(p.depends_on),
+            "services": list(p.services),
+            "origin": p.origin,
+            "confidence": p.confidence,
+            "command": list(p.command) if p.command else None,
+        }
+        for p in plan.providers.values()
+    ]
+    if common.json_mode(args):
+        common.emit_json({
+            "version": "1", "root": str(plan.root), "change": plan.change.id,
+            "dryRun": True, "order": order, "providers": providers,
+        })
+        return 0
+    common.say(f"plan for change {plan.change.id} ({len(providers)} providers)")
+    for p in providers:
+        deps = f" after {', '.join(p['dependsOn'])}" if p["dependsOn"] else ""
+        common.say(
+            f"  {p['name']}: {p['adapter']} → {p['capability']} in {p['repository'] or '-'}"
+            f" [{', '.join(p['resources'])}]{deps}"
+        )
+        if p["command"]:
+            common.say(f"      $ {' '.join(p['command'])}")
+    common.say(f"order: {' → '.join(order)}")
+    common.say("\nNext steps:\n  changeloop prove " + plan.change.id)
+    return 0
+
+
+def _prove(args: argparse.Namespace, plan: Plan) -> int:
+    from changeloop.cli.board import Progress, render_board, to_json
+    from changeloop.engine import ProveOptions, ProveResult, prove
+
+    options = ProveOptions(
+        jobs=max(1, args.jobs),
+        sandbox=args.sandbox,
+        fail_fast=args.fail_fast,
+        use_cache=not args.no_cache,
+        keep_sandbox=args.keep_sandbox,
+        sign_key=args.sign_key,
+        issuer=args.issuer,
+        url=args.url,
+    )
+    progress = Progress(plan, sys.stderr)
+    outcome: dict[str, ProveResult] = {}
+    interrupted = False
+
+    async def main() -> None:
+        nonlocal interrupted
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            outcome["result"] = await prove(plan, options, progress.event)
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except ChangeloopError as exc:
+        return common.fail(args, exc, EMPTY)
+    except KeyboardInterrupt:
+        interrupted = True
+    if interrupted or "result" not in outcome:
+        common.say("interrupted: running processes were stopped; unfinished providers wrote no receipt")
+        if common.json_mode(args):
+            common.emit_json({**EMPTY, "root": str(plan.root), "change": plan.change.id,
+                              "interrupted": True})
+        return 130
+    result = outcome["result"]
+    if common.json_mode(args):
+        common.emit_json(to_json(result))
+    render_board(result, sys.stderr)
+    return 0 if result.verdict.proven else 1

@@ -1,0 +1,113 @@
+"""What ``prove`` shows: live progress while running, then the board.
+
+Progress lines go to stderr as events arrive (queued, waiting on a resource,
+running, done), so a long run is never silent and a log of it reads well; the
+final board lists every claim and provider with the reason for anything not
+green.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TextIO
+
+from changeloop.engine import ProveResult
+from changeloop.model import Plan
+
+_ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
+_CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
+
+
+class Progress:
+    def __init__(self, plan: Plan, out: TextIO) -> None:
+        self.out = out
+        self.total = len(plan.providers)
+        self.done = 0
+        self.start = time.monotonic()
+
+    def event(self, provider: str, kind: str, detail: str | None) -> None:
+        elapsed = time.monotonic() - self.start
+        if kind == "started":
+            line = f"  ▶ {provider} running"
+        elif kind == "waiting":
+            line = f"  … {provider} waiting for {detail}"
+        elif kind in ("finished", "skipped"):
+            self.done += 1
+            suffix = f": {detail}" if detail else ""
+            line = f"  ■ {provider} {kind}{suffix} ({self.done}/{self.total})"
+        else:
+            return
+        self.out.write(f"[{elapsed:6.1f}s]{line}\n")
+        self.out.flush()
+
+
+def render_board(result: ProveResult, out: TextIO) -> None:
+    verdict = result.verdict
+    plan = result.plan
+    out.write(f"\nchange {plan.change.id}: {verdict.status.upper()}\n")
+    if verdict.claims:
+        out.write("claims:\n")
+        for cid, claim in verdict.claims.items():
+            out.write(f"  {_CLAIM_ICON[claim.status]} {cid}: {claim.status}\n")
+            for reason in claim.reasons:
+                out.write(f"      {reason}\n")
+    if verdict.requires:
+        out.write("requires:\n")
+        for capability, per_repo in verdict.requires.items():
+            cells = ", ".join(f"{repo} {status}" for repo, status in per_repo.items())
+            out.write(f"  {capability}: {cells}\n")
+    out.write("providers:\n")
+    for report in result.providers.values():
+        took = f" {report.duration_ms / 1000:.1f}s" if report.state == "ran" else ""
+        out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
+        for entry in report.receipts:
+            reason = f" — {entry.reason}" if entry.reason else ""
+            out.write(f"      {_ICON.get(entry.status, '?')} {entry.capability} "
+                      f"{entry.status}{reason}\n")
+    out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
+    if not verdict.proven:
+        out.write("\nNext steps:\n")
+        out.write(f"  changeloop evidence doctor {plan.change.id}\n")
+        out.write(f"  ls {result.run_dir.relative_to(plan.root)}  # logs and reports\n")
+    out.flush()
+
+
+def to_json(result: ProveResult) -> dict[str, Any]:
+    verdict = result.verdict
+    return {
+        "version": "1",
+        "root": str(result.plan.root),
+        "change": result.plan.change.id,
+        "changePath": str(result.plan.change.path.relative_to(result.plan.root)),
+        "archived": result.plan.change.archived,
+        "runId": result.run_id,
+        "status": verdict.status,
+        "reasons": list(verdict.reasons),
+        "claims": {
+            cid: {"status": c.status, "reasons": list(c.reasons)}
+            for cid, c in verdict.claims.items()
+        },
+        "requires": {cap: dict(per) for cap, per in verdict.requires.items()},
+        "providers": [
+            {
+                "name": r.name,
+                "adapter": r.adapter,
+                "repository": r.repository,
+                "state": r.state,
+                "durationMs": r.duration_ms,
+                "reason": r.reason,
+                "receipts": [
+                    {
+                        "capability": e.capability,
+                        "provider": e.provider,
+                        "status": e.status,
+                        "reason": e.reason,
+                        "id": e.id,
+                        "path": e.path,
+                    }
+                    for e in r.receipts
+                ],
+            }
+            for r in result.providers.values()
+        ],
+    }

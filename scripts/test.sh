@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, then run it. `.ci/run` calls this;
+# so does the README's second quick-start command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+need_apt=()
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "note: ${need_apt[*]} missing and apt-get unavailable; browser tests will skip" >&2
+  fi
+fi
+
+# Node projects of the examples and test fixtures: exactly what their lock files say.
+if command -v npm >/dev/null 2>&1; then
+  git ls-files '*package-lock.json' | grep -v node_modules | while read -r lock; do
+    dir=$(dirname "$lock")
+    if [ ! -d "$dir/node_modules" ] || [ "$lock" -nt "$dir/node_modules/.package-lock.json" ]; then
+      echo "npm ci in $dir" >&2
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+  done
+fi
+
+exec python3 -m pytest "$@"
