@@ -1,0 +1,120 @@
+"""RFC 8785 JSON Canonicalization Scheme (JCS): the bytes a receipt id hashes.
+
+Usage::
+
+    canonicalize({"b": 1, "a": [True, None, "é"]})  # b'{"a":[true,null,"\xc3\xa9"],"b":1}'
+
+Why our own: the receipt id is sha256 of these bytes, so they must be exactly
+what any other RFC 8785 implementation produces. The rules:
+
+- object members sorted by their keys' UTF-16 code units (not code points);
+- strings as UTF-8 with only ``"``, ``\\`` and control characters escaped
+  (``\\b \\t \\n \\f \\r``, others ``\\u00xx`` lowercase); lone surrogates refused;
+- numbers in ECMAScript ``Number.prototype.toString`` form: integers print as
+  integers; non-integral floats use the shortest round-trip digits (Python's
+  ``repr`` gives the same digits as ES), laid out by the ES rules;
+  NaN and ±Infinity are refused; integers beyond ±2**53 are refused because a
+  JavaScript verifier could not represent them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class CanonicalizationError(ValueError):
+    """The value has no RFC 8785 form (NaN, Infinity, a non-string key, …)."""
+
+
+def canonicalize(obj: Any) -> bytes:
+    """The RFC 8785 bytes of ``obj`` (dict/list/tuple/str/int/float/bool/None)."""
+    parts: list[str] = []
+    _emit(obj, parts)
+    text = "".join(parts)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate in some string
+        raise CanonicalizationError(f"string holds a lone surrogate: {exc}") from exc
+
+
+def _emit(obj: Any, out: list[str]) -> None:
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, int):
+        if abs(obj) > MAX_SAFE_INTEGER:
+            raise CanonicalizationError(f"integer {obj} is beyond ±2**53-1 (not exact in I-JSON)")
+        out.append(str(obj))
+    elif isinstance(obj, float):
+        out.append(format_number(obj))
+    elif isinstance(obj, str):
+        out.append(_string(obj))
+    elif isinstance(obj, Mapping):
+        for key in obj:
+            if not isinstance(key, str):
+                raise CanonicalizationError(f"object key {key!r} is not a string")
+        out.append("{")
+        for i, key in enumerate(sorted(obj, key=_utf16_key)):
+            if i:
+                out.append(",")
+            out.append(_string(key))
+            out.append(":")
+            _emit(obj[key], out)
+        out.append("}")
+    elif isinstance(obj, Sequence) and not isinstance(obj, bytes | bytearray):
+        out.append("[")
+        for i, item in enumerate(obj):
+            if i:
+                out.append(",")
+            _emit(item, out)
+        out.append("]")
+    else:
+        raise CanonicalizationError(f"{type(obj).__name__} has no JSON form")
+
+
+def _utf16_key(key: str) -> bytes:
+    # Big-endian UTF-16 bytes compare in code-unit order; surrogatepass keeps lone
+    # surrogates sortable so the later UTF-8 encode reports them properly.
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _string(value: str) -> str:
+    # json.dumps with ensure_ascii=False escapes exactly RFC 8785's set, lowercase hex.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def format_number(value: float) -> str:
+    """ECMAScript Number::toString for a finite double (RFC 8785 §3.2.2.3)."""
+    if math.isnan(value) or math.isinf(value):
+        raise CanonicalizationError(f"{value} is not allowed in JSON (RFC 8785 refuses it)")
+    if value == 0:
+        return "0"  # also -0
+    sign = "-" if value < 0 else ""
+    # repr is the shortest string that round-trips, the same digits ES chooses.
+    dec = Decimal(repr(abs(value)))
+    tup = dec.as_tuple()
+    digits = "".join(str(d) for d in tup.digits).rstrip("0") or "0"
+    exponent = int(tup.exponent)  # value = int(all digits) * 10**exponent
+    stripped = len(tup.digits) - len(digits)
+    k = len(digits)
+    n = exponent + stripped + k  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+        body = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + body

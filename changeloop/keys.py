@@ -1,0 +1,226 @@
+"""Ed25519 keys: generation, PEM files, the workspace key, key ids.
+
+Usage::
+
+    key_path, pub_path = write_keypair(Path("ci-keys"), "changeloop")
+    private = load_private_key(key_path)
+    public = load_public_key(pub_path.read_text(), str(pub_path))
+    keyid(public)   # sha256 hex of the 32 raw public key bytes
+
+Ed25519 only, on purpose: one algorithm means no algorithm confusion and no
+parameters to get wrong. Every other key type is refused *by name* so the user
+knows what they handed us. Private keys are PKCS#8 PEM (unencrypted, mode
+0600); public keys are SPKI PEM ("BEGIN PUBLIC KEY").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from changeloop.errors import ChangeloopError, Location, Problem
+
+_PEM_BEGIN = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
+_ONLY = "changeloop accepts Ed25519 only"
+_FIX = "give the Ed25519 public key made by `changeloop keygen` (the .pub file, SPKI PEM)"
+
+
+class KeyRefused(ChangeloopError):
+    """A key file that is not what changeloop accepts; exit 2 like other config mistakes."""
+
+    def __init__(self, source: str, message: str, fix: str = _FIX) -> None:
+        super().__init__(
+            Problem(code="key_refused", message=message, location=Location(source), fix=fix),
+            exit_code=2,
+        )
+        self.reason = message
+
+
+def generate_private_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def private_pem(key: Ed25519PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def public_pem(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def keyid(public_key: Ed25519PublicKey) -> str:
+    """sha256 hex of the raw 32-byte public key: stable across PEM spellings."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Create the file 0600 from the start (never world-readable, even briefly)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tmp.replace(path)
+
+
+def _write_public(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
+    """Write ``<stem>.key`` (PKCS#8, 0600) and ``<stem>.pub`` (SPKI); refuse to overwrite."""
+    key_path, pub_path = out_dir / f"{stem}.key", out_dir / f"{stem}.pub"
+    for path in (key_path, pub_path):
+        if path.exists():
+            raise ChangeloopError(
+                Problem(
+                    code="key_exists",
+                    message=f"{path} already exists; refusing to overwrite a key",
+                    location=Location(str(path)),
+                    fix="choose another --out directory or move the old key away first",
+                ),
+                exit_code=2,
+            )
+    key = generate_private_key()
+    _write_private(key_path, private_pem(key))
+    _write_public(pub_path, public_pem(key.public_key()))
+    return key_path, pub_path
+
+
+def _refuse_type(obj: object, source: str, private: bool) -> None:
+    kind = "private" if private else "public"
+    names: list[tuple[tuple[type, ...], str]] = [
+        ((rsa.RSAPublicKey, rsa.RSAPrivateKey), "an RSA"),
+        ((ec.EllipticCurvePublicKey, ec.EllipticCurvePrivateKey), "an EC (ECDSA)"),
+        (
+            (x25519.X25519PublicKey, x25519.X25519PrivateKey),
+            "an X25519 (key-agreement, not signing)",
+        ),
+        ((x448.X448PublicKey, x448.X448PrivateKey), "an X448 (key-agreement, not signing)"),
+        ((ed448.Ed448PublicKey, ed448.Ed448PrivateKey), "an Ed448"),
+        ((dsa.DSAPublicKey, dsa.DSAPrivateKey), "a DSA"),
+    ]
+    for types, name in names:
+        if isinstance(obj, types):
+            raise KeyRefused(source, f"{source} holds {name} {kind} key; {_ONLY}")
+    raise KeyRefused(source, f"{source} holds an unsupported {kind} key; {_ONLY}")
+
+
+def _one_block(data: bytes, source: str) -> str:
+    labels = [m.group(1).decode() for m in _PEM_BEGIN.finditer(data)]
+    if not labels:
+        raise KeyRefused(source, f"{source} is not a PEM key (no '-----BEGIN' line found)")
+    if len(labels) > 1:
+        raise KeyRefused(
+            source,
+            f"{source} holds {len(labels)} PEM blocks ({', '.join(labels)}); give exactly one key",
+        )
+    return labels[0]
+
+
+def load_public_key(pem: str | bytes, source: str) -> Ed25519PublicKey:
+    """One SPKI PEM block holding an Ed25519 key; anything else refused by name."""
+    data = pem.encode() if isinstance(pem, str) else pem
+    label = _one_block(data, source)
+    if "PRIVATE" in label:
+        raise KeyRefused(
+            source,
+            f"{source} is a private key ({label}) given where a public key belongs;"
+            " never hand out the private key",
+            fix="give the matching .pub file (`changeloop keygen` writes both)",
+        )
+    if label == "RSA PUBLIC KEY":
+        raise KeyRefused(source, f"{source} holds an RSA public key; {_ONLY}")
+    if label != "PUBLIC KEY":
+        raise KeyRefused(source, f"{source} holds a PEM '{label}', not a public key")
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise KeyRefused(source, f"{source} is not a readable public key ({exc})") from exc
+    if not isinstance(key, Ed25519PublicKey):
+        _refuse_type(key, source, private=False)
+    assert isinstance(key, Ed25519PublicKey)
+    return key
+
+
+def load_public_key_file(path: Path) -> Ed25519PublicKey:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KeyRefused(str(path), f"cannot read public key {path}: {exc.strerror}") from exc
+    return load_public_key(data, str(path))
+
+
+def load_private_key(path: Path) -> Ed25519PrivateKey:
+    """An unencrypted PKCS#8 PEM Ed25519 private key."""
+    source = str(path)
+    fix = "give the .key file made by `changeloop keygen` (PKCS#8 PEM, unencrypted)"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KeyRefused(source, f"cannot read private key {path}: {exc.strerror}", fix) from exc
+    label = _one_block(data, source)
+    if "PRIVATE" not in label:
+        raise KeyRefused(source, f"{source} holds a PEM '{label}', not a private key", fix)
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except TypeError as exc:
+        why = f"{source} is encrypted; changeloop reads unencrypted keys"
+        raise KeyRefused(source, why, fix) from exc
+    except ValueError as exc:
+        raise KeyRefused(source, f"{source} is not a readable private key ({exc})", fix) from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        _refuse_type(key, source, private=True)
+    assert isinstance(key, Ed25519PrivateKey)
+    return key
+
+
+def workspace_key(root: Path) -> Ed25519PrivateKey:
+    """The workspace's own key, ``.changeloop/keys/local.key``, made on first use.
+
+    It proves nothing to anyone else: it only keeps local receipts tamper-evident.
+    """
+    key_dir = root / ".changeloop" / "keys"
+    key_path = key_dir / "local.key"
+    if key_path.exists():
+        return load_private_key(key_path)
+    key = generate_private_key()
+    try:
+        _write_private_exclusive(key_path, private_pem(key))
+    except FileExistsError:  # another process made it first: use theirs
+        return load_private_key(key_path)
+    _write_public(key_dir / "local.pub", public_pem(key.public_key()))
+    return key
+
+
+def _write_private_exclusive(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)  # atomic and fails if a concurrent run won the race
+    finally:
+        tmp.unlink()

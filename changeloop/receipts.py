@@ -1,0 +1,247 @@
+"""Receipts: in-toto Statement v1 + test-result predicate + the ``changeloop`` extension.
+
+Usage::
+
+    facts = ReceiptFacts(change="add-x", provider="test", adapter="command",
+                         fingerprint="sha256:…", subjects={"self": ident}, sandbox="copy",
+                         issuer="local", started=t0, finished=t1,
+                         configuration=configuration_digests(plan, command))
+    statement = build_statement(facts, outcome)     # validated against the shipped schema
+    sealed = seal(statement, private_key)           # Sealed(id="sha256:…", envelope=b"{…}")
+    write_atomic(path, sealed.envelope)
+
+The payload is the RFC 8785 form of the statement and the receipt id is the
+sha256 of those exact bytes (DESIGN.md §2.3). ``result`` is ``PASSED`` only for
+``pass``: a verifier that ignores the extension must never read a refusal or an
+undecided run as an acceptance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.jcs import canonicalize
+from changeloop.keys import keyid
+from changeloop.model import ContentIdentity, Plan
+from changeloop.providers.base import Outcome
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+EXTENSION_SCHEMA = "changeloop/receipt@1"
+LOG_TAIL_CHARS = 4000
+LOG_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class ReceiptFacts:
+    """Everything generic about one run that the engine (or ``receipt sign``) knows."""
+
+    change: str
+    provider: str
+    adapter: str
+    fingerprint: str  # "sha256:<hex>"
+    subjects: Mapping[str, ContentIdentity]  # repository -> content identity
+    sandbox: str  # worktree | copy | none
+    issuer: str  # "local" or the CI issuer / authority name
+    started: datetime
+    finished: datetime
+    configuration: Mapping[str, str] = field(default_factory=dict)  # name -> sha256 hex
+    log_sha256: str | None = None
+    log_tail: str = ""
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Sealed:
+    id: str  # "sha256:<hex of payload>"
+    envelope: bytes  # the DSSE envelope JSON, what gets written
+    payload: bytes  # the JCS statement bytes that were signed
+    keyid: str
+
+
+class ReceiptSchemaError(ChangeloopError):
+    """A statement changeloop built does not fit its own schema: a bug, reported loudly."""
+
+
+def rfc3339(moment: datetime) -> str:
+    """UTC with millisecond precision and a ``Z``, e.g. ``2026-01-02T03:04:05.678Z``."""
+    if moment.tzinfo is None:
+        raise ValueError("receipt times must be timezone-aware")
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def configuration_digests(plan: Plan, command: Sequence[str] | None) -> dict[str, str]:
+    """sha256 of evidence.yaml, execution.yaml (when present) and the effective command.
+
+    The command is hashed as its RFC 8785 JSON array so the digest is reproducible.
+    """
+    out = {"evidence.yaml": sha256_hex(plan.evidence.path.read_bytes())}
+    if plan.execution is not None and plan.execution.path.exists():
+        out["execution.yaml"] = sha256_hex(plan.execution.path.read_bytes())
+    if command is not None:
+        out["command"] = sha256_hex(canonicalize(list(command)))
+    return out
+
+
+def bound_tail(text: str) -> str:
+    """The last lines of a log, bounded in lines and characters."""
+    lines = text.splitlines()[-LOG_TAIL_LINES:]
+    tail = "\n".join(lines)
+    return tail[-LOG_TAIL_CHARS:]
+
+
+def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
+    """The in-toto Statement for one outcome; raises if it would not fit the schema."""
+    if not facts.subjects:
+        raise ValueError("a receipt needs at least one repository subject")
+    duration = max(0, round((facts.finished - facts.started).total_seconds() * 1000))
+    observer = outcome.observer
+    extension: dict[str, Any] = {
+        "schema": EXTENSION_SCHEMA,
+        "change": facts.change,
+        "provider": outcome.provider or facts.provider,
+        "adapter": facts.adapter,
+        "capability": outcome.capability,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "claims": dict(sorted(outcome.claims.items())),
+        "fingerprint": facts.fingerprint,
+        "command": list(outcome.command) if outcome.command is not None else None,
+        "exitCode": outcome.exit_code,
+        "tests": outcome.tests.to_json() if outcome.tests is not None else None,
+        "findings": [f.to_json() for f in outcome.findings],
+        "observer": {
+            "adapter": observer.adapter if observer else facts.adapter,
+            "tool": observer.tool if observer else None,
+            "version": observer.version if observer else None,
+        },
+        "inputMode": outcome.input_mode,
+        "sandbox": facts.sandbox,
+        "repositories": {
+            repo: {"tree": ident.tree, "head": ident.head, "dirty": ident.dirty}
+            for repo, ident in sorted(facts.subjects.items())
+        },
+        "issuer": facts.issuer,
+        "startedOn": rfc3339(facts.started),
+        "finishedOn": rfc3339(facts.finished),
+        "durationMs": duration,
+        "log": (
+            {"sha256": facts.log_sha256, "tail": bound_tail(facts.log_tail)}
+            if facts.log_sha256
+            else None
+        ),
+    }
+    details = dict(outcome.details)
+    if outcome.issuer is not None:
+        details.setdefault("acceptedIssuer", outcome.issuer)
+    if details:
+        extension["details"] = details
+    predicate: dict[str, Any] = {
+        "result": "PASSED" if outcome.status == "pass" else "FAILED",
+        "configuration": [
+            {"name": name, "digest": {"sha256": digest}}
+            for name, digest in sorted(facts.configuration.items())
+        ],
+        "passedTests": list(outcome.passed_tests),
+        "failedTests": list(outcome.failed_tests),
+        "changeloop": extension,
+    }
+    url = outcome.url or facts.url
+    if url:
+        predicate["url"] = url
+    statement: dict[str, Any] = {
+        "_type": STATEMENT_TYPE,
+        "subject": [
+            {"name": repo, "digest": {"gitTree": ident.tree}}
+            for repo, ident in sorted(facts.subjects.items())
+        ],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+    check_statement(statement)
+    return statement
+
+
+def extension_problem(extension: Any) -> str | None:
+    """None when ``extension`` fits schemas/receipt-extension.json, else the first problem."""
+    from changeloop.schemas import validate_named
+
+    return validate_named("receipt-extension.json", extension)
+
+
+def check_statement(statement: Mapping[str, Any]) -> None:
+    """Refuse to seal anything that does not fit the shipped schema."""
+    problem = None
+    if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
+        problem = "wrong _type or predicateType"
+    elif not statement.get("subject"):
+        problem = "no subject"
+    else:
+        predicate = statement.get("predicate")
+        result = predicate.get("result") if isinstance(predicate, Mapping) else None
+        if not isinstance(predicate, Mapping) or result not in ("PASSED", "FAILED"):
+            problem = "predicate.result must be PASSED or FAILED"
+        else:
+            problem = extension_problem(predicate.get("changeloop"))
+    if problem is not None:
+        raise ReceiptSchemaError(
+            Problem(
+                code="receipt_schema",
+                message=f"refusing to seal a receipt that does not fit its schema: {problem}",
+                fix="this is a changeloop bug; please report it with the command you ran",
+            ),
+            exit_code=3,
+        )
+
+
+def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed:
+    """Canonicalize, sign, and wrap: the id is sha256 of the exact payload bytes."""
+    check_statement(statement)
+    payload = canonicalize(statement)
+    envelope = sign_envelope(payload, PAYLOAD_TYPE, private_key)
+    return Sealed(
+        id="sha256:" + sha256_hex(payload),
+        envelope=envelope,
+        payload=payload,
+        keyid=keyid(private_key.public_key()),
+    )
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write, fsync, rename, fsync the directory: no half file is ever visible."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
