@@ -1,0 +1,231 @@
+"""Version checks and JSON Schema errors turned into Problems users can act on.
+
+jsonschema says *what* is wrong in schema terms; this module says it in the
+file's terms — which key, at which line and column, and the one-line fix::
+
+    check_version(doc, file="evidence.yaml", reads=3)
+    problems = schema_problems(doc, "evidence-v3.json", family="evidence", version=3)
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from jsonschema import ValidationError
+from jsonschema.exceptions import best_match
+
+from changeloop import schemas
+from changeloop.config.yamlio import Document, YamlPath
+from changeloop.errors import ConfigError, Problem
+
+_JSON_TYPES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "empty",
+}
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    return "a string"
+
+
+def check_version(doc: Document, *, file: str, reads: int) -> None:
+    """Refuse a missing, malformed, newer or older ``version`` before any schema talk."""
+    data = doc.data
+    if not isinstance(data, dict):
+        raise ConfigError(Problem(
+            code="not_a_mapping",
+            message=f"{file} must be a mapping with at least `version: {reads}`, "
+            f"not {type_name(data)}",
+            location=doc.location(()),
+            fix=f"start the file with `version: {reads}`",
+        ))
+    if "version" not in data:
+        raise ConfigError(Problem(
+            code="version_missing",
+            message=f"{file} has no `version` (this changeloop reads: {reads})",
+            location=doc.location(()),
+            fix=f"add `version: {reads}` as the first line",
+        ))
+    version = data["version"]
+    where = doc.location(("version",))
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ConfigError(Problem(
+            code="version_invalid",
+            message=f"{file} version must be an integer, not {version!r} (reads: {reads})",
+            location=where, fix=f"write `version: {reads}`",
+        ))
+    if version > reads:
+        raise ConfigError(Problem(
+            code="version_newer",
+            message=f"{file} version {version} is newer than this changeloop reads "
+            f"(reads: {reads})",
+            location=where, fix="upgrade changeloop (pip install -U changeloop)",
+        ))
+    if version < reads:
+        raise ConfigError(Problem(
+            code="version_older",
+            message=f"{file} version {version} is older than this changeloop reads "
+            f"(reads: {reads})",
+            location=where, fix=f"rewrite the file for version {reads} (see docs/)",
+        ))
+
+
+def level_name(path: YamlPath, family: str, version: int) -> str:
+    """Words for where in the file a key sits, e.g. ``provider 'test'``."""
+    top = f"{family} version {version}"
+    if not path:
+        return top
+    head = path[0]
+    if len(path) >= 2:
+        name = path[1]
+        rest = path[2:]
+        single = {"providers": "provider", "services": "service", "claims": "claim",
+                  "repositories": "repository"}.get(str(head))
+        if single:
+            base = f"{single} {name!r}"
+            if not rest:
+                return base
+            return f"{'.'.join(str(p) for p in rest)} of {base}"
+    return f"'{'.'.join(str(p) for p in path)}'"
+
+
+def _dotted(path: YamlPath) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _argv_example(value: Any) -> str:
+    try:
+        parts = shlex.split(value) if isinstance(value, str) else []
+    except ValueError:
+        parts = []
+    parts = parts or ["npm", "test"]
+    return "[" + ", ".join(f'"{p}"' for p in parts) + "]"
+
+
+def _one(error: ValidationError, doc: Document, family: str, version: int) -> Problem:
+    path: YamlPath = tuple(error.absolute_path)
+    instance = error.instance
+    keyword = error.validator
+    spec: Any = error.schema
+    wanted: Any = error.validator_value
+    key = path[-1] if path else None
+    if keyword in ("anyOf", "oneOf") and error.context:
+        deeper = best_match(error.context)
+        if deeper is not None and tuple(deeper.absolute_path) != path:
+            return _one(deeper, doc, family, version)
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(spec.get("properties", {}))
+        extra = sorted(k for k in instance if k not in allowed)
+        if allowed and extra:
+            level = level_name(path, family, version)
+            where = f"{family} version {version}"
+            if path:
+                where += f" for {level}"
+            return Problem(
+                code="unknown_key",
+                message=f"field(s) {extra!r} are not defined by {where} — it defines "
+                f"[{', '.join(allowed)}]",
+                location=doc.location((*path, extra[0]), key=True),
+                fix=f"remove or rename {', '.join(extra)}",
+            )
+    argv_key = key in ("command", "setup") or (
+        isinstance(key, int) and len(path) >= 2 and path[-2] == "setup")
+    if argv_key and isinstance(instance, str) and keyword == "type":
+        return Problem(
+            code="command_not_list",
+            message=f"{level_name(path[:-1], family, version)}: {key} must be an argv list, "
+            f"e.g. {_argv_example(instance)}",
+            location=doc.location(path),
+            fix=f"write it as a list: {_argv_example(instance)}",
+        )
+    if keyword == "type":
+        kinds = wanted if isinstance(wanted, list) else [wanted]
+        words = " or ".join(_JSON_TYPES.get(str(w), str(w)) for w in kinds)
+        return Problem(
+            code="wrong_type",
+            message=f"{_dotted(path)} must be {words}, not {type_name(instance)}",
+            location=doc.location(path),
+            fix=f"give {_dotted(path)} {words}",
+        )
+    if keyword == "required":
+        missing = [k for k in wanted if isinstance(instance, dict)
+                   and k not in instance]
+        return Problem(
+            code="missing_key",
+            message=f"{level_name(path, family, version)} is missing {', '.join(missing)}",
+            location=doc.location(path, key=True),
+            fix=f"add {', '.join(missing)}",
+        )
+    if keyword == "enum":
+        options = ", ".join(str(v) for v in wanted)
+        return Problem(
+            code="invalid_value",
+            message=f"{_dotted(path)} must be one of [{options}], not {instance!r}",
+            location=doc.location(path), fix=f"use one of: {options}",
+        )
+    if "propertyNames" in error.absolute_schema_path and isinstance(instance, str):
+        return Problem(
+            code="invalid_name",
+            message=f"{instance!r} under {_dotted(path)} is not a valid name (letters, digits, "
+            "'.', '_', '-'; starting with a letter or digit)",
+            location=doc.location((*path, instance), key=True), fix="rename it",
+        )
+    if keyword == "pattern" and len(path) >= 1 and wanted.startswith("^[A-Za-z0-9]"):
+        return Problem(
+            code="invalid_name",
+            message=f"{instance!r} at {_dotted(path)} is not a valid name (letters, digits, "
+            "'.', '_', '-'; starting with a letter or digit)",
+            location=doc.location(path), fix="rename it",
+        )
+    if keyword == "propertyNames":
+        return Problem(
+            code="invalid_name",
+            message=f"{instance!r} under {_dotted(path)} is not a valid name",
+            location=doc.location(path), fix="rename it",
+        )
+    return Problem(
+        code="invalid_value",
+        message=f"{_dotted(path)}: {error.message}",
+        location=doc.location(path),
+    )
+
+
+def schema_problems(doc: Document, schema_file: str, *, family: str,
+                    version: int) -> list[Problem]:
+    """Every schema error as a Problem, one per offending node, sorted by position."""
+    validator = schemas.validator(schema_file)
+    errors: Sequence[ValidationError] = list(validator.iter_errors(doc.data))
+    problems: dict[tuple[str, str | None, int | None, int | None], Problem] = {}
+    for error in errors:
+        problem = _one(error, doc, family, version)
+        loc = problem.location
+        ident = (problem.message, loc.path if loc else None, loc.line if loc else None,
+                 loc.column if loc else None)
+        problems.setdefault(ident, problem)
+    return sorted(problems.values(), key=position)
+
+
+def position(problem: Problem) -> tuple[str, int, int, str]:
+    loc = problem.location
+    if loc is None:
+        return ("", 0, 0, problem.message)
+    return (loc.path, loc.line or 0, loc.column or 0, problem.message)

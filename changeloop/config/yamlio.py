@@ -1,0 +1,220 @@
+"""Safe YAML that remembers where every key and value came from.
+
+PyYAML's SafeLoader only *composes* the node graph here; our own walk turns
+nodes into plain Python values so that we can refuse what a config file should
+never contain — duplicate keys, alias bombs, non-standard tags — and keep the
+1-based (line, column) of every key and value, addressed by path::
+
+    doc = load_yaml(Path("evidence.yaml"), display="openspec/changes/x/evidence.yaml")
+    doc.data["claims"]["greeting"]["requires"]       # plain values
+    doc.location(("claims", "greeting", "requires"))  # Location(path, line, column)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from changeloop.errors import ConfigError, Location, Problem
+
+# Nodes visited a second time (through an alias) before we call it a bomb.
+ALIAS_BUDGET = 10_000
+MAX_BYTES = 4 * 1024 * 1024
+
+YamlPath = tuple[str | int, ...]
+
+_TAG = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded YAML file: plain ``data`` plus marks addressable by path."""
+
+    path: Path
+    display: str
+    data: Any
+    value_marks: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
+    key_marks: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
+
+    def mark(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int] | None:
+        """(line, column) of the value at ``path`` (or its key), else the nearest ancestor's."""
+        current = tuple(path)
+        while True:
+            if key and current in self.key_marks:
+                return self.key_marks[current]
+            if current in self.value_marks:
+                return self.value_marks[current]
+            if not current:
+                return None
+            current = current[:-1]
+
+    def location(self, path: Sequence[str | int], *, key: bool = False) -> Location:
+        found = self.mark(path, key=key)
+        if found is None:
+            return Location(self.display)
+        return Location(self.display, found[0], found[1])
+
+
+def _problem(code: str, message: str, display: str, *, line: int | None = None,
+             column: int | None = None, fix: str | None = None) -> ConfigError:
+    return ConfigError(Problem(code=code, message=message,
+                               location=Location(display, line, column), fix=fix))
+
+
+def _decode(raw: bytes, display: str) -> str:
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise _problem("binary_file", f"{display} is a binary file, not a UTF-8 text file "
+                       "(it contains NUL bytes)", display, line=line,
+                       fix="write the file as plain UTF-8 YAML text")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _problem("not_utf8", f"{display} is not a UTF-8 text file "
+                       f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})", display,
+                       line=line, column=column, fix="re-save the file as UTF-8") from exc
+
+
+class _Walker:
+    """Turns a composed node graph into plain values, recording marks."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.values: dict[YamlPath, tuple[int, int]] = {}
+        self.keys: dict[YamlPath, tuple[int, int]] = {}
+        self.seen: set[int] = set()
+        self.revisits = 0
+        self.stack: set[int] = set()
+        self.constructor = SafeConstructor()
+
+    def _err(self, code: str, message: str, node: yaml.Node, fix: str | None = None) -> ConfigError:
+        return _problem(code, message, self.display, line=node.start_mark.line + 1,
+                        column=node.start_mark.column + 1, fix=fix)
+
+    def walk(self, node: yaml.Node, path: YamlPath, record: bool = True) -> Any:
+        ident = id(node)
+        if ident in self.stack:
+            raise self._err("recursive_alias", "a YAML alias refers to itself (recursive anchor)",
+                            node, fix="replace the alias with the value it stands for")
+        if ident in self.seen:
+            record = False  # an alias: marks point at the anchor, not every expansion
+            self.revisits += 1
+            if self.revisits > ALIAS_BUDGET:
+                raise self._err("alias_bomb", f"YAML anchors and aliases expand to more than "
+                                f"{ALIAS_BUDGET} nodes (an alias bomb?)", node,
+                                fix="write the values out instead of nesting aliases")
+        self.seen.add(ident)
+        if record:
+            self.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        self.stack.add(ident)
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                if node.tag != f"{_TAG}seq":
+                    raise self._tag(node)
+                return [self.walk(item, (*path, i), record) for i, item in enumerate(node.value)]
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path, record)
+        finally:
+            self.stack.discard(ident)
+        raise self._tag(node)  # pragma: no cover - PyYAML has only three node kinds
+
+    def _tag(self, node: yaml.Node) -> ConfigError:
+        return self._err("yaml_tag", f"the YAML tag {node.tag!r} is not allowed here",
+                         node, fix="remove the tag; only plain YAML values are read")
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag not in _SCALAR_TAGS:
+            raise self._tag(node)
+        kind = node.tag[len(_TAG):]
+        if kind in ("str", "timestamp"):  # dates stay text: we never interpret them
+            return str(node.value)
+        try:
+            if kind == "int":
+                return self.constructor.construct_yaml_int(node)
+            if kind == "float":
+                return self.constructor.construct_yaml_float(node)
+            if kind == "bool":
+                return self.constructor.construct_yaml_bool(node)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise self._err("yaml_value", f"{node.value!r} is not a valid {kind}", node) from exc
+        return None
+
+    def _mapping(self, node: yaml.MappingNode, path: YamlPath, record: bool) -> dict[str, Any]:
+        if node.tag != f"{_TAG}map":
+            raise self._tag(node)
+        out: dict[str, Any] = {}
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self._err("yaml_key", "a mapping key must be a plain scalar", key_node)
+            if key_node.tag == f"{_TAG}merge":
+                raise self._err("yaml_merge", "YAML merge keys (<<) are not supported", key_node,
+                                fix="write the merged keys out")
+            if key_node.tag not in _SCALAR_TAGS:
+                raise self._tag(key_node)
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in lines:
+                raise self._err("duplicate_key", f"duplicate key {key!r} (lines {lines[key]} "
+                                f"and {line})", key_node, fix=f"keep one {key!r}")
+            lines[key] = line
+            if record:
+                self.keys[(*path, key)] = (line, key_node.start_mark.column + 1)
+            out[key] = self.walk(value_node, (*path, key), record)
+        return out
+
+
+def load_yaml(path: Path, display: str | None = None) -> Document:
+    """Read ``path`` safely; every refusal is a ConfigError with file, line and column."""
+    shown = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise _problem("unreadable_file", f"cannot read {shown}: {exc.strerror}", shown) from exc
+    if len(raw) > MAX_BYTES:
+        raise _problem("file_too_large", f"{shown} is larger than {MAX_BYTES} bytes", shown)
+    return parse_yaml(_decode(raw, shown), path, shown)
+
+
+def parse_yaml(text: str, path: Path, display: str) -> Document:
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except RecursionError as exc:
+        raise _problem("yaml_too_deep", "the YAML nests too deeply", display) from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise _problem("yaml_syntax", f"YAML syntax error: {what}", display,
+                       line=mark.line + 1 if mark else None,
+                       column=mark.column + 1 if mark else None,
+                       fix="fix the YAML syntax at that position") from exc
+    except yaml.YAMLError as exc:
+        line = getattr(exc, "position", None)
+        message = f"YAML could not be read: {exc}"
+        raise _problem("yaml_syntax", message, display,
+                       line=text[:line].count("\n") + 1 if isinstance(line, int) else None) from exc
+    if len(nodes) > 1:
+        second = nodes[1]
+        raise _problem("yaml_multiple_documents", "the file holds more than one YAML document",
+                       display, line=second.start_mark.line + 1,
+                       fix="remove the extra '---' document")
+    if not nodes:
+        return Document(path, display, None)
+    walker = _Walker(display)
+    try:
+        data = walker.walk(nodes[0], ())
+    except RecursionError as exc:
+        raise _problem("yaml_too_deep", "the YAML nests too deeply", display) from exc
+    return Document(path, display, data, walker.values, walker.keys)

@@ -1,0 +1,128 @@
+"""Merge evidence, execution and derived wiring into one typed :class:`Plan`.
+
+The plan is everything ``prove`` needs to know before running, with every
+default applied, so preflight, fingerprints and the engine all read the same
+resolved values::
+
+    plan = build_plan(root, find_change(root, "add-greeting"), derived=derived)
+    plan.providers["test"].resources   # ("workspace-read:self",)
+
+Configured providers replace derived ones of the same name entirely
+(DESIGN.md §2.2); configured ones come first, in file order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from changeloop.config.evidence import load_evidence
+from changeloop.config.execution import default_capability, load_execution
+from changeloop.config.schema import position
+from changeloop.errors import ConfigError, Location, Problem
+from changeloop.model import ChangeRef, Evidence, Execution, Plan, Provider, Repository, Service
+
+EVIDENCE_FILE = "evidence.yaml"
+EXECUTION_FILE = "execution.yaml"
+# Adapters whose provider spans repositories rather than belonging to one.
+MULTI_REPOSITORY_ADAPTERS = frozenset({"contract-digest", "external"})
+
+
+def display_path(root: Path, path: Path) -> str:
+    """Paths in messages and JSON are relative to the workspace root (DESIGN.md §2.5)."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Execution | None]:
+    """Both files of a change; problems of both are reported together."""
+    evidence_path = change.path / EVIDENCE_FILE
+    execution_path = change.path / EXECUTION_FILE
+    shown = display_path(root, evidence_path)
+    if not evidence_path.is_file():
+        raise ConfigError(Problem(
+            code="evidence_missing",
+            message=f"change {change.id!r} has no {EVIDENCE_FILE} ({shown})",
+            location=Location(shown),
+            fix=f"create {shown} with `version: 3` and the claims to prove, "
+            f"or run `changeloop evidence init {change.id}`",
+        ))
+    problems: list[Problem] = []
+    evidence: Evidence | None = None
+    execution: Execution | None = None
+    try:
+        evidence = load_evidence(evidence_path, shown)
+    except ConfigError as exc:
+        problems += exc.problems
+    if execution_path.exists():
+        try:
+            execution = load_execution(execution_path, display_path(root, execution_path))
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems or evidence is None:
+        raise ConfigError(sorted(problems, key=position))
+    return evidence, execution
+
+
+def _merge(configured: Mapping[str, Provider],
+           derived: Mapping[str, Provider] | None) -> dict[str, Provider]:
+    merged = dict(configured)
+    for name, provider in (derived or {}).items():
+        merged.setdefault(name, provider)
+    return merged
+
+
+def _only(repositories: Mapping[str, Repository]) -> str | None:
+    return next(iter(repositories)) if len(repositories) == 1 else None
+
+
+def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Provider:
+    """Repository and capability defaults that need no adapter call."""
+    changes: dict[str, object] = {}
+    if provider.repository is None and provider.adapter != "contract-digest":
+        only = _only(repositories)
+        if only is not None:
+            changes["repository"] = only
+    if not provider.capability:
+        changes["capability"] = default_capability(provider.name, provider.adapter)
+    return dataclasses.replace(provider, **changes) if changes else provider  # type: ignore[arg-type]
+
+
+def _with_resources(provider: Provider, plan: Plan) -> Provider:
+    if provider.resources_declared:
+        return provider
+    from changeloop.providers import registry
+
+    adapter = registry.get(provider.adapter)
+    if adapter is None:
+        return provider  # unknown adapter: preflight names it
+    if provider.repository is None and provider.adapter not in MULTI_REPOSITORY_ADAPTERS:
+        return provider  # preflight refuses a provider without a repository
+    return dataclasses.replace(provider, resources=tuple(adapter.default_resources(provider, plan)))
+
+
+def build_plan(root: Path, change: ChangeRef,
+               derived: Mapping[str, Provider] | None = None) -> Plan:
+    """The resolved plan of one change; ConfigError when its files cannot be read."""
+    evidence, execution = load_change_config(root, change)
+    setup = execution.setup if execution else {}
+    repositories = {
+        name: Repository(name=name, path=(root / rel).resolve(), relpath=rel,
+                         setup=setup.get(name, ()))
+        for name, rel in evidence.repositories.items()
+    }
+    configured = execution.providers if execution else {}
+    providers = {name: _resolve(p, repositories)
+                 for name, p in _merge(configured, derived).items()}
+    services: dict[str, Service] = {}
+    only = _only(repositories)
+    for name, service in (execution.services if execution else {}).items():
+        adopt = service.repository is None and only is not None
+        services[name] = dataclasses.replace(service, repository=only) if adopt else service
+    draft = Plan(root=root, change=change, evidence=evidence, execution=execution,
+                 repositories=repositories, providers=providers, services=services)
+    final = {name: _with_resources(p, draft) for name, p in providers.items()}
+    return dataclasses.replace(draft, providers=final)
