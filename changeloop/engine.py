@@ -216,7 +216,7 @@ class _Run:
             finished=finished,
             configuration=configuration,
             log_sha256=log_sha256,
-            log_tail=log_tail,
+            log_tail=log_tail or "",
             url=outcome.url or self.options.url,
         )
         statement = build_statement(facts, outcome)

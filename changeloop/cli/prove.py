@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import anyio
 from changeloop.cli import common
 from changeloop.errors import ChangeloopError, PreflightError
 from changeloop.model import Plan
+from changeloop.signals import cancel_on_signals
 
 EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
 
@@ -169,19 +169,9 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
 
     async def main() -> None:
         nonlocal interrupted
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                nonlocal interrupted
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        interrupted = True
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch)
+        async with cancel_on_signals() as interruption:
             outcome["result"] = await prove(plan, options, progress.event)
-            tg.cancel_scope.cancel()
+        interrupted = interruption.interrupted
 
     try:
         anyio.run(main)
