@@ -1,9 +1,47 @@
-"""Process discipline: own process group, timeout, TERM→grace→KILL, redacted logs."""
+"""Process discipline: own process group, timeout, TERM→grace→KILL, redacted logs.
+
+Every command runs as the leader of a new session (so of a new process group),
+and whatever it leaves behind in that group is ended with it: a grandchild that
+ignores SIGTERM and holds the output pipe can neither hang changeloop nor
+outlive the run (DESIGN.md §5).
+
+    result = await run_process(["pytest", "-q"], cwd=repo, env=dict(os.environ),
+                               timeout_ms=1_800_000, log_dir=run_dir / "logs",
+                               log_name="unit", secrets=[token])
+    if result.spawn_error: ...          # missing executable: a reason, not a crash
+    elif result.timed_out: ...
+    else: result.exit_code
+
+Output goes to ``<log_dir>/<log_name>.log`` (stdout and stderr interleaved in
+the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
+Secret values are redacted before any byte reaches a file or a tail. Tails keep
+the last :data:`TAIL_LINES` lines and at most :data:`TAIL_BYTES` bytes.
+
+Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
+ours to find; if it keeps the output pipe open we stop reading after
+:data:`DRAIN_S` seconds and say so in the log instead of hanging.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+import anyio
+import anyio.abc
+
+TAIL_LINES = 40
+TAIL_BYTES = 4096
+DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
+MASK = b"***"
 
 
 @dataclass(frozen=True)
@@ -19,3 +57,399 @@ class ProcessResult:
     stdout_tail: str
     stderr_tail: str
     log_tail: str
+    # Signal that ended the main child when we did not send it (e.g. SIGSEGV).
+    signal: int | None = None
+    # Processes of the group still alive when the main child exited (then ended by us).
+    leftovers: bool = False
+
+
+class SpawnError(Exception):
+    """The command could not be started; ``reason`` is the user-facing sentence."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class _Redactor:
+    """Replaces secrets in a byte stream.
+
+    Holds back only a tail that could be the start of a secret, so output
+    without secrets flows (and interleaves) immediately.
+    """
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._pats = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
+        self._re = re.compile(b"|".join(re.escape(p) for p in self._pats)) if self._pats else None
+        self._longest = max((len(p) for p in self._pats), default=0)
+        self._buf = b""
+
+    def _partial(self, buf: bytes) -> int:
+        """Length of the longest suffix of ``buf`` that is a proper prefix of a secret."""
+        for i in range(max(0, len(buf) - self._longest + 1), len(buf)):
+            tail = buf[i:]
+            if any(len(p) > len(tail) and p.startswith(tail) for p in self._pats):
+                return len(buf) - i
+        return 0
+
+    def feed(self, data: bytes) -> bytes:
+        if self._re is None:
+            return data
+        buf = self._buf + data
+        cut = len(buf) - self._partial(buf)
+        for m in self._re.finditer(buf):
+            if m.start() >= cut:
+                break
+            if m.end() > cut:  # a whole secret straddles the cut: emit it masked
+                cut = m.end()
+                break
+        self._buf = buf[cut:]
+        return self._re.sub(MASK, buf[:cut])
+
+    def flush(self) -> bytes:
+        buf, self._buf = self._buf, b""
+        return self._re.sub(MASK, buf) if self._re is not None else buf
+
+
+class _Tail:
+    """The last bytes of a stream, cheap to append to."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self._buf += data
+        if len(self._buf) > 2 * TAIL_BYTES:
+            del self._buf[:-TAIL_BYTES]
+
+    def text(self) -> str:
+        text = bytes(self._buf[-TAIL_BYTES:]).decode("utf-8", "replace")
+        return "".join(text.splitlines(keepends=True)[-TAIL_LINES:])
+
+
+class _Output:
+    """Log files, digest and tails of one process; written only with redacted bytes."""
+
+    def __init__(self, log_dir: Path, log_name: str, secrets: Sequence[str]) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"{log_name}.log"
+        self.stdout_path = log_dir / f"{log_name}.stdout"
+        self._log: BinaryIO = self.log_path.open("wb")
+        self._out: BinaryIO = self.stdout_path.open("wb")
+        self._sha = hashlib.sha256()
+        self._redact = {"stdout": _Redactor(secrets), "stderr": _Redactor(secrets)}
+        self.tails = {"stdout": _Tail(), "stderr": _Tail(), "log": _Tail()}
+
+    def write(self, stream: str, data: bytes, *, final: bool = False) -> None:
+        red = self._redact[stream]
+        clean = red.feed(data) + (red.flush() if final else b"")
+        if not clean:
+            return
+        self._log.write(clean)
+        self._sha.update(clean)
+        self.tails["log"].add(clean)
+        self.tails[stream].add(clean)
+        if stream == "stdout":
+            self._out.write(clean)
+
+    def note(self, text: str) -> None:
+        """A line of changeloop's own, e.g. why the process ended."""
+        self.write("stderr", b"", final=True)
+        self.write("stdout", b"", final=True)
+        line = f"[changeloop] {text}\n".encode()
+        self._log.write(line)
+        self._sha.update(line)
+        self.tails["log"].add(line)
+
+    def close(self) -> None:
+        if self._log.closed:
+            return
+        self.write("stdout", b"", final=True)
+        self.write("stderr", b"", final=True)
+        self._log.close()
+        self._out.close()
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a member changed uid; nothing we can do
+        return True
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a non-zombie process is in the group.
+
+    ``killpg(pgid, 0)`` also succeeds for zombies nobody has reaped yet (a
+    container's PID 1 may never reap), so on Linux we look in /proc.
+    """
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        entries = os.scandir("/proc")
+    except OSError:  # pragma: no cover - not Linux
+        return True
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:  # noqa: PTH123 - hot loop
+                    data = fh.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2 :].split()
+            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+                return True
+    return False
+
+
+async def end_group(pgid: int, grace_s: float) -> bool:
+    """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL.
+
+    Returns True when something was still there to signal. Polls with a short,
+    growing interval so the common case (nothing left) costs one syscall.
+    """
+    if not _signal_group(pgid, signal.SIGTERM):
+        return False
+    deadline = time.monotonic() + grace_s
+    delay = 0.001
+    killed_at: float | None = None
+    while _group_alive(pgid):
+        now = time.monotonic()
+        if now >= deadline:
+            _signal_group(pgid, signal.SIGKILL)  # again on each pass: members may fork
+            killed_at = killed_at or now
+            if now - killed_at > 10:  # pragma: no cover - uninterruptible sleep (D state)
+                break
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _spawn_reason(argv: Sequence[str], cwd: Path, exc: OSError) -> str:
+    if not cwd.is_dir():
+        return f"working directory not found: {cwd}"
+    if isinstance(exc, FileNotFoundError):
+        return f"executable not found: {argv[0]}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {argv[0]}"
+    return f"cannot start {argv[0]}: {exc.strerror or exc}"
+
+
+class RunningProcess:
+    """A started command whose output is being pumped to its log files.
+
+    Used directly for long-running services (``start_process``) and internally
+    by :func:`run_process`; both end the whole group the same way.
+    """
+
+    def __init__(self, proc: anyio.abc.Process, output: _Output, argv: Sequence[str]) -> None:
+        self._proc = proc
+        self.output = output
+        self.argv = tuple(argv)
+        self.pid = proc.pid  # == the process group id (start_new_session)
+        self.log_path = output.log_path
+        self.stdout_path = output.stdout_path
+        self._drained = anyio.Event()
+        self._pump_scope = anyio.CancelScope()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        """Wait for the main child to exit; its group may still hold members."""
+        return await self._proc.wait()
+
+    async def terminate(self, grace_s: float = 5.0) -> int:
+        """End the whole group (TERM, grace, KILL), finish the logs, return the exit code.
+
+        Shielded: ending a group is cleanup that must finish even when the
+        caller is being cancelled.
+        """
+        with anyio.CancelScope(shield=True):
+            await end_group(self.pid, grace_s)
+            code = await self._proc.wait()
+            await self._finish_output()
+        return code
+
+    def tail(self, stream: str = "log") -> str:
+        """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
+        return self.output.tails[stream].text()
+
+    async def _pump(self, stream: anyio.abc.ByteReceiveStream | None, name: str) -> None:
+        if stream is None:
+            return
+        try:
+            while True:
+                self.output.write(name, await stream.receive(65536))
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _pump_all(self) -> None:
+        try:
+            with self._pump_scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._pump, self._proc.stdout, "stdout")
+                    tg.start_soon(self._pump, self._proc.stderr, "stderr")
+        finally:
+            self._drained.set()
+
+    async def _finish_output(self) -> None:
+        """Read to EOF (bounded by DRAIN_S), then close the streams and log files."""
+        with anyio.move_on_after(DRAIN_S) as drain:
+            await self._drained.wait()
+        if drain.cancelled_caught:
+            self._pump_scope.cancel()
+            self.output.note(
+                f"stopped reading output after {DRAIN_S:g}s: a process outside the group"
+                " still holds it open"
+            )
+        await self._proc.aclose()
+        self.output.close()
+
+
+async def _spawn(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_dir: Path,
+    log_name: str,
+    secrets: Sequence[str],
+) -> RunningProcess:
+    output = _Output(log_dir, log_name, secrets)
+    if not argv:
+        output.close()
+        raise SpawnError("empty command")
+    try:
+        proc = await anyio.open_process(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        reason = _spawn_reason(argv, cwd, exc)
+        output.note(reason)
+        output.close()
+        raise SpawnError(reason) from exc
+    return RunningProcess(proc, output, argv)
+
+
+async def start_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_dir: Path,
+    log_name: str,
+    task_group: anyio.abc.TaskGroup,
+    secrets: Sequence[str] = (),
+) -> RunningProcess:
+    """Start a long-running command (a service); its output is pumped in ``task_group``.
+
+    Raises :class:`SpawnError` when it cannot start. The caller must
+    ``await proc.terminate(grace_s)`` before ``task_group`` exits.
+    """
+    running = await _spawn(
+        argv, cwd=cwd, env=env, log_dir=log_dir, log_name=log_name, secrets=secrets
+    )
+    task_group.start_soon(running._pump_all)
+    return running
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_ms: int,
+    log_dir: Path,
+    log_name: str,
+    secrets: Sequence[str] = (),
+    grace_s: float = 5.0,
+) -> ProcessResult:
+    """Run one command to completion under the discipline of the module doc.
+
+    Never raises for a command that cannot start (``spawn_error`` is set);
+    cancellation ends the group (TERM, grace, KILL) in a shielded cleanup and
+    propagates.
+    """
+    started = time.monotonic()
+    try:
+        running = await _spawn(
+            argv, cwd=cwd, env=env, log_dir=log_dir, log_name=log_name, secrets=secrets
+        )
+    except SpawnError as exc:
+        return _not_started(argv, exc.reason, started, log_dir, log_name)
+    timed_out = leftovers = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(running._pump_all)
+            with anyio.move_on_after(timeout_ms / 1000) as limit:
+                await running.wait()
+            timed_out = limit.cancelled_caught
+            if timed_out:
+                running.output.note(f"timed out after {timeout_ms} ms; ending process group")
+            leftovers = await end_group(running.pid, grace_s)
+            if leftovers and not timed_out:
+                running.output.note("ended processes the command left running in its group")
+            await running.terminate(grace_s)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            running.output.note("cancelled; ending process group")
+            await running.terminate(grace_s)
+        raise
+    code = running.returncode
+    sig = -code if code is not None and code < 0 and not timed_out else None
+    out = running.output
+    return ProcessResult(
+        argv=tuple(argv),
+        exit_code=None if timed_out or sig is not None else code,
+        timed_out=timed_out,
+        spawn_error=None,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        log_path=out.log_path,
+        stdout_path=out.stdout_path,
+        log_sha256=out.sha256,
+        stdout_tail=out.tails["stdout"].text(),
+        stderr_tail=out.tails["stderr"].text(),
+        log_tail=out.tails["log"].text(),
+        signal=sig,
+        leftovers=leftovers and not timed_out,
+    )
+
+
+def _not_started(
+    argv: Sequence[str], reason: str, started: float, log_dir: Path, log_name: str
+) -> ProcessResult:
+    """The result of a command that never started (its log holds the reason)."""
+    log_path = log_dir / f"{log_name}.log"
+    data = log_path.read_bytes()
+    text = data.decode("utf-8", "replace")
+    return ProcessResult(
+        argv=tuple(argv),
+        exit_code=None,
+        timed_out=False,
+        spawn_error=reason,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        log_path=log_path,
+        stdout_path=log_dir / f"{log_name}.stdout",
+        log_sha256=hashlib.sha256(data).hexdigest(),
+        stdout_tail="",
+        stderr_tail="",
+        log_tail=text,
+    )
