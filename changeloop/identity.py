@@ -143,39 +143,54 @@ def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None
     git(["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", "."], cwd=cwd, env=env)
 
 
-def identity_from_index(cwd: Path, env: Mapping[str, str], lay: GitLayout) -> ContentIdentity:
-    """Drop ``openspec/`` from the staged index and write the tree of ``cwd``'s subtree."""
+def identity_from_index(
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    write_prefix: str,
+    head_prefix: str,
+    head: str | None,
+) -> ContentIdentity:
+    """Drop ``openspec/`` from the staged index and write the tree of ``cwd``'s subtree.
+
+    ``write_prefix`` is where ``cwd`` sits in the index being written;
+    ``head_prefix`` where the repository sits in HEAD (they differ for a copy
+    sandbox, which is hashed as its own work tree against the source's objects).
+    """
     git(["rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC], cwd=cwd, env=env)
     args = ["write-tree"]
-    if lay.prefix:
-        args.append(f"--prefix={lay.prefix}")
+    if write_prefix:
+        args.append(f"--prefix={write_prefix}")
     proc = git(args, cwd=cwd, env=env, check=False)
-    if proc.returncode != 0 and lay.prefix:
+    if proc.returncode != 0 and write_prefix:
         # Nothing staged under the prefix at all: the subdirectory's tree is empty.
-        tree = git(["mktree"], cwd=cwd, input_bytes=b"").stdout.decode().strip()
+        tree = git(["mktree"], cwd=cwd, env=env, input_bytes=b"").stdout.decode().strip()
     else:
         if proc.returncode != 0:
             git(args, cwd=cwd, env=env)  # re-run to raise with git's message
         tree = proc.stdout.decode().strip()
-    return ContentIdentity(tree=tree, head=lay.head, dirty=_differs_from_head(cwd, tree, lay))
+    dirty = _differs_from_head(cwd, env, tree, head_prefix, head)
+    return ContentIdentity(tree=tree, head=head, dirty=dirty)
 
 
-def _differs_from_head(cwd: Path, tree: str, lay: GitLayout) -> bool:
+def _differs_from_head(
+    cwd: Path, env: Mapping[str, str], tree: str, prefix: str, head: str | None
+) -> bool:
     """Compare top-level entries (minus openspec) of ``tree`` with HEAD's, for the prefix.
 
     Comparing one tree listing is enough: equal entry ids mean equal subtrees.
     """
-    if lay.head is None:
+    if head is None:
         return True
     head_tree = git(
-        ["rev-parse", "-q", "--verify", f"HEAD:{lay.prefix}"], cwd=cwd, check=False
+        ["rev-parse", "-q", "--verify", f"{head}:{prefix}"], cwd=cwd, env=env, check=False
     ).stdout.decode().strip()
+    ours = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd, env=env).stdout.split(b"\0")
     if not head_tree:  # HEAD has nothing here: dirty unless we have nothing either
-        return bool(git(["ls-tree", "--full-tree", tree], cwd=cwd).stdout.strip())
+        return ours != [b""]
     if head_tree == tree:
         return False
-    ours = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd).stdout.split(b"\0")
-    theirs = git(["ls-tree", "--full-tree", "-z", head_tree], cwd=cwd).stdout.split(b"\0")
+    theirs = git(["ls-tree", "--full-tree", "-z", head_tree], cwd=cwd, env=env).stdout.split(b"\0")
     theirs = [e for e in theirs if not e.endswith(b"\t" + OPENSPEC.encode())]
     return sorted(ours) != sorted(theirs)
 
@@ -194,4 +209,6 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
         seed_index(lay, tmp_index, repo)
         env = git_env(tmp_index)
         stage(repo, env, include_untracked=include_untracked)
-        return identity_from_index(repo, env, lay)
+        return identity_from_index(
+            repo, env, write_prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
+        )

@@ -1,0 +1,97 @@
+"""The one interface every sandbox mode implements, and the bookkeeping they share.
+
+A sandbox directory is named ``<repository>.<pid>-<process start>.<token>`` under
+the run's sandboxes directory, so that a later run can tell a crashed run's
+leftovers (owner process gone, or its pid reused by another process) from a
+live run's sandbox and remove only the former (:func:`owner_alive`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Protocol
+
+from changeloop.model import ContentIdentity, Repository, SandboxMode
+
+_NAME = re.compile(r"^(?P<repo>.+)\.(?P<pid>\d+)-(?P<start>\d+)\.(?P<token>[0-9a-f]+)$")
+
+
+class Sandbox(ABC):
+    """Where one repository's providers run during one ``prove`` run.
+
+    ``identity`` is the content identity of exactly what the sandbox held when
+    it was made (DESIGN.md §2.3); ``path`` is the directory standing for the
+    repository (for a repository inside a bigger work tree, the subdirectory).
+    """
+
+    mode: SandboxMode
+    path: Path
+    identity: ContentIdentity
+
+    @abstractmethod
+    def remove(self) -> None:
+        """Delete the sandbox; safe to call twice."""
+
+
+class Maker(Protocol):
+    """What each mode module exposes (checked by mypy, listed in ``sandboxes.MODES``)."""
+
+    def __call__(self, repo: Repository, base_dir: Path) -> Sandbox: ...
+
+
+def process_start(pid: int) -> int:
+    """The process's start time in clock ticks since boot (0 where /proc is absent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return 0
+    # Field 22, counted after the parenthesised command name (which may hold spaces).
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def new_dir(base_dir: Path, repo_name: str) -> Path:
+    """A fresh, owned sandbox directory name under ``base_dir`` (not created)."""
+    base_dir.mkdir(parents=True, exist_ok=True)
+    ignore = base_dir / ".gitignore"
+    if not ignore.exists():
+        # Self-ignoring: a sandbox inside the user's checkout never shows in their status.
+        ignore.write_text("*\n", encoding="utf-8")
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", repo_name) or "repo"
+    pid = os.getpid()
+    return base_dir / f"{safe}.{pid}-{process_start(pid)}.{secrets.token_hex(4)}"
+
+
+def owner_alive(path: Path) -> bool | None:
+    """Whether the process that made sandbox ``path`` still runs; None if not ours."""
+    match = _NAME.match(path.name)
+    if match is None:
+        return None
+    pid, start = int(match["pid"]), int(match["start"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start == 0 or process_start(pid) == start
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree fast, even one a provider made read-only."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if shutil.which("rm"):
+        subprocess.run(["rm", "-rf", "--", str(path)], check=False, capture_output=True)
+    if path.exists():
+        for dirpath, dirnames, _files in os.walk(path):
+            for name in dirnames:
+                full = Path(dirpath) / name
+                if not full.is_symlink():
+                    full.chmod(0o700)
+        shutil.rmtree(path, ignore_errors=True)

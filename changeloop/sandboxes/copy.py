@@ -1,0 +1,137 @@
+"""``--sandbox copy``: tracked plus untracked-not-ignored files, copied.
+
+The file list is git's own (``git ls-files --cached --others --exclude-standard``),
+so ignored output such as ``node_modules/``, ``target/`` or ``.venv/`` is never
+copied, deleted files are skipped, and nested repositories are left out. Files
+are copied by GNU ``cp -a --reflink=auto --parents`` in parallel batches (one per
+CPU): copy-on-write clones where the filesystem has them (btrfs, XFS), a real
+copy otherwise — never hardlinks, which would let a provider's in-place write
+reach the user's file. Modes, symlinks and timestamps are kept.
+
+The identity is computed from the copy itself (its own work tree, hashed into
+the source repository's object store), so it names exactly what the sandbox
+holds even if the user edits files while the copy is made.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.identity import git, git_env, identity_from_index, layout, stage
+from changeloop.model import ContentIdentity, Repository, SandboxMode
+from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
+
+_ARGV_BUDGET = 96 * 1024  # bytes of paths per cp invocation, well under ARG_MAX
+
+
+class Copy(Sandbox):
+    def __init__(self, path: Path, identity: ContentIdentity) -> None:
+        self.mode: SandboxMode = "copy"
+        self.path = path
+        self.identity = identity
+
+    def remove(self) -> None:
+        remove_tree(self.path)
+
+
+def list_files(source: Path, exclude: Path | None) -> list[str]:
+    """Paths (relative to ``source``) of tracked and untracked-not-ignored files that exist."""
+    listed = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=source)
+    deleted = git(["ls-files", "-z", "--deleted"], cwd=source)
+    gone = set(deleted.stdout.split(b"\0"))
+    skip = None
+    if exclude is not None and exclude.is_relative_to(source):
+        skip = exclude.relative_to(source).as_posix().encode() + b"/"
+    out: list[str] = []
+    seen: set[bytes] = set()
+    for raw in listed.stdout.split(b"\0"):
+        # b"" ends the list; "dir/" is a nested repository; unmerged paths repeat.
+        if not raw or raw.endswith(b"/") or raw in gone or raw in seen:
+            continue
+        if skip is not None and (raw + b"/").startswith(skip):
+            continue
+        seen.add(raw)
+        out.append(os.fsdecode(raw))
+    return out
+
+
+def _batches(paths: Sequence[str], parts: int) -> list[list[list[str]]]:
+    """``parts`` contiguous slices (directories stay together), each in argv-sized batches."""
+    size = -(-len(paths) // max(parts, 1))
+    slices = [paths[i : i + size] for i in range(0, len(paths), size)] if paths else []
+    out: list[list[list[str]]] = []
+    for piece in slices:
+        batches: list[list[str]] = [[]]
+        used = 0
+        for path in piece:
+            cost = len(path) + 1
+            if used + cost > _ARGV_BUDGET and batches[-1]:
+                batches.append([])
+                used = 0
+            batches[-1].append(path)
+            used += cost
+        out.append(batches)
+    return out
+
+
+def copy_files(source: Path, dest: Path, paths: Sequence[str]) -> None:
+    """Copy ``paths`` from ``source`` into ``dest`` keeping the layout, one worker per CPU."""
+    dest.mkdir(parents=True, exist_ok=True)
+    lanes = _batches(paths, os.cpu_count() or 1)
+    procs: list[tuple[subprocess.Popen[bytes], list[list[str]]]] = []
+    failures: list[str] = []
+
+    def start(batches: list[list[str]]) -> None:
+        batch = batches.pop(0)
+        cmd = ["cp", "-a", "--reflink=auto", "--parents", "-t", str(dest), "--", *batch]
+        procs.append((subprocess.Popen(cmd, cwd=source, stderr=subprocess.PIPE), batches))
+
+    for lane in lanes:
+        start(lane)
+    while procs:
+        proc, rest = procs.pop(0)
+        _out, err = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(err.decode(errors="replace").strip())
+        if rest:
+            start(rest)
+    if failures:
+        raise ChangeloopError(
+            Problem(
+                code="sandbox_copy_failed",
+                message=f"copying {source} into its sandbox failed: {failures[0]}",
+                fix="check free disk space and that no file was removed during the copy",
+            ),
+            exit_code=1,
+        )
+
+
+def hash_copy(path: Path, source: Path) -> ContentIdentity:
+    """The identity of the copy, computed from its own files with the source's objects."""
+    lay = layout(source)
+    with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
+        env = git_env(
+            Path(tmp) / "index", {"GIT_DIR": str(lay.git_dir), "GIT_WORK_TREE": str(path)}
+        )
+        stage(path, env, include_untracked=True)
+        return identity_from_index(
+            path, env, write_prefix="", head_prefix=lay.prefix, head=lay.head
+        )
+
+
+def create(repo: Repository, base_dir: Path) -> Sandbox:
+    source = repo.path.resolve()
+    layout(source)  # refuse a path that is not a git work tree, before copying anything
+    path = new_dir(base_dir, repo.name)
+    try:
+        copy_files(source, path, list_files(source, base_dir.resolve()))
+        identity = hash_copy(path, source)
+    except BaseException:
+        remove_tree(path)
+        raise
+    return Copy(path, identity)

@@ -1,0 +1,200 @@
+"""Sandboxes: isolation from the source tree, identity of what they hold, cleanup."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from changeloop import sandboxes
+from changeloop.identity import content_identity
+from changeloop.model import Repository, SandboxMode
+from changeloop.sandboxes.base import owner_alive
+from tests.sandbox_helpers import git, make_repo, reference_tree, user_state, write
+
+FILES = {
+    "src/app.py": "print('hi')\n",
+    "src/data.txt": "data\n",
+    "run.sh": "#!/bin/sh\necho run\n",
+    ".gitignore": "build/\nnode_modules/\n",
+    "openspec/changes/c/evidence.yaml": "version: 3\n",
+}
+
+# A provider that writes everywhere it can: in place, rename, delete, chmod, new file.
+VANDAL = r"""
+import os, pathlib
+root = pathlib.Path.cwd()
+(root / "src/app.py").write_text("vandalised\n")
+with open(root / "src/data.txt", "r+") as f:
+    f.seek(0); f.write("XXXX")
+os.rename(root / "run.sh", root / "renamed.sh")
+os.chmod(root / "renamed.sh", 0o700)
+os.remove(root / ".gitignore")
+(root / "brand-new.txt").write_text("new\n")
+os.chmod(root / "src", 0o500)
+(root / "untracked.txt").unlink(missing_ok=True)
+"""
+
+
+def _repo(tmp_path: Path) -> Repository:
+    path = make_repo(tmp_path / "src-repo", FILES)
+    os.chmod(path / "run.sh", 0o755)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "exec bit")
+    # Working-tree state a sandbox must reflect: a dirty tracked file, untracked, ignored.
+    write(path, {"src/app.py": "print('dirty')\n", "untracked.txt": "u\n"})
+    write(path, {"build/out.o": "obj", "node_modules/x/index.js": "x"})
+    (path / "link").symlink_to("src/data.txt")
+    return Repository(name="web", path=path, relpath="src-repo")
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
+    out: dict[str, tuple[int, bytes]] = {}
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in files + dirnames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            data = os.readlink(p).encode() if p.is_symlink() else (p.read_bytes() if p.is_file() else b"")
+            out[str(p.relative_to(root))] = (st.st_mode, data)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["worktree", "copy"])
+def test_no_provider_write_reaches_the_source(tmp_path: Path, mode: SandboxMode) -> None:
+    repo = _repo(tmp_path)
+    before_files, before_git = _snapshot(repo.path), user_state(repo.path)
+    box = sandboxes.create(mode, repo, tmp_path / "boxes")
+    assert box.mode == mode and box.path != repo.path
+    assert (box.path / "src/app.py").read_text() == "print('dirty')\n"  # working-tree content
+    assert not (box.path / "build").exists() and not (box.path / "node_modules").exists()
+    assert (box.path / "untracked.txt").exists() is (mode == "copy")
+    assert os.stat(box.path / "run.sh").st_mode & 0o111
+    subprocess.run([sys.executable, "-c", VANDAL], cwd=box.path, check=True)
+    assert (box.path / "src/app.py").read_text() == "vandalised\n"  # the writes happened there
+    assert _snapshot(repo.path) == before_files
+    assert user_state(repo.path) == before_git
+    box.remove()
+    assert not box.path.exists()
+    assert _snapshot(repo.path) == before_files
+    assert "sandbox" not in git(repo.path, "worktree", "list")  # pruned
+    assert len(git(repo.path, "worktree", "list").splitlines()) == 1
+
+
+def test_identity_is_exactly_the_content_held(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    wt = sandboxes.create("worktree", repo, tmp_path / "boxes")
+    cp = sandboxes.create("copy", repo, tmp_path / "boxes")
+    none = sandboxes.create("none", repo, tmp_path / "boxes")
+    assert wt.identity.tree == reference_tree(repo.path, tmp_path, include_untracked=False)
+    assert cp.identity.tree == reference_tree(repo.path, tmp_path, include_untracked=True)
+    assert none.identity == content_identity(repo.path, include_untracked=True)
+    assert none.path == repo.path and cp.identity.tree == none.identity.tree
+    assert wt.identity.dirty and cp.identity.dirty
+    assert wt.identity.head == git(repo.path, "rev-parse", "HEAD")
+    # openspec/ is in the sandbox (providers may read it) but not in the identity.
+    assert (wt.path / "openspec/changes/c/evidence.yaml").exists()
+    assert (cp.path / "openspec/changes/c/evidence.yaml").exists()
+    # The symlink is copied as a symlink.
+    assert os.readlink(cp.path / "link") == "src/data.txt"
+    for box in (wt, cp, none):
+        box.remove()
+    assert repo.path.exists()
+
+
+def test_clean_repository_is_not_dirty_in_any_mode(tmp_path: Path) -> None:
+    path = make_repo(tmp_path / "clean", FILES)
+    repo = Repository(name="r", path=path, relpath="clean")
+    for mode in ("worktree", "copy", "none"):
+        box = sandboxes.create(mode, repo, tmp_path / "boxes")
+        assert box.identity.dirty is False, mode
+        assert box.identity.tree == reference_tree(path, tmp_path, include_untracked=True)
+        box.remove()
+
+
+@pytest.mark.parametrize("mode", ["worktree", "copy", "none"])
+def test_subdirectory_repository(tmp_path: Path, mode: SandboxMode) -> None:
+    mono = make_repo(
+        tmp_path / "mono",
+        {"openspec/top.md": "t\n", "svc/main.py": "x = 1\n", "svc/openspec/x.md": "x\n",
+         "other/o.txt": "o\n"},
+    )
+    write(mono, {"svc/main.py": "x = 2\n", "svc/extra.py": "e\n"})
+    repo = Repository(name="svc", path=mono / "svc", relpath="svc")
+    box = sandboxes.create(mode, repo, tmp_path / "boxes")
+    assert (box.path / "main.py").read_text() == "x = 2\n"
+    assert (box.path / "openspec/x.md").exists()
+    include_untracked = mode != "worktree"
+    assert (box.path / "extra.py").exists() is include_untracked
+    expected = reference_tree(repo.path, tmp_path, include_untracked=include_untracked, prefix="svc/")
+    assert box.identity.tree == expected
+    assert box.identity == content_identity(repo.path, include_untracked=include_untracked)
+    if mode == "worktree":
+        assert box.path.name == "svc" and (box.path.parent / "other/o.txt").exists()
+    box.remove()
+    assert (mono / "svc/main.py").read_text() == "x = 2\n"
+
+
+def test_repository_without_commits(tmp_path: Path) -> None:
+    path = make_repo(tmp_path / "fresh", {"a.txt": "a\n"}, commit=False)
+    git(path, "add", "a.txt")
+    repo = Repository(name="fresh", path=path, relpath="fresh")
+    for mode in ("worktree", "copy"):
+        box = sandboxes.create(mode, repo, tmp_path / "boxes")
+        assert (box.path / "a.txt").read_text() == "a\n"
+        assert box.identity.head is None
+        assert box.identity.tree == reference_tree(path, tmp_path, include_untracked=True)
+        box.remove()
+    assert git(path, "for-each-ref") == ""
+
+
+def test_not_a_git_work_tree_is_refused(tmp_path: Path) -> None:
+    from changeloop.errors import ChangeloopError
+
+    (tmp_path / "plain").mkdir()
+    repo = Repository(name="plain", path=tmp_path / "plain", relpath="plain")
+    with pytest.raises(ChangeloopError, match="not inside a git work tree"):
+        sandboxes.create("copy", repo, tmp_path / "boxes")
+
+
+def test_cleanup_stale_removes_only_dead_owners(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    boxes = tmp_path / "boxes"
+    # A crashed run: a child process makes sandboxes and dies without removing them.
+    script = (
+        "import sys, os; from pathlib import Path; from changeloop import sandboxes; "
+        "from changeloop.model import Repository; "
+        f"r = Repository(name='web', path=Path({str(repo.path)!r}), relpath='x'); "
+        f"[sandboxes.create(m, r, Path({str(boxes)!r})) for m in ('worktree', 'copy')]; "
+        "os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
+    stale = sorted(p for p in boxes.iterdir() if p.is_dir())
+    assert len(stale) == 2 and all(owner_alive(p) is False for p in stale)
+    assert len(git(repo.path, "worktree", "list").splitlines()) == 2
+    live = sandboxes.create("copy", repo, boxes)  # ours: this process is alive
+    (boxes / "not-a-sandbox").mkdir()
+    removed = sandboxes.cleanup_stale(boxes)
+    assert sorted(removed) == stale
+    assert not any(p.exists() for p in stale)
+    assert live.path.exists() and (boxes / "not-a-sandbox").exists()
+    assert len(git(repo.path, "worktree", "list").splitlines()) == 1
+    assert (boxes / ".gitignore").read_text() == "*\n"
+    live.remove()
+
+
+def test_sandboxes_under_the_workspace_are_not_copied_into_each_other(tmp_path: Path) -> None:
+    path = make_repo(tmp_path / "ws", FILES)
+    (path / ".changeloop").mkdir()  # not ignored by the user's .gitignore
+    repo = Repository(name="self", path=path, relpath=".")
+    boxes = path / ".changeloop" / "sandboxes"
+    first = sandboxes.create("copy", repo, boxes)
+    second = sandboxes.create("copy", repo, boxes)
+    assert not (second.path / ".changeloop").exists()
+    assert first.identity.tree == second.identity.tree
+    assert git(path, "status", "--porcelain") == ""
+    first.remove()
+    second.remove()
