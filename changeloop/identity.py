@@ -103,8 +103,14 @@ def layout(repo: Path) -> GitLayout:
             )
         )
     proc = git(
-        ["rev-parse", "--show-toplevel", "--show-prefix", "--git-path", "index",
-         "--git-common-dir"],
+        [
+            "rev-parse",
+            "--show-toplevel",
+            "--show-prefix",
+            "--git-path",
+            "index",
+            "--git-common-dir",
+        ],
         cwd=repo,
         check=False,
     )
@@ -182,9 +188,11 @@ def _differs_from_head(
     """
     if head is None:
         return True
-    head_tree = git(
-        ["rev-parse", "-q", "--verify", f"{head}:{prefix}"], cwd=cwd, env=env, check=False
-    ).stdout.decode().strip()
+    head_tree = (
+        git(["rev-parse", "-q", "--verify", f"{head}:{prefix}"], cwd=cwd, env=env, check=False)
+        .stdout.decode()
+        .strip()
+    )
     ours = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd, env=env).stdout.split(b"\0")
     if not head_tree:  # HEAD has nothing here: dirty unless we have nothing either
         return ours != [b""]

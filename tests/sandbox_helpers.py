@@ -64,8 +64,11 @@ def _has_head(path: Path) -> bool:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     return (
         subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=path, env=env,
-            capture_output=True, check=False,
+            ["git", "rev-parse", "--verify", "-q", "HEAD"],
+            cwd=path,
+            env=env,
+            capture_output=True,
+            check=False,
         ).returncode
         == 0
     )
@@ -81,6 +84,16 @@ def reference_tree(path: Path, tmp: Path, *, include_untracked: bool, prefix: st
     if user_index.exists():
         index.write_bytes(user_index.read_bytes())
     git(top, "add", "-A" if include_untracked else "-u", "--", f":/{prefix}", index=index)
-    git(top, "rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", f":/{prefix}openspec", index=index)
+    git(
+        top,
+        "rm",
+        "-r",
+        "--cached",
+        "-q",
+        "--ignore-unmatch",
+        "--",
+        f":/{prefix}openspec",
+        index=index,
+    )
     args = ["write-tree"] + ([f"--prefix={prefix}"] if prefix else [])
     return git(top, *args, index=index)

@@ -51,7 +51,9 @@ def test_dirty_content_untracked_and_ignored(tmp_path: Path) -> None:
 def test_openspec_edits_and_commits_do_not_change_identity(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "r", FILES)
     first = content_identity(repo, include_untracked=True)
-    write(repo, {"openspec/changes/c/receipts/r.json": "{}", "openspec/changes/c/evidence.yaml": "v"})
+    write(
+        repo, {"openspec/changes/c/receipts/r.json": "{}", "openspec/changes/c/evidence.yaml": "v"}
+    )
     assert content_identity(repo, include_untracked=True).tree == first.tree
     commit_all(repo, "docs")
     second = content_identity(repo, include_untracked=True)

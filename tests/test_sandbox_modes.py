@@ -58,7 +58,11 @@ def _snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
         for name in files + dirnames:
             p = Path(dirpath) / name
             st = p.lstat()
-            data = os.readlink(p).encode() if p.is_symlink() else (p.read_bytes() if p.is_file() else b"")
+            data = (
+                os.readlink(p).encode()
+                if p.is_symlink()
+                else (p.read_bytes() if p.is_file() else b"")
+            )
             out[str(p.relative_to(root))] = (st.st_mode, data)
     return out
 
@@ -119,8 +123,12 @@ def test_clean_repository_is_not_dirty_in_any_mode(tmp_path: Path) -> None:
 def test_subdirectory_repository(tmp_path: Path, mode: SandboxMode) -> None:
     mono = make_repo(
         tmp_path / "mono",
-        {"openspec/top.md": "t\n", "svc/main.py": "x = 1\n", "svc/openspec/x.md": "x\n",
-         "other/o.txt": "o\n"},
+        {
+            "openspec/top.md": "t\n",
+            "svc/main.py": "x = 1\n",
+            "svc/openspec/x.md": "x\n",
+            "other/o.txt": "o\n",
+        },
     )
     write(mono, {"svc/main.py": "x = 2\n", "svc/extra.py": "e\n"})
     repo = Repository(name="svc", path=mono / "svc", relpath="svc")
@@ -129,7 +137,9 @@ def test_subdirectory_repository(tmp_path: Path, mode: SandboxMode) -> None:
     assert (box.path / "openspec/x.md").exists()
     include_untracked = mode != "worktree"
     assert (box.path / "extra.py").exists() is include_untracked
-    expected = reference_tree(repo.path, tmp_path, include_untracked=include_untracked, prefix="svc/")
+    expected = reference_tree(
+        repo.path, tmp_path, include_untracked=include_untracked, prefix="svc/"
+    )
     assert box.identity.tree == expected
     assert box.identity == content_identity(repo.path, include_untracked=include_untracked)
     if mode == "worktree":

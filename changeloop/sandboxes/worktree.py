@@ -63,17 +63,28 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
         stage(source, env, include_untracked=False)
         full_tree = git(["write-tree"], cwd=source, env=env).stdout.decode().strip()
         parents = ["-p", lay.head] if lay.head else []
-        commit = git(
-            ["commit-tree", full_tree, *parents, "-m", "changeloop sandbox snapshot"],
-            cwd=source,
-            env=env,
-        ).stdout.decode().strip()
+        commit = (
+            git(
+                ["commit-tree", full_tree, *parents, "-m", "changeloop sandbox snapshot"],
+                cwd=source,
+                env=env,
+            )
+            .stdout.decode()
+            .strip()
+        )
         try:
             git(
                 [
-                    "-c", f"checkout.workers={os.cpu_count() or 1}",
-                    "-c", "core.hooksPath=/dev/null",  # the user's hooks are not ours to run
-                    "worktree", "add", "--detach", "--quiet", str(root), commit,
+                    "-c",
+                    f"checkout.workers={os.cpu_count() or 1}",
+                    "-c",
+                    "core.hooksPath=/dev/null",  # the user's hooks are not ours to run
+                    "worktree",
+                    "add",
+                    "--detach",
+                    "--quiet",
+                    str(root),
+                    commit,
                 ],
                 cwd=source,
                 env=git_env(extra=_IDENT),
