@@ -95,9 +95,8 @@ def configured_for(execution: Execution | None, repo: str, single: bool) -> list
 def load_context(root: Path, change: ChangeRef) -> ChangeContext:
     from changeloop.detect import loading
 
-    evidence = loading.load_evidence(change)
-    execution = loading.load_execution(change)
-    repos = loading.repositories(root, evidence)
+    evidence, execution = loading.load(root, change)
+    repos = loading.repositories(root, evidence, execution)
     single = len(repos) == 1
     detections = {
         name: detect_repository(repo.path, configured_for(execution, name, single))

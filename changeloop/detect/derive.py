@@ -136,9 +136,21 @@ def derive_providers(
     detections: Mapping[str, list[Detection]],
 ) -> dict[str, Provider]:
     """Derived providers by name, for every capability the change requires."""
+    return {
+        name: provider
+        for name, (provider, _) in derive_explained(evidence, repositories, detections).items()
+    }
+
+
+def derive_explained(
+    evidence: Evidence,
+    repositories: Mapping[str, Repository],
+    detections: Mapping[str, list[Detection]],
+) -> dict[str, tuple[Provider, str]]:
+    """Like :func:`derive_providers`, with the evidence (file and key) behind each provider."""
     needs = required(evidence, repositories)
     single = len(repositories) == 1
-    out: dict[str, Provider] = {}
+    out: dict[str, tuple[Provider, str]] = {}
     for repo_name, repo in repositories.items():
         dets = [d for d in detections.get(repo_name, []) if d.detection_source != "configured"]
         configured_types = {
@@ -155,16 +167,19 @@ def derive_providers(
                 discovery = (
                     None if single and first else _name("discovery", repo_name, single, extra)
                 )
-                out[name] = Provider(
-                    name=name,
-                    adapter="test-discovery",
-                    capability="test",
-                    repository=repo_name,
-                    command=argv,
-                    report=report,
-                    discovery_provider=discovery,
-                    origin="derived",
-                    confidence=_confidence(det),
+                out[name] = (
+                    Provider(
+                        name=name,
+                        adapter="test-discovery",
+                        capability="test",
+                        repository=repo_name,
+                        command=argv,
+                        report=report,
+                        discovery_provider=discovery,
+                        origin="derived",
+                        confidence=_confidence(det),
+                    ),
+                    det.evidence,
                 )
                 first = False
         wants_browser = any(repo_name in needs.get(c, []) for c in ("browser", "accessibility"))
@@ -173,51 +188,48 @@ def derive_providers(
             name = _name("browser", repo_name, single)
             report = f"{REPORT_DIR}/{name}.json"
             outputs = ("accessibility",) if repo_name in needs.get("accessibility", []) else ()
-            out[name] = Provider(
-                name=name,
-                adapter="playwright",
-                capability="browser",
-                repository=repo_name,
-                command=("npx", "playwright", "test"),
-                report=report,
-                env={"PLAYWRIGHT_JSON_OUTPUT_NAME": report},
-                outputs=outputs,
-                origin="derived",
-                confidence=_confidence(browser),
+            out[name] = (
+                Provider(
+                    name=name,
+                    adapter="playwright",
+                    capability="browser",
+                    repository=repo_name,
+                    command=("npx", "playwright", "test"),
+                    report=report,
+                    env={"PLAYWRIGHT_JSON_OUTPUT_NAME": report},
+                    outputs=outputs,
+                    origin="derived",
+                    confidence=_confidence(browser),
+                ),
+                browser.evidence,
             )
         if repo_name in needs.get("static-analysis", []):
             out.update(_static(repo_name, repo.path, single))
     return out
 
 
-def _static(repo_name: str, path: Path, single: bool) -> dict[str, Provider]:
-    out: dict[str, Provider] = {}
-    tools: list[tuple[str, tuple[str, ...], Confidence]] = [
-        (tool, argv, "high") for tool, argv, _ in linters(path)
+def _static(repo_name: str, path: Path, single: bool) -> dict[str, tuple[Provider, str]]:
+    out: dict[str, tuple[Provider, str]] = {}
+    tools: list[tuple[str, tuple[str, ...], Confidence, str]] = [
+        (tool, argv, "high", where) for tool, argv, where in linters(path)
     ]
     if not tools and (found := clippy(path)) is not None:
-        tools.append(("clippy", found[0], found[2]))
-    for index, (tool, argv, confidence) in enumerate(tools):
+        tools.append(("clippy", found[0], found[2], found[1]))
+    for index, (tool, argv, confidence, where) in enumerate(tools):
         name = _name("static-analysis", repo_name, single, None if index == 0 else tool)
-        out[name] = Provider(
-            name=name,
-            adapter="command",
-            capability="static-analysis",
-            repository=repo_name,
-            command=argv,
-            origin="derived",
-            confidence=confidence,
+        out[name] = (
+            Provider(
+                name=name,
+                adapter="command",
+                capability="static-analysis",
+                repository=repo_name,
+                command=argv,
+                origin="derived",
+                confidence=confidence,
+            ),
+            where,
         )
     return out
 
 
-def evidence_of(path: Path, tool: str) -> str | None:
-    """The file and key that made us pick linter ``tool`` (for human output)."""
-    for name, _, where in linters(path):
-        if name == tool:
-            return where
-    found = clippy(path)
-    return found[1] if tool == "clippy" and found else None
-
-
-__all__ = ["derive_providers", "evidence_of", "required", "test_command"]
+__all__ = ["derive_explained", "derive_providers", "required", "test_command"]

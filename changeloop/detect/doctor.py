@@ -1,0 +1,236 @@
+"""``evidence doctor``: explain everything that would keep a change from being proven.
+
+Findings share one shape ``{kind, message, suggested_action, playbook_command}``
+(plus ``severity``, ``repository``, ``capability`` where they apply). Only
+``severity: error`` findings count as unresolved; ``no-tests-declared`` is
+informational (DESIGN.md §6). Doctor reads files and checks PATH; it runs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from changeloop.detect import ChangeContext, javascript
+from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
+from changeloop.detect.derive import required
+from changeloop.detect.manifests import dig, head, read_ini, read_toml
+from changeloop.detect.playbook import change_dir, init_command, suggest
+from changeloop.model import Provider, Repository
+
+
+@dataclass(frozen=True)
+class DoctorFinding:
+    kind: str
+    message: str
+    suggested_action: str
+    playbook_command: str | None
+    severity: str = "error"  # "error" counts as unresolved; "info" does not
+    repository: str | None = None
+    capability: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "message": self.message,
+            "suggested_action": self.suggested_action,
+            "playbook_command": self.playbook_command,
+            "severity": self.severity,
+        }
+        if self.repository is not None:
+            out["repository"] = self.repository
+        if self.capability is not None:
+            out["capability"] = self.capability
+        return out
+
+
+def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[DoctorFinding]:
+    """Every finding for the change, missing adapters first."""
+    configured = dict(ctx.execution.providers) if ctx.execution else {}
+    providers = effective(configured, derived)
+    needs = required(ctx.evidence, ctx.repositories)
+    cdir = change_dir(ctx.root, ctx.change.path)
+    findings: list[DoctorFinding] = []
+    for capability, repo_name in unresolved(needs, ctx.repositories, providers.values()):
+        repo = ctx.repositories.get(repo_name)
+        if repo is None:
+            continue  # an unknown repository name is a config error reported by the loader
+        action, command = suggest(capability, repo, ctx.change.id, cdir)
+        findings.append(
+            DoctorFinding(
+                "missing-adapter",
+                f"'{capability}' is required in repository {repo_name} but no provider "
+                "(configured or derived) produces it",
+                action,
+                command,
+                repository=repo_name,
+                capability=capability,
+            )
+        )
+    if not test_capabilities_declared(ctx.evidence):
+        findings.append(
+            DoctorFinding(
+                "no-tests-declared",
+                "the change requires no test capability (test, discovery, browser); "
+                "nothing here will run a test suite",
+                "add `requires: [test]` to evidence.yaml if tests should prove this change",
+                f"${{EDITOR:-vi}} {cdir}/evidence.yaml",
+                severity="info",
+            )
+        )
+    for provider in providers.values():
+        findings.extend(_provider_findings(ctx, provider, cdir))
+    return findings
+
+
+def _repo_of(ctx: ChangeContext, provider: Provider) -> Repository | None:
+    if provider.repository is not None:
+        return ctx.repositories.get(provider.repository)
+    return next(iter(ctx.repositories.values())) if len(ctx.repositories) == 1 else None
+
+
+def _provider_findings(ctx: ChangeContext, provider: Provider, cdir: str) -> list[DoctorFinding]:
+    out: list[DoctorFinding] = []
+    edit = f"${{EDITOR:-vi}} {cdir}/execution.yaml"
+    if provider.adapter == "contract-digest" and len(provider.contract) < 2:
+        out.append(
+            DoctorFinding(
+                "contract-paths-missing",
+                f"provider {provider.name} (contract-digest) names {len(provider.contract)} "
+                "contract path(s); it needs one in each of two or more repositories",
+                "add `contract: {<repo>: <path>, <other-repo>: <path>}` to the provider",
+                edit,
+            )
+        )
+    if provider.adapter == "external" and not provider.trusted_keys:
+        out.append(
+            DoctorFinding(
+                "external-key-missing",
+                f"provider {provider.name} (external) names no public key, so no receipt "
+                "could ever be accepted",
+                "add `ci: {issuer: <name>, publicKey: <PEM>}` with the signer's public key",
+                f"changeloop keygen --out ci-keys && {edit}",
+            )
+        )
+    repo = _repo_of(ctx, provider)
+    if repo is None or not provider.command:
+        return out
+    out.extend(_tool_findings(ctx, provider, repo))
+    if provider.origin == "derived":
+        out.extend(_config_findings(provider, repo, cdir))
+    return out
+
+
+def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> list[DoctorFinding]:
+    argv = provider.command or ()
+    words = [a.rsplit("/", 1)[-1] for a in argv[:3]]
+    out: list[DoctorFinding] = []
+    npm_tools = {"playwright": "@playwright/test", "vitest": "vitest", "jest": "jest"}
+    if words and words[0] == "npx" and len(words) > 1 and words[1] in npm_tools:
+        package = npm_tools[words[1]]
+        if not javascript.installed(repo.path, package):
+            locked = (repo.path / "package-lock.json").is_file()
+            install = "npm ci" if locked else f"npm i -D {package}"
+            where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
+            out.append(
+                DoctorFinding(
+                    "tool-missing",
+                    f"provider {provider.name} runs `npx {words[1]}` but {package} is not "
+                    f"installed in {repo.name}'s node_modules (npx would try to download it)",
+                    f"install {package} in {repo.name}",
+                    f"({where}{install})" if where else install,
+                    repository=repo.name,
+                )
+            )
+    if words and words[0] == "cargo" and shutil.which("cargo") is None:
+        out.append(
+            DoctorFinding(
+                "tool-missing",
+                f"provider {provider.name} runs cargo but no `cargo` is on PATH",
+                "install the Rust toolchain (rustup) so cargo is on PATH",
+                "curl --proto '=https' -sSf https://sh.rustup.rs | sh",
+                repository=repo.name,
+            )
+        )
+    if words and words[0] == "node" and shutil.which("node") is None:
+        out.append(
+            DoctorFinding(
+                "tool-missing",
+                f"provider {provider.name} runs node but no `node` is on PATH",
+                "install Node.js 20 or newer",
+                None,
+                repository=repo.name,
+            )
+        )
+    return out
+
+
+_JUNIT_OPT = re.compile(r"--junit-?xml|-p\s*no:junitxml")
+
+
+def _config_findings(provider: Provider, repo: Repository, cdir: str) -> list[DoctorFinding]:
+    """A declared framework configuration the derived command would not honour."""
+    argv = provider.command or ()
+    out: list[DoctorFinding] = []
+    edit = f"${{EDITOR:-vi}} {cdir}/execution.yaml"
+    if "pytest" in argv:
+        for where, addopts in _pytest_addopts(repo):
+            if _JUNIT_OPT.search(addopts):
+                out.append(
+                    DoctorFinding(
+                        "config-not-honoured",
+                        f"{where} addopts ({addopts.strip()}) overrides the --junitxml report the "
+                        f"derived provider {provider.name} reads",
+                        "remove the junitxml option from addopts, or wire the provider by hand "
+                        "with the report path your configuration writes",
+                        edit,
+                        repository=repo.name,
+                    )
+                )
+    if "vitest" in argv:
+        for stem in javascript.CONFIG_FILES["vitest"]:
+            for ext in javascript.CONFIG_EXTS:
+                path = repo.path / f"{stem}{ext}"
+                if path.is_file() and re.search(r"\breporters?\s*:", head(path)):
+                    out.append(
+                        DoctorFinding(
+                            "config-not-honoured",
+                            f"{path.name} sets custom reporters; the derived provider "
+                            f"{provider.name} passes --reporter=json and would replace them",
+                            "wire the provider by hand with the reporter and report your config "
+                            "writes (execution.yaml)",
+                            edit,
+                            repository=repo.name,
+                        )
+                    )
+    return out
+
+
+def _pytest_addopts(repo: Repository) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    addopts = dig(
+        read_toml(repo.path / "pyproject.toml"), "tool", "pytest", "ini_options", "addopts"
+    )
+    if isinstance(addopts, list):
+        addopts = " ".join(str(a) for a in addopts)
+    if isinstance(addopts, str):
+        found.append(("pyproject.toml [tool.pytest.ini_options]", addopts))
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        ini = read_ini(repo.path / name)
+        if ini is not None and ini.has_option(section, "addopts"):
+            found.append((f"{name} [{section}]", ini.get(section, "addopts")))
+    return found
+
+
+def next_steps(ctx: ChangeContext, findings: list[DoctorFinding]) -> list[str]:
+    errors = [f for f in findings if f.severity == "error" and f.playbook_command]
+    if errors:
+        return [f.playbook_command for f in errors if f.playbook_command]
+    return [init_command(ctx.change.id), f"changeloop prove {ctx.change.id}"]

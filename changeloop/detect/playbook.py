@@ -1,0 +1,93 @@
+"""What to run next for a capability nothing provides: one pasteable command per case.
+
+Each command ends by re-running ``evidence init --write`` so the newly declared
+framework is wired at once. Nothing here is run by changeloop: bootstrap never
+installs a dependency; it tells the user what would.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from changeloop.detect.manifests import read_toml
+from changeloop.model import Repository
+
+PYTEST_INI = "printf '[pytest]\\n' > pytest.ini"
+ESLINT = "npm i -D eslint && npm pkg set scripts.lint='eslint .'"
+
+
+def _in(repo: Repository, command: str) -> str:
+    return (
+        command if repo.relpath in (".", "") else f"(cd {shlex.quote(repo.relpath)} && {command})"
+    )
+
+
+def init_command(change: str) -> str:
+    return f"changeloop evidence init {shlex.quote(change)} --write"
+
+
+def suggest(capability: str, repo: Repository, change: str, change_dir: str) -> tuple[str, str]:
+    """(suggested_action, playbook_command) for ``capability`` missing in ``repo``."""
+    then = init_command(change)
+    edit = f"${{EDITOR:-vi}} {shlex.quote(change_dir + '/execution.yaml')}"
+    js = (repo.path / "package.json").is_file()
+    pyproject = read_toml(repo.path / "pyproject.toml")
+    if capability in ("test", "discovery"):
+        if js:
+            return (
+                f"install a test runner in {repo.name} (vitest) and wire it",
+                f"{_in(repo, 'npm i -D vitest')} && {then}",
+            )
+        if pyproject is not None:
+            add = "printf '\\n[tool.pytest.ini_options]\\n' >> pyproject.toml"
+            return (
+                f"declare pytest in {repo.name}'s pyproject.toml and wire it",
+                f"{_in(repo, add)} && {then}",
+            )
+        return (
+            f"declare pytest for {repo.name} (pytest.ini) and wire it",
+            f"{_in(repo, PYTEST_INI)} && {then}",
+        )
+    if capability in ("browser", "accessibility"):
+        return (
+            f"install @playwright/test in {repo.name}, add a playwright.config and wire it",
+            f"{_in(repo, 'npm i -D @playwright/test')} && {then}",
+        )
+    if capability == "static-analysis":
+        if pyproject is not None:
+            add = "printf '\\n[tool.ruff]\\n' >> pyproject.toml"
+            return (
+                f"configure ruff in {repo.name}'s pyproject.toml and wire it",
+                f"{_in(repo, add)} && {then}",
+            )
+        if js:
+            return (
+                f"add a lint script to {repo.name}'s package.json and wire it",
+                f"{_in(repo, ESLINT)} && {then}",
+            )
+        return (
+            f"name the linter {repo.name} uses as a command provider in execution.yaml",
+            edit,
+        )
+    if capability == "cross-repo-contract":
+        return (
+            "add a contract-digest provider naming the contract file in each repository",
+            edit,
+        )
+    if capability == "review":
+        return (
+            "add an external provider naming the reviewer's or CI's public key",
+            f"changeloop keygen --out ci-keys && {edit}",
+        )
+    return (
+        f"wire a command provider for '{capability}' (envelope: true for custom runners)",
+        edit,
+    )
+
+
+def change_dir(root: Path, change_path: Path) -> str:
+    try:
+        return change_path.relative_to(root).as_posix()
+    except ValueError:
+        return change_path.as_posix()
