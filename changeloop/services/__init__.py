@@ -1,0 +1,287 @@
+"""Services: started before their first provider, identity-checked, stopped after their last.
+
+    async with ServiceManager(plan, workdirs=workdirs, env=base_env, secrets=secrets,
+                              log_dir=run_dir / "services",
+                              users={"web": 2}) as services:
+        async with services.lease(provider.services) as problems:
+            if problems:            # list[Finding]: port-in-use / service-not-ready
+                ...                 # fail the provider with them
+            else:
+                ...                 # run it; the services are up and showed their identity
+        services.release_unused(other.services)   # a provider that will never run
+
+A service starts (its own process group, in its repository's workdir, ``env``
++ ``envFrom``) on the first lease that names it; concurrent leases share the
+one start (``tg.start`` returns once the readiness probe saw the identity, or
+with the problems). Before starting, the readiness port must be free: a
+leftover server there fails every provider that needs the service with a
+``port-in-use`` finding naming the port and, where /proc tells, the process.
+When its ``users`` count reaches zero the service gets SIGTERM, a grace
+period, then SIGKILL — and on cancellation (Ctrl-C) the same happens before
+the manager exits. A failed start is remembered: every later lease gets the
+same findings instead of a second wait.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+
+from changeloop.model import Plan, Service
+from changeloop.processes import RunningProcess, SpawnError, start_process
+from changeloop.providers.base import Finding
+from changeloop.services.ports import port_holder
+from changeloop.services.probe import ATTEMPT_S, Probe, expectation, probe_once
+
+__all__ = ["ServiceManager"]
+
+_TAIL_LINES = 20
+
+
+@dataclass
+class _State:
+    """One service's bookkeeping inside a manager."""
+
+    service: Service
+    remaining: int  # providers that have not finished with it yet
+    active: int = 0  # leases currently holding it
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    result: list[Finding] | None = None  # None: not started; []: ready; else: why not
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class ServiceManager:
+    """Runs the plan's services for the duration of one ``prove`` (see the module doc)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        workdirs: Mapping[str, Path],
+        env: Mapping[str, str],
+        log_dir: Path,
+        users: Mapping[str, int] | None = None,
+        secrets: Sequence[str] = (),
+        grace_s: float = 5.0,
+    ) -> None:
+        self._plan = plan
+        self._workdirs = dict(workdirs)
+        self._env = dict(env)
+        self._log_dir = log_dir
+        self._secrets = tuple(s for s in secrets if s)
+        self._grace_s = grace_s
+        users = users or {}
+        self._states = {
+            name: _State(service, users.get(name, 0)) for name, service in plan.services.items()
+        }
+        self._tg: anyio.abc.TaskGroup | None = None
+        # ("start" | "ready" | "stop" | "refused", service) in order: for logs and tests.
+        self.events: list[tuple[str, str]] = []
+
+    async def __aenter__(self) -> ServiceManager:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        for state in self._states.values():
+            state.stop.set()  # services still up stop now; cancellation stops them too
+        assert self._tg is not None
+        return await self._tg.__aexit__(exc_type, exc, tb)
+
+    @asynccontextmanager
+    async def lease(self, names: Sequence[str]) -> AsyncIterator[list[Finding]]:
+        """Hold ``names`` up and ready for one provider; yields the problems (empty = ready)."""
+        wanted = list(dict.fromkeys(names))
+        problems: list[Finding] = []
+        states = []
+        for name in wanted:
+            state = self._states.get(name)
+            if state is None:
+                problems.append(Finding("service-not-ready", f"unknown service {name!r}"))
+            else:
+                states.append(state)
+                state.active += 1
+        try:
+            for state in states:
+                problems += await self._ensure_started(state)
+            yield problems
+        finally:
+            with anyio.CancelScope(shield=True):
+                for state in states:
+                    state.active -= 1
+                    state.remaining -= 1
+                    await self._maybe_stop(state, wait=True)
+
+    def release_unused(self, names: Sequence[str]) -> None:
+        """A provider needing ``names`` will not run (skipped, cached): count it out."""
+        for name in dict.fromkeys(names):
+            state = self._states.get(name)
+            if state is not None:
+                state.remaining -= 1
+                if state.remaining <= 0 and state.active == 0 and state.result == []:
+                    state.stop.set()  # the manager's task group waits for the stop
+
+    async def _ensure_started(self, state: _State) -> list[Finding]:
+        async with state.lock:
+            if state.result == [] and state.done.is_set():  # stopped early: start again
+                state.result, state.stop, state.done = None, anyio.Event(), anyio.Event()
+            if state.result is None:
+                if self._tg is None:
+                    raise RuntimeError("ServiceManager used outside `async with`")
+                state.result = await self._tg.start(self._serve, state)
+            return list(state.result)
+
+    async def _maybe_stop(self, state: _State, *, wait: bool) -> None:
+        if state.remaining > 0 or state.active > 0 or state.result is None:
+            return
+        state.stop.set()
+        if wait and state.result == []:
+            await state.done.wait()
+
+    async def _serve(
+        self, state: _State, *, task_status: anyio.abc.TaskStatus[list[Finding]]
+    ) -> None:
+        """Check the port, start, probe, report via ``task_status``; run until told to stop."""
+        try:
+            await self._serve_inner(state, task_status)
+        finally:
+            state.done.set()
+
+    async def _serve_inner(
+        self, state: _State, task_status: anyio.abc.TaskStatus[list[Finding]]
+    ) -> None:
+        svc = state.service
+        refused = await self._refusal(svc)
+        if refused:
+            self.events.append(("refused", svc.name))
+            task_status.started(refused)
+            return
+        env, missing = self._service_env(svc)
+        if missing:
+            unset = f"service {svc.name!r}: envFrom variable(s) {', '.join(missing)} not set"
+            task_status.started([Finding("service-not-ready", unset, severity="error")])
+            return
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        async with anyio.create_task_group() as tg:
+            try:
+                running = await start_process(
+                    svc.command,
+                    cwd=self._workdir(svc),
+                    env=env,
+                    log_dir=self._log_dir,
+                    log_name=svc.name,
+                    task_group=tg,
+                    secrets=self._secrets,
+                )
+            except SpawnError as exc:
+                reason = f"service {svc.name!r} could not start: {exc.reason}"
+                task_status.started([Finding("service-not-ready", self._redact(reason))])
+                return
+            self.events.append(("start", svc.name))
+            exited = anyio.Event()
+
+            async def watch() -> None:
+                await running.wait()
+                exited.set()
+
+            tg.start_soon(watch)
+            why: str | None = None
+            try:
+                why = await self._await_ready(svc, running, exited)
+                if why is None:
+                    self.events.append(("ready", svc.name))
+                    task_status.started([])
+                    await state.stop.wait()
+            finally:
+                await running.terminate(self._grace_s)
+                self.events.append(("stop", svc.name))
+            if why is not None:
+                tail = "\n".join(running.tail().splitlines()[-_TAIL_LINES:])
+                text = f"{why}\n--- {svc.name} log tail ---\n{tail}" if tail.strip() else why
+                task_status.started(
+                    [Finding("service-not-ready", self._redact(text), severity="error")]
+                )
+
+    async def _refusal(self, svc: Service) -> list[Finding]:
+        """``port-in-use`` when something already listens on the readiness port."""
+        if svc.readiness is None or svc.readiness.port is None:
+            return []
+        port = svc.readiness.port
+        host = urlsplit(svc.readiness.url).hostname or "127.0.0.1"
+        hosts = tuple(dict.fromkeys(("127.0.0.1", "::1", host if host != "localhost" else "::1")))
+        holder = await anyio.to_thread.run_sync(port_holder, port, hosts)
+        if holder is None:
+            return []
+        why = (
+            f"service {svc.name!r} was not started: {holder.describe()} — a leftover server? "
+            f"stop it, or move the service to a free port"
+        )
+        return [Finding("port-in-use", self._redact(why), severity="error")]
+
+    async def _await_ready(
+        self, svc: Service, running: RunningProcess, exited: anyio.Event
+    ) -> str | None:
+        """Poll with backoff until the identity shows (None), the process exits, or time is up."""
+        readiness = svc.readiness
+        if readiness is None:
+            return None
+        deadline = time.monotonic() + readiness.timeout_ms / 1000
+        delay = 0.05
+        last: Probe | None = None
+        while True:
+            if exited.is_set():
+                return (
+                    f"service {svc.name!r} exited with code {running.returncode} before "
+                    f"it was ready (waiting for {expectation(readiness)})"
+                )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                seen = last.describe(readiness) if last else "no probe completed"
+                return (
+                    f"service {svc.name!r} never showed its identity within "
+                    f"{readiness.timeout_ms} ms: {seen}"
+                )
+            last = await probe_once(readiness, min(ATTEMPT_S, max(left, 0.05)))
+            if last.ready:
+                return None
+            with anyio.move_on_after(min(delay, max(deadline - time.monotonic(), 0))):
+                await exited.wait()
+            delay = min(delay * 1.5, 1.0)
+
+    def _service_env(self, svc: Service) -> tuple[dict[str, str], list[str]]:
+        env = {**self._env, **svc.env}
+        missing = [name for name in svc.env_from if name not in os.environ]
+        env.update({name: os.environ[name] for name in svc.env_from if name in os.environ})
+        for name in svc.env_from:  # values from envFrom are secrets wherever they go
+            value = os.environ.get(name)
+            if value and value not in self._secrets:
+                self._secrets += (value,)
+        return env, missing
+
+    def _workdir(self, svc: Service) -> Path:
+        if svc.repository is not None and svc.repository in self._workdirs:
+            return self._workdirs[svc.repository]
+        if len(self._workdirs) == 1:
+            return next(iter(self._workdirs.values()))
+        return self._plan.root
+
+    def _redact(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return text
