@@ -1,0 +1,170 @@
+"""Read JUnit XML (pytest, vitest, jest-junit, node --test, cargo-nextest, Playwright).
+
+Example::
+
+    result = read(Path(".changeloop/reports/test.xml"))
+    result.counts            # TestCounts(discovered=3, passed=2, failed=1, skipped=0)
+
+Rules (REPORTS.md): a ``<testcase>`` with ``<failure>`` failed, with
+``<error>`` errored (setup/teardown: counted as failed), with ``<skipped>``
+(including pytest's xfail) was skipped, else passed. Repeated
+``(classname, name)`` pairs are one test, worst outcome wins (pytest writes a
+failing call and a failing teardown as two testcases). pytest's collection
+errors and module skips are pseudo-tests with an empty classname: they become
+findings, never tests. Claims: ``<property name="claim" value="id"/>`` and
+``[claim:id]`` tags in the name. The ``tests`` attribute is not trusted.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from changeloop.providers.reports.model import (
+    CaseOutcome,
+    Finding,
+    ReportResult,
+    TestCase,
+    claim_tags,
+    counts_of,
+    strip_ansi,
+    unreadable,
+)
+
+FORMAT = "junit"
+MESSAGE_LIMIT = 2000
+_RANK: dict[CaseOutcome, int] = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
+
+
+def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """ANSI-free, stripped, at most ``limit`` characters."""
+    text = strip_ansi(text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tool(root: ET.Element) -> str | None:
+    name = (root.get("name") or "").lower()
+    for tool in ("pytest", "vitest", "jest", "nextest", "playwright"):
+        if tool in name:
+            return tool
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is not None and (suite.get("name") or "").lower() == "pytest":
+        return "pytest"
+    return None
+
+
+def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+    """Parse a JUnit XML report; unreadable or truncated ⇒ ``counts is None`` with the reason."""
+    try:
+        raw = source.read_bytes() if isinstance(source, Path) else source
+        root = ET.fromstring(raw)  # noqa: S314 — local file the user's runner wrote
+    except (OSError, ET.ParseError) as exc:
+        return unreadable(FORMAT, f"JUnit XML report is not readable XML: {exc}")
+    if root.tag not in ("testsuites", "testsuite"):
+        return unreadable(FORMAT, f"not a JUnit report (root element <{root.tag}>)")
+    tool = _tool(root)
+    cases: dict[tuple[str, str], TestCase] = {}
+    findings: list[Finding] = []
+    suite_failed = False
+    for el in root.iter("testcase"):
+        name = el.get("name") or ""
+        classname = el.get("classname") or el.get("file") or ""
+        outcome, message = _outcome(el)
+        if outcome in ("failed", "error") and _fixture_missing(el):
+            findings.append(Finding(kind="pytest-fixture-error", severity="error",
+                                    message=clip(f"{classname}::{name}: {_fixture_missing(el)}")))
+        if tool == "pytest" and not classname:
+            # pytest pseudo-test: a collection error or a module-level skip.
+            if outcome == "skipped":
+                continue
+            suite_failed = True
+            detail = " ".join(c.text or "" for c in el if c.tag in ("error", "failure"))
+            findings.append(_collection_finding(name, detail or message or ""))
+            continue
+        claims = tuple(
+            dict.fromkeys(
+                [
+                    (p.get("value") or "").strip()
+                    for p in el.iter("property")
+                    if p.get("name") == "claim" and (p.get("value") or "").strip()
+                ]
+                + list(claim_tags(name))
+            )
+        )
+        case = TestCase(
+            name=name,
+            outcome=outcome,
+            file=classname or None,
+            claims=claims,
+            message=message,
+            duration_ms=_ms(el.get("time")),
+        )
+        key = (classname, name)
+        old = cases.get(key)
+        if old is None or _RANK[case.outcome] > _RANK[old.outcome]:
+            merged = case if old is None else TestCase(
+                name, case.outcome, case.file, tuple(dict.fromkeys(old.claims + case.claims)),
+                case.message, case.duration_ms,
+            )
+            cases[key] = merged
+    tests = tuple(cases.values())
+    for case in tests:
+        if case.outcome in ("failed", "error"):
+            findings.extend(case_findings(case, tool))
+    return ReportResult(
+        format=FORMAT,
+        tests=tests,
+        counts=counts_of(tests),
+        findings=tuple(findings),
+        tool=tool,
+        suite_failed=suite_failed,
+    )
+
+
+def _outcome(el: ET.Element) -> tuple[CaseOutcome, str | None]:
+    failure = el.find("failure")
+    error = el.find("error")
+    if error is not None:
+        return "error", clip(error.get("message") or error.text or "error")
+    if failure is not None or el.get("failure"):
+        node = failure if failure is not None else el
+        text = (node.get("message") or node.get("failure") or node.text or "failed")
+        return "failed", clip(text)
+    skipped = el.find("skipped")
+    if skipped is not None:
+        return "skipped", clip(skipped.get("message") or "") or None
+    return "passed", None
+
+
+def _ms(value: str | None) -> int | None:
+    try:
+        return round(float(value) * 1000) if value else None
+    except ValueError:
+        return None
+
+
+def _collection_finding(name: str, message: str) -> Finding:
+    kind = "pytest-import-error" if "ImportError while importing" in message or \
+        "ModuleNotFoundError" in message else "pytest-collection-error"
+    return Finding(kind=kind, message=clip(f"{name}: {message}"), severity="error", file=name)
+
+
+FIXTURE_MISSING = re.compile(r"fixture '[^']+' not found")
+
+
+def _fixture_missing(el: ET.Element) -> str | None:
+    for child in el:
+        if child.tag in ("error", "failure"):
+            found = FIXTURE_MISSING.search(f"{child.get('message') or ''} {child.text or ''}")
+            if found:
+                return found.group(0)
+    return None
+
+
+def case_findings(case: TestCase, tool: str | None) -> list[Finding]:
+    """The failure message of one failed test, classified where pytest says why."""
+    message = case.message or case.outcome
+    out: list[Finding] = []
+    out.append(Finding(kind="test-failed", message=clip(f"{case.id}: {message}")))
+    return out
