@@ -1,0 +1,88 @@
+"""Pass receipts by fingerprint (``.changeloop/cache/<hex>.json``).
+
+Only ``pass`` receipts are ever stored — :func:`store` refuses anything else, and
+:func:`load` re-checks — so a failure or an inconclusive is never reused
+(issue 5). Envelopes are kept as base64 of their exact bytes and come back byte
+for byte: a reused receipt is the original receipt, with the same id.
+
+Usage::
+
+    cache.store(state.cache, fp, [envelope_bytes])
+    cache.load(state.cache, fp)  # -> [envelope_bytes] or None
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["entry_path", "load", "store"]
+
+_FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
+
+
+def entry_path(cache_dir: Path, fingerprint: str) -> Path:
+    """Where ``fingerprint``'s entry lives; a malformed fingerprint is a bug (ValueError)."""
+    match = _FINGERPRINT.match(fingerprint)
+    if match is None:
+        raise ValueError(f"not a sha256 fingerprint: {fingerprint!r}")
+    return cache_dir / f"{match[1]}.json"
+
+
+def _status(envelope: bytes) -> str | None:
+    """The ``predicate.changeloop.status`` an envelope's payload claims, or None."""
+    try:
+        doc = json.loads(envelope)
+        payload = base64.b64decode(doc["payload"])
+        value = json.loads(payload)["predicate"]["changeloop"]["status"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None:
+    """Atomically record pass ``envelopes`` for ``fingerprint`` (write, fsync, rename)."""
+    if not envelopes:
+        raise ValueError("nothing to cache")
+    for envelope in envelopes:
+        if _status(envelope) != "pass":
+            raise ValueError("only pass receipts may be cached")
+    target = entry_path(cache_dir, fingerprint)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(
+        {
+            "fingerprint": fingerprint,
+            "envelopes": [base64.b64encode(e).decode("ascii") for e in envelopes],
+        },
+        sort_keys=True,
+    ).encode("utf-8")
+    tmp = cache_dir / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
+    """The pass envelopes cached for ``fingerprint``, byte for byte; None on any doubt."""
+    try:
+        raw = entry_path(cache_dir, fingerprint).read_bytes()
+        doc = json.loads(raw)
+        if doc.get("fingerprint") != fingerprint:
+            return None
+        envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not envelopes or any(_status(e) != "pass" for e in envelopes):
+        return None
+    return envelopes
