@@ -1,19 +1,223 @@
-"""PLACEHOLDER for the `evidence` verb — replaced by its owner (see docs/ARCHITECTURE.md)."""
+"""``changeloop evidence detect|init|doctor <change>``: from zero to wiring without hand-writing it.
+
+detect reads manifests and executes nothing; init previews (``--write``
+writes) high-confidence derived providers into execution.yaml; doctor
+explains what stays unresolved, with a pasteable command for each.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError
+
+SUB_VERBS = ("detect", "init", "doctor")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("evidence", help="(evidence: not built yet)")
+    parser = sub.add_parser(
+        "evidence",
+        help="detect test frameworks, derive wiring (init), explain gaps (doctor)",
+        description="Bootstrap a change's wiring from the repositories' own manifests.",
+    )
     common.add_common(parser)
+    verbs = parser.add_subparsers(dest="evidence_verb", metavar="SUBVERB")
+    verbs.required = True
+    helps = {
+        "detect": "report each repository's test frameworks and where they were found",
+        "init": "preview the execution.yaml derived wiring would write (--write writes it)",
+        "doctor": "explain everything unresolved; exit 1 when something is",
+    }
+    for name in SUB_VERBS:
+        p = verbs.add_parser(name, help=helps[name], description=helps[name])
+        p.add_argument("change", help="change id (openspec/changes/<id>)")
+        common.add_common(p)
+        if name == "init":
+            p.add_argument(
+                "--write",
+                action="store_true",
+                help="write high-confidence providers into execution.yaml (default: preview)",
+            )
+        p.set_defaults(func=run)
     parser.set_defaults(func=run)
 
 
+def _empty(verb: str) -> dict[str, Any]:
+    base: dict[str, Any] = {"version": "1", "root": None, "change": None}
+    if verb == "detect":
+        base["repositories"] = {}
+    elif verb == "doctor":
+        base.update({"findings": [], "unresolved": 0})
+    else:
+        base.update({"written": False, "added": [], "unresolved": []})
+    return base
+
+
 def run(args: argparse.Namespace) -> int:
-    common.say("evidence is not built yet")
-    return 2
+    verb = getattr(args, "evidence_verb", "detect")
+    try:
+        from changeloop import workspace
+        from changeloop.detect import load_context
+
+        root = workspace.find_root(override=common.root_arg(args))
+        change = workspace.find_change(root, args.change)
+        ctx = load_context(root, change)
+        if verb == "detect":
+            return _detect(args, ctx)
+        if verb == "init":
+            return _init(args, ctx)
+        return _doctor(args, ctx)
+    except ChangeloopError as exc:
+        empty = _empty(verb)
+        if hasattr(args, "change"):
+            empty["change"] = args.change
+        return common.fail(args, exc, empty)
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def _detect(args: argparse.Namespace, ctx: Any) -> int:
+    if common.json_mode(args):
+        common.emit_json(
+            {
+                "version": "1",
+                "root": str(ctx.root),
+                "change": ctx.change.id,
+                "repositories": {
+                    name: [d.to_json() for d in dets] for name, dets in ctx.detections.items()
+                },
+            }
+        )
+        return 0
+    common.say(f"change {ctx.change.id}: detected test frameworks (nothing was executed)")
+    for name, dets in ctx.detections.items():
+        repo = ctx.repositories[name]
+        common.say(f"\n{name} ({repo.relpath})")
+        if not dets:
+            common.say("  no test framework declared or installed")
+        for d in dets:
+            version = f" {d.version}" if d.version else ""
+            common.say(
+                f"  {d.test_type:<10} {d.adapter}{version}  [{d.detection_source}] {d.evidence}"
+            )
+    common.say("\nNext steps:")
+    common.say(f"  changeloop evidence init {ctx.change.id}          preview the derived wiring")
+    common.say(f"  changeloop evidence init {ctx.change.id} --write  write it to execution.yaml")
+    common.say(f"  changeloop evidence doctor {ctx.change.id}        explain what stays unresolved")
+    return 0
+
+
+def _init(args: argparse.Namespace, ctx: Any) -> int:
+    from changeloop.detect.coverage import effective, unresolved
+    from changeloop.detect.derive import derive_explained, required
+    from changeloop.detect.init_writer import plan_init, write_atomic
+    from changeloop.detect.playbook import change_dir, suggest
+
+    derived = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
+    result = plan_init(ctx, derived)
+    write = bool(getattr(args, "write", False))
+    if write and result.added:
+        write_atomic(result.path, result.after)
+    # what stays unresolved once the written providers (and execution.yaml) are in place
+    configured = dict(ctx.execution.providers) if ctx.execution else {}
+    written = {n: derived[n][0] for n in result.added}
+    gaps = unresolved(
+        required(ctx.evidence, ctx.repositories),
+        ctx.repositories,
+        effective(configured, written).values(),
+    )
+    cdir = change_dir(ctx.root, ctx.change.path)
+    open_items = [
+        {
+            "capability": cap,
+            "repository": repo,
+            "next": suggest(cap, ctx.repositories[repo], ctx.change.id, cdir)[1],
+        }
+        for cap, repo in gaps
+        if repo in ctx.repositories
+    ]
+    if common.json_mode(args):
+        common.emit_json(
+            {
+                "version": "1",
+                "root": str(ctx.root),
+                "change": ctx.change.id,
+                "path": _rel(ctx.root, result.path),
+                "written": write and bool(result.added),
+                "added": list(result.added),
+                "skipped": [
+                    {"provider": n, "reason": f"low confidence ({why})"}
+                    for n, why in result.skipped_low
+                ],
+                "unresolved": open_items,
+                "diff": result.diff,
+            }
+        )
+    else:
+        _init_human(ctx, result, write, open_items)
+    return 0
+
+
+def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, str]]) -> None:
+    shown = _rel(ctx.root, result.path)
+    if not result.added:
+        common.say(f"{shown}: nothing to add (existing providers kept as they are)")
+    elif write:
+        common.say(f"wrote {shown}: added {', '.join(result.added)}")
+    else:
+        common.say(f"preview of {shown} (nothing written; add --write to write it):\n")
+        common.say(result.diff.rstrip("\n"))
+    for name, why in result.skipped_low:
+        common.say(
+            f"not written (low confidence, from {why}): {name} — prove still uses it; "
+            "declare the framework in a manifest to make it high-confidence"
+        )
+    if open_items:
+        common.say("\nstill unresolved:")
+        for item in open_items:
+            common.say(f"  {item['capability']} in {item['repository']}: {item['next']}")
+    common.say("\nNext steps:")
+    if not write and result.added:
+        common.say(f"  changeloop evidence init {ctx.change.id} --write")
+    common.say(f"  changeloop evidence doctor {ctx.change.id}")
+    common.say(f"  changeloop prove {ctx.change.id}")
+
+
+def _doctor(args: argparse.Namespace, ctx: Any) -> int:
+    from changeloop.detect.derive import derive_providers
+    from changeloop.detect.doctor import diagnose, next_steps
+
+    derived = derive_providers(ctx.evidence, ctx.repositories, ctx.detections)
+    findings = diagnose(ctx, derived)
+    count = sum(1 for f in findings if f.severity == "error")
+    if common.json_mode(args):
+        common.emit_json(
+            {
+                "version": "1",
+                "root": str(ctx.root),
+                "change": ctx.change.id,
+                "findings": [f.to_json() for f in findings],
+                "unresolved": count,
+            }
+        )
+    else:
+        if not findings:
+            common.say(f"change {ctx.change.id}: every required capability has a provider")
+        for f in findings:
+            common.say(f"[{f.kind}] {f.message}")
+            common.say(f"  do: {f.suggested_action}")
+            if f.playbook_command:
+                common.say(f"  run: {f.playbook_command}")
+        common.say(f"\n{count} unresolved")
+        common.say("\nNext steps:")
+        for step in next_steps(ctx, findings):
+            common.say(f"  {step}")
+    return 1 if count else 0
