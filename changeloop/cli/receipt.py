@@ -1,19 +1,277 @@
-"""PLACEHOLDER for the `receipt` verb — replaced by its owner (see docs/ARCHITECTURE.md)."""
+"""``changeloop receipt sign|verify|import``: receipts for work changeloop did not run.
+
+- ``sign`` issues a receipt bound to the current content of the change's
+  repositories (a reviewer's sign-off, a CI job of another tool);
+- ``verify`` runs the verification order of DESIGN.md §2.3 and names the first
+  failed check (exit 0 valid, 1 invalid);
+- ``import`` copies envelopes into ``openspec/changes/<id>/receipts/`` after
+  verifying them with the keys the change's ``external`` providers name (plus
+  ``--public-key``); one refusal copies nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError, Location, Problem
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("receipt", help="(receipt: not built yet)")
+    parser = sub.add_parser(
+        "receipt",
+        help="sign, verify or import receipts",
+        description="Sign, verify or import DSSE receipts (in-toto statements, Ed25519).",
+    )
     common.add_common(parser)
-    parser.set_defaults(func=run)
+    verbs = parser.add_subparsers(dest="receipt_verb", metavar="ACTION")
+    verbs.required = True
+
+    sign = verbs.add_parser(
+        "sign",
+        help="issue a receipt for work changeloop did not run (review, another CI tool)",
+        description=(
+            "Sign a receipt bound to the current content (gitTree, openspec/ left out) of\n"
+            "every repository of the change. A local `external` provider trusting --key's\n"
+            "public half accepts it for that content and no other."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sign.add_argument("--change", required=True, metavar="ID")
+    sign.add_argument("--claims", required=True, metavar="A,B",
+                      help="claims this receipt credits (comma-separated)")
+    sign.add_argument("--key", required=True, type=Path, metavar="PATH",
+                      help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)")
+    sign.add_argument("--issuer", required=True, metavar="NAME",
+                      help="the issuer the verifying provider expects (ci.issuer / authority.name)")
+    sign.add_argument("--status", choices=("pass", "fail"), default="pass")
+    sign.add_argument("--reason", metavar="TEXT", help="why it fails (with --status fail)")
+    sign.add_argument("--url", metavar="URL", help="the CI run or review this receipt records")
+    sign.add_argument("--capability", default="review", metavar="NAME")
+    sign.add_argument("--provider", metavar="NAME", help="provider name (default: the capability)")
+    sign.add_argument("--out", type=Path, metavar="FILE", help="write here (default: stdout)")
+    common.add_common(sign)
+    sign.set_defaults(func=run_sign)
+
+    verify = verbs.add_parser(
+        "verify",
+        help="verify a receipt and name the first failed check",
+        description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
+    )
+    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument("--public-key", required=True, type=Path, action="append",
+                        metavar="PEM", help="trusted Ed25519 public key file (repeatable)")
+    verify.add_argument("--change", metavar="ID",
+                        help="also require the receipt to name this change")
+    common.add_common(verify)
+    verify.set_defaults(func=run_verify)
+
+    imp = verbs.add_parser(
+        "import",
+        help="copy verified receipts into the change's receipts/ directory",
+        description=(
+            "Verify each FILE with the keys of the change's external providers (plus\n"
+            "--public-key), then copy all of them into openspec/changes/<id>/receipts/.\n"
+            "Any refusal exits 1 and copies nothing."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    imp.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    imp.add_argument("--change", required=True, metavar="ID")
+    imp.add_argument("--public-key", type=Path, action="append", default=[], metavar="PEM")
+    common.add_common(imp)
+    imp.set_defaults(func=run_import)
 
 
-def run(args: argparse.Namespace) -> int:
-    common.say("receipt is not built yet")
-    return 2
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(code="unreadable", message=f"cannot read {what} {path}: {exc.strerror}",
+                    location=Location(str(path))),
+            exit_code=2,
+        ) from exc
+
+
+# -- sign ------------------------------------------------------------------
+def run_sign(args: argparse.Namespace) -> int:
+    from changeloop import workspace
+    from changeloop.identity import content_identity
+    from changeloop.jcs import canonicalize
+    from changeloop.keys import load_private_key
+    from changeloop.model import ClaimMark
+    from changeloop.plan import build_plan
+    from changeloop.providers.base import Observer, Outcome
+    from changeloop.receipts import (
+        ReceiptFacts,
+        build_statement,
+        configuration_digests,
+        seal,
+        sha256_hex,
+        write_atomic,
+    )
+
+    key = load_private_key(args.key)
+    claims = [c.strip() for c in args.claims.split(",") if c.strip()]
+    if args.status == "fail" and not args.reason:
+        args.reason = f"{args.issuer} signed this off as failing"
+    root = workspace.find_root(override=common.root_arg(args))
+    change = workspace.find_change(root, args.change)
+    plan = build_plan(root, change)
+    subjects = {
+        name: content_identity(repo.path, include_untracked=True)
+        for name, repo in sorted(plan.repositories.items())
+    }
+    provider = args.provider or args.capability
+    binding = {
+        "change": change.id,
+        "provider": provider,
+        "capability": args.capability,
+        "claims": sorted(claims),
+        "trees": {name: ident.tree for name, ident in subjects.items()},
+    }
+    now = datetime.now(UTC)
+    mark: ClaimMark = "credited" if args.status == "pass" else "failed"
+    outcome = Outcome(
+        capability=args.capability,
+        status=args.status,
+        reason=args.reason if args.status != "pass" else None,
+        claims={c: mark for c in claims},
+        observer=Observer(adapter="receipt-sign", tool="changeloop receipt sign"),
+        url=args.url,
+    )
+    facts = ReceiptFacts(
+        change=change.id,
+        provider=provider,
+        adapter="receipt-sign",
+        fingerprint="sha256:" + sha256_hex(canonicalize(binding)),
+        subjects=subjects,
+        sandbox="none",
+        issuer=args.issuer,
+        started=now,
+        finished=now,
+        configuration=configuration_digests(plan, None),
+        url=args.url,
+    )
+    sealed = seal(build_statement(facts, outcome), key)
+    trees = ", ".join(f"{n} {i.tree[:7]}…" for n, i in subjects.items())
+    if args.out is None:
+        sys.stdout.buffer.write(sealed.envelope)
+        sys.stdout.flush()
+    else:
+        write_atomic(args.out, sealed.envelope)
+        if common.json_mode(args):
+            common.emit_json({"version": "1", "id": sealed.id, "path": str(args.out),
+                              "keyid": sealed.keyid, "subjects": binding["trees"]})
+    common.say(f"signed {sealed.id} for change {change.id} ({args.status}; content {trees})")
+    return 0
+
+
+# -- verify ----------------------------------------------------------------
+def run_verify(args: argparse.Namespace) -> int:
+    from changeloop.keys import load_public_key_file
+    from changeloop.verify import Expectation, VerificationError, verify_envelope
+
+    keys = [load_public_key_file(p) for p in args.public_key]
+    data = _read(args.file, "receipt")
+    doc: dict[str, Any] = {"version": "1", "file": str(args.file)}
+    try:
+        verified = verify_envelope(data, keys, Expectation(change=args.change))
+    except VerificationError as exc:
+        doc.update(valid=False, check=exc.check, reason=exc.reason)
+        if common.json_mode(args):
+            common.emit_json(doc)
+        common.say(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}")
+        return 1
+    ext = verified.extension
+    doc.update(
+        valid=True,
+        id=verified.id,
+        keyid=verified.keyid,
+        change=ext["change"],
+        provider=ext["provider"],
+        capability=ext["capability"],
+        status=ext["status"],
+        result=verified.result,
+        issuer=ext["issuer"],
+        claims=ext["claims"],
+        finishedOn=ext["finishedOn"],
+        subjects={r: v["tree"] for r, v in ext["repositories"].items()},
+    )
+    if common.json_mode(args):
+        common.emit_json(doc)
+    common.say(
+        f"valid: {verified.id} — change {ext['change']}, provider {ext['provider']},"
+        f" capability {ext['capability']}, status {ext['status']}, issuer {ext['issuer']}"
+    )
+    return 0
+
+
+# -- import ----------------------------------------------------------------
+def run_import(args: argparse.Namespace) -> int:
+    from changeloop import workspace
+    from changeloop.keys import load_public_key, load_public_key_file
+    from changeloop.plan import build_plan
+    from changeloop.receipts import write_atomic
+    from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
+
+    root = workspace.find_root(override=common.root_arg(args))
+    change = workspace.find_change(root, args.change)
+    plan = build_plan(root, change)
+    keys = [
+        Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
+        for p in plan.providers.values()
+        if p.adapter == "external"
+        for k in p.trusted_keys
+    ]
+    keys += [Trusted(load_public_key_file(p)) for p in args.public_key]
+    if not keys:
+        raise ChangeloopError(
+            Problem(
+                code="no_trusted_key",
+                message=f"change {change.id} has no external provider naming a key, and no"
+                " --public-key was given; nothing can verify these receipts",
+                fix="pass --public-key PEM or add ci: {issuer, publicKey} to an external provider",
+            ),
+            exit_code=1,
+        )
+    accepted: list[tuple[Path, bytes, str]] = []
+    refused: list[Problem] = []
+    for path in args.files:
+        data = _read(path, "receipt")
+        try:
+            verified = verify_envelope(data, keys, Expectation(change=change.id))
+        except VerificationError as exc:
+            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
+                                   message=f"{exc.check} check failed: {exc.reason}",
+                                   location=Location(str(path))))
+            continue
+        accepted.append((path, data, verified.id))
+    if refused:
+        raise ChangeloopError(
+            [*refused, Problem(code="nothing_imported",
+                               message="nothing was imported (one refusal copies nothing)")],
+            exit_code=1,
+        )
+    target = change.path / "receipts"
+    imported = []
+    for path, data, receipt_id in accepted:
+        dest = target / f"{receipt_id.removeprefix('sha256:')}.json"
+        write_atomic(dest, data)
+        imported.append({"file": str(path), "id": receipt_id, "path": _rel(dest, root)})
+        common.say(f"imported {path} → {_rel(dest, root)}")
+    if common.json_mode(args):
+        common.emit_json({"version": "1", "imported": imported})
+    return 0
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
