@@ -54,7 +54,7 @@ def test_ready_only_with_identity_and_stopped_after(tmp_path: Path) -> None:
         async with _manager(tmp_path, {"web": svc}, {"web": 1}) as services:
             async with services.lease(["web"]) as problems:
                 assert problems == []
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as resp:  # noqa: S310
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as resp:
                     bodies.append(resp.read().decode())
                 assert all(alive(p) for p in pids_of(tmp_path, "web"))
             return services.events
@@ -77,7 +77,7 @@ def test_leftover_server_on_the_port_is_named_and_service_never_starts(tmp_path:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()  # noqa: S310
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.05)
