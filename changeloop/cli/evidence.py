@@ -116,12 +116,13 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _init(args: argparse.Namespace, ctx: Any) -> int:
+    from changeloop.detect import derived_explained
     from changeloop.detect.coverage import effective, unresolved
-    from changeloop.detect.derive import derive_explained, required
+    from changeloop.detect.derive import required
     from changeloop.detect.init_writer import plan_init, write_atomic
     from changeloop.detect.playbook import change_dir, suggest
 
-    derived = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
+    derived = derived_explained(ctx)
     result = plan_init(ctx, derived)
     write = bool(getattr(args, "write", False))
     if write and result.added:
@@ -192,10 +193,10 @@ def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, s
 
 
 def _doctor(args: argparse.Namespace, ctx: Any) -> int:
-    from changeloop.detect.derive import derive_providers
+    from changeloop.detect import derived_explained
     from changeloop.detect.doctor import diagnose, next_steps
 
-    derived = derive_providers(ctx.evidence, ctx.repositories, ctx.detections)
+    derived = {name: provider for name, (provider, _) in derived_explained(ctx).items()}
     findings = diagnose(ctx, derived)
     count = sum(1 for f in findings if f.severity == "error")
     if common.json_mode(args):

@@ -107,7 +107,13 @@ def load_context(root: Path, change: ChangeRef) -> ChangeContext:
 
 def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
     """Derived providers for ``change`` (execution.yaml replaces them by name in build_plan)."""
-    from changeloop.detect.derive import derive_providers
-
     ctx = load_context(root, change)
-    return derive_providers(ctx.evidence, ctx.repositories, ctx.detections)
+    return {name: provider for name, (provider, _) in derived_explained(ctx).items()}
+
+
+def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
+    """Derived providers with their evidence, given the services execution.yaml declares."""
+    from changeloop.detect.derive import attach_services, derive_explained
+
+    found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
+    return attach_services(found, ctx.execution, ctx.repositories)

@@ -10,13 +10,14 @@ execution.yaml (detection source ``configured``) are not derived again.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
 from changeloop.detect import python
 from changeloop.detect.manifests import dig, read_ini, read_json, read_toml
 from changeloop.detect.types import Detection
-from changeloop.model import Confidence, Evidence, Provider, Repository
+from changeloop.model import Confidence, Evidence, Execution, Provider, Repository
 
 REPORT_DIR = ".changeloop/reports"
 UNIT_TYPES = ("python", "javascript", "rust")
@@ -233,3 +234,32 @@ def _static(repo_name: str, path: Path, single: bool) -> dict[str, tuple[Provide
 
 
 __all__ = ["derive_explained", "derive_providers", "required", "test_command"]
+
+
+def attach_services(
+    derived: Mapping[str, tuple[Provider, str]],
+    execution: Execution | None,
+    repositories: Mapping[str, Repository],
+) -> dict[str, tuple[Provider, str]]:
+    """Give derived Playwright providers the services declared for their repository.
+
+    Services cannot be derived (reading a JS config's ``webServer`` would mean running
+    it), but a service the user declared for the same repository is what the
+    browser tests need; without it they would run against nothing.
+    """
+    if execution is None or not execution.services:
+        return dict(derived)
+    only = next(iter(repositories)) if len(repositories) == 1 else None
+    out: dict[str, tuple[Provider, str]] = {}
+    for name, (found, why) in derived.items():
+        provider = found
+        if provider.adapter == "playwright" and not provider.services:
+            names = tuple(
+                s.name
+                for s in execution.services.values()
+                if (s.repository or only) == provider.repository
+            )
+            if names:
+                provider = dataclasses.replace(provider, services=names)
+        out[name] = (provider, why)
+    return out

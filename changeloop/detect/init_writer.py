@@ -80,6 +80,8 @@ def provider_yaml(provider: Provider) -> CommentedMap:
         out["discoveryProvider"] = provider.discovery_provider
     if provider.outputs:
         out["outputs"] = _flow(provider.outputs)
+    if provider.services:
+        out["services"] = _flow(provider.services)
     if provider.env:
         env = CommentedMap(provider.env)
         env.fa.set_flow_style()
