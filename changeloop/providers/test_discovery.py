@@ -1,17 +1,55 @@
-"""PLACEHOLDER for the `test-discovery` adapter — replaced by its owner (see docs/ARCHITECTURE.md)."""
+"""The ``test-discovery`` adapter: one test run, two receipts (``test``, ``discovery``).
+
+Example execution.yaml::
+
+    test:
+      adapter: test-discovery
+      command: [python, -m, pytest, --junitxml=.changeloop/reports/test.xml]
+      report: .changeloop/reports/test.xml     # relative to the repository
+      minimum: 1
+
+Rules (DESIGN.md §3, REPORTS.md):
+
+- ``test`` passes iff the exit code is 0 *and* the report shows no failed test
+  and no suite-level failure. A report never outvotes the exit code; exit 0
+  with failures in the report fails; a missing or unreadable report is
+  ``tests: null`` — ``fail`` on a non-zero exit, ``inconclusive`` on exit 0.
+- ``discovery`` passes iff tests that actually ran (passed + failed) reach
+  ``minimum`` (default 1); zero tests ran always fails it. It is issued under
+  ``discoveryProvider`` when set, else under this provider's name.
+- Claims: a test that passed citing a claim credits it in a passing receipt; a
+  failing test citing it marks it ``failed``; the provider's ``claims:`` are
+  credited by a passing receipt. Claims that need ``test`` and no test cited
+  stay ``uncredited`` (the verdict makes them inconclusive).
+- With no ``report``, libtest text is read from stdout (``cargo test``).
+- The report is deleted before the run (a stale report must not speak for this
+  run) and copied into the provider's run directory afterwards.
+- Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
+  at most 4 KiB each) go into ``details``; at most 50 findings, each message at
+  most 2000 characters; at most 200 test names per list.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from changeloop.errors import Problem
-from changeloop.model import Plan, Provider
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.model import ClaimMark, Plan, Provider, Status
+from changeloop.processes import ProcessResult
+from changeloop.providers.base import Finding, Observer, Outcome, RunContext
+from changeloop.providers.reports import FORMATS, canonical_format, read_report
+from changeloop.providers.reports.classify import classify
+from changeloop.providers.reports.model import ReportResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
 RUNS_COMMAND = True
+MAX_FINDINGS = 50
+MAX_NAMES = 200
 
 
 def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
@@ -23,7 +61,7 @@ def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
-    return (provider.capability,)
+    return (provider.capability, "discovery")
 
 
 def effective_command(provider: Provider) -> tuple[str, ...] | None:
@@ -31,12 +69,201 @@ def effective_command(provider: Provider) -> tuple[str, ...] | None:
 
 
 def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
-    return {}
+    return {"report": provider.report, "format": provider.format, "minimum": provider.minimum,
+            "discoveryProvider": provider.discovery_provider}
+
+
+def _escapes(rel: str) -> bool:
+    path = PurePosixPath(rel.replace("\\", "/"))
+    return path.is_absolute() or ".." in path.parts
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
-    return ()
+    problems: list[Problem] = []
+    if not provider.command:
+        problems.append(Problem(
+            code="missing_command",
+            message=f"provider '{provider.name}' (adapter test-discovery) has no command",
+            location=provider.location,
+            fix="add `command: [python, -m, pytest, --junitxml=.changeloop/reports/test.xml]`",
+            providers=(provider.name,),
+        ))
+    if provider.report is not None and _escapes(provider.report):
+        problems.append(Problem(
+            code="path_escape",
+            message=f"provider '{provider.name}': report {provider.report!r} escapes its "
+                    "repository",
+            location=provider.location,
+            fix="give `report` relative to the repository, e.g. .changeloop/reports/test.xml",
+            providers=(provider.name,),
+        ))
+    if provider.format is not None and canonical_format(provider.format) is None:
+        problems.append(Problem(
+            code="unknown_report_format",
+            message=f"provider '{provider.name}': unknown report format {provider.format!r}",
+            location=provider.location,
+            fix=f"use one of {', '.join(FORMATS)}, or leave `format` out to sniff it",
+            providers=(provider.name,),
+        ))
+    return problems
+
+
+def _report_file(workdir: Path, rel: str) -> Path | None:
+    """The report path, or None when it resolves outside the working dir (a symlink)."""
+    path = workdir / rel
+    try:
+        path.resolve().relative_to(workdir.resolve())
+    except ValueError:
+        return None
+    return path
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
-    raise NotImplementedError
+    provider = ctx.provider
+    repo = provider.repository or next(iter(ctx.workdirs))
+    workdir = ctx.workdirs[repo]
+    argv = tuple(provider.command or ())
+    caps = capabilities(provider)
+    disc_name = provider.discovery_provider or provider.name
+    report_path: Path | None = None
+    if provider.report is not None:
+        report_path = _report_file(workdir, provider.report)
+        if report_path is None:
+            reason = f"report {provider.report!r} resolves outside the repository (symlink)"
+            return [Outcome(capability=c, status="fail", reason=reason, command=argv,
+                            provider=disc_name if c == "discovery" else None) for c in caps]
+        if report_path.is_file() or report_path.is_symlink():
+            report_path.unlink()  # a stale report must not speak for this run
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+    result: ProcessResult = await ctx.run_command(
+        argv, cwd=workdir, env=ctx.env, timeout_ms=provider.timeout_ms, log_name=provider.name
+    )
+    if result.spawn_error is not None:
+        reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
+        finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
+        return [Outcome(capability=c, status="fail", reason=reason, findings=(finding,),
+                        command=argv, provider=disc_name if c == "discovery" else None,
+                        observer=Observer(adapter=NAME)) for c in caps]
+    report = _read(ctx, result, report_path)
+    output = _read_text(result.stdout_path) + "\n" + result.stderr_tail
+    findings = [*(report.findings if report else ()),
+                *classify(exit_code=result.exit_code, timed_out=result.timed_out, output=output,
+                          report=report, report_named=provider.report,
+                          timeout_ms=provider.timeout_ms)]
+    test_status, test_reason = judge_test(result.exit_code, result.timed_out, report,
+                                          provider.report)
+    disc_status, disc_reason = judge_discovery(result.exit_code, result.timed_out, report,
+                                               provider.minimum)
+    common: dict[str, Any] = {
+        "tests": report.counts if report else None,
+        "passed_tests": _names(report, ("passed",)),
+        "failed_tests": _names(report, ("failed", "error")),
+        "findings": tuple(findings[:MAX_FINDINGS]),
+        "exit_code": result.exit_code,
+        "observer": Observer(adapter=NAME, tool=report.tool if report else None,
+                             version=report.version if report else None),
+        "command": argv,
+        "details": {
+            "format": report.format if report else None,
+            "report": provider.report,
+            "reportError": report.error if report else None,
+            "stdoutTail": result.stdout_tail,
+            "stderrTail": result.stderr_tail,
+        },
+    }
+    return [
+        Outcome(capability=caps[0], status=test_status, reason=test_reason,
+                claims=claim_marks(ctx, report, test_status), **common),
+        Outcome(capability="discovery", status=disc_status, reason=disc_reason,
+                provider=disc_name, claims=claim_marks(ctx, report, disc_status, "discovery"),
+                **common),
+    ]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _read(ctx: RunContext, result: ProcessResult, report_path: Path | None) -> ReportResult | None:
+    """The normalized report, or None when the named report was not written."""
+    fmt = ctx.provider.format
+    if report_path is None:
+        return read_report(_read_text(result.stdout_path).encode(), result.exit_code,
+                           fmt or "libtest")
+    if not report_path.is_file():
+        return None
+    with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
+        shutil.copyfile(report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}")
+    return read_report(report_path, result.exit_code, fmt)
+
+
+def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:
+    if report is None or report.tests is None:
+        return ()
+    return tuple(t.id for t in report.tests if t.outcome in outcomes)[:MAX_NAMES]
+
+
+def judge_test(exit_code: int | None, timed_out: bool, report: ReportResult | None,
+               report_named: str | None) -> tuple[Status, str | None]:
+    """The ``test`` receipt: exit code and report must both say the suite passed."""
+    if timed_out:
+        return "fail", "the test run timed out"
+    counts = report.counts if report else None
+    if exit_code != 0:
+        what = f"exited {exit_code}"
+        if counts is None:
+            why = report.error if report and report.error else \
+                f"no report at {report_named}" if report_named else "no test summary"
+            return "fail", f"{what}; {why} (tests: null)"
+        if counts.failed:
+            return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed"
+        if report is not None and report.suite_failed:
+            return "fail", f"{what}; a test file or suite failed outside any test"
+        return "fail", f"{what} although the report shows no failed test"
+    if report is None:
+        return "inconclusive", f"exited 0 but wrote no report at {report_named} (tests: null)"
+    if counts is None:
+        return "inconclusive", f"exited 0 but the report could not be read: {report.error}"
+    if counts.failed:
+        return "fail", f"exited 0 but the report shows {counts.failed} failed test(s)"
+    if report.suite_failed:
+        return "fail", "exited 0 but the report shows a failure outside any test"
+    return "pass", None
+
+
+def judge_discovery(exit_code: int | None, timed_out: bool, report: ReportResult | None,
+                    minimum: int) -> tuple[Status, str | None]:
+    """The ``discovery`` receipt: tests that ran (passed + failed) must reach ``minimum``."""
+    ran = report.ran if report else None
+    if ran is None:
+        if timed_out or exit_code != 0:
+            return "fail", "the runner could not say which tests ran (tests: null)"
+        return "inconclusive", "the runner could not say which tests ran (tests: null)"
+    if ran == 0:
+        return "fail", "no test ran (zero matched, all skipped or none found)"
+    if ran < minimum:
+        return "fail", f"{ran} test(s) ran, fewer than minimum {minimum}"
+    return "pass", None
+
+
+def claim_marks(ctx: RunContext, report: ReportResult | None, status: Status,
+                capability: str = "test") -> dict[str, ClaimMark]:
+    """Claim marks for one receipt (see the module doc)."""
+    marks: dict[str, ClaimMark] = dict.fromkeys(ctx.claims_requiring(capability), "uncredited")
+    cited_pass = set(report.credited_claims()) if report else set()
+    cited_fail = set(report.failed_claims()) if report else set()
+    known = ctx.plan.evidence.claims
+    for claim in (*ctx.provider.claims, *sorted(cited_pass | cited_fail)):
+        if claim in known:  # a test citing an id the evidence does not declare credits nothing
+            marks.setdefault(claim, "uncredited")
+    for claim in marks:
+        if claim in cited_fail:
+            marks[claim] = "failed"
+        elif status == "pass" and (claim in cited_pass or claim in ctx.provider.claims):
+            marks[claim] = "credited"
+        elif status == "fail" and claim in ctx.provider.claims:
+            marks[claim] = "failed"
+    return marks

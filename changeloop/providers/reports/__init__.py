@@ -1,6 +1,76 @@
 """Test-report readers shared by the test-discovery and playwright adapters.
 
+Example::
+
+    from changeloop.providers.reports import read_report
+    result = read_report(Path("test-results/unit.xml"), exit_code=0)          # sniffed
+    result = read_report(b"...", exit_code=1, format="vitest")                 # named
+
 Every reader returns :class:`changeloop.providers.reports.model.ReportResult`.
+Readers never raise on bad input: an unreadable or truncated report is a result
+with ``counts is None`` and ``error`` saying why (the adapter makes it
+``inconclusive`` or ``fail``). The exit code is judged by the adapter, never
+here (a report cannot outvote it).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from changeloop.providers.reports import (
+    jest_vitest_json,
+    junit,
+    libtest,
+    playwright_json,
+    pytest_json,
+    tap,
+)
+from changeloop.providers.reports.model import ReportResult, unreadable
+from changeloop.providers.reports.sniff import sniff
+
+Reader = Callable[[Path | bytes, int | None], ReportResult]
+
+READERS: dict[str, Reader] = {
+    "junit": junit.read,
+    "pytest-json": pytest_json.read,
+    "jest-json": jest_vitest_json.read,
+    "vitest-json": jest_vitest_json.read,
+    "playwright-json": playwright_json.read,
+    "tap": tap.read,
+    "libtest": libtest.read,
+}
+# What users may write in ``format:`` (runner names read naturally there).
+ALIASES: dict[str, str] = {
+    "junit-xml": "junit", "xml": "junit", "nextest": "junit",
+    "pytest-json-report": "pytest-json",
+    "jest": "jest-json", "vitest": "vitest-json",
+    "playwright": "playwright-json",
+    "node-tap": "tap",
+    "cargo": "libtest", "cargo-test": "libtest",
+}
+FORMATS = tuple(sorted({*READERS, *ALIASES}))
+
+
+def canonical_format(name: str) -> str | None:
+    """The reader a ``format:`` value names, or ``None`` if unknown."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    return key if key in READERS else None
+
+
+def read_report(source: Path | bytes, exit_code: int | None = None,
+                format: str | None = None) -> ReportResult:
+    """Read one report (a path or its bytes) with the named or sniffed reader."""
+    try:
+        data = source.read_bytes() if isinstance(source, Path) else source
+    except OSError as exc:
+        return unreadable(format or "unknown", f"cannot read report: {exc}")
+    if not data.strip():
+        return unreadable(format or "unknown", "the report is empty")
+    fmt = canonical_format(format) if format else sniff(data)
+    if fmt is None:
+        why = f"unknown report format {format!r}" if format else \
+            "report format not recognised (name it with `format:`)"
+        return unreadable(format or "unknown", why)
+    return READERS[fmt](data, exit_code)
