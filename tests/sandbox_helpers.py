@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from changeloop.model import Provider, Service
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -97,3 +101,44 @@ def reference_tree(path: Path, tmp: Path, *, include_untracked: bool, prefix: st
     )
     args = ["write-tree"] + ([f"--prefix={prefix}"] if prefix else [])
     return git(top, *args, index=index)
+
+
+def fingerprints(
+    repos: dict[str, Path],
+    providers: dict[str, Provider],
+    *,
+    env_values: dict[str, str] | None = None,
+    services: dict[str, Service] | None = None,
+    schema: str = "changeloop/receipt@1",
+    key: bytes = b"k" * 32,
+) -> dict[str, str]:
+    """Every provider's fingerprint, computed the way the engine does (upstream first)."""
+    from changeloop import fingerprint
+    from changeloop.identity import content_identity
+    from changeloop.providers import registry
+
+    trees = {
+        name: content_identity(path, include_untracked=True).tree for name, path in repos.items()
+    }
+    out: dict[str, str] = {}
+    for name, p in providers.items():  # declared upstream-first in the tests
+        adapter = registry.ADAPTERS[p.adapter]
+        repo = p.repository or next(iter(repos))
+        digest = fingerprint.inputs_digest(repos[repo], p.inputs) if p.inputs else None
+        out[name] = fingerprint.compute(
+            provider=p,
+            adapter_inputs=adapter.fingerprint_inputs(p),
+            effective_command=adapter.effective_command(p),
+            trees={repo: trees[repo]},
+            inputs_digest=digest,
+            upstream={d: out[d] for d in p.depends_on},
+            env_from_values={k: (env_values or {}).get(k, "") for k in p.env_from},
+            hmac_key=key,
+            services=[(services or {})[s] for s in p.services],
+            schema_version=schema,
+        )
+    return out
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {k for k in before if before[k] != after[k]}

@@ -1,0 +1,70 @@
+"""The receipt cache: pass receipts only, byte for byte, atomic."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from changeloop import cache
+
+FP = "sha256:" + "ab" * 32
+
+
+def envelope(status: str, extra: str = "") -> bytes:
+    payload = json.dumps({"predicate": {"changeloop": {"status": status, "x": extra}}}).encode()
+    # Odd spacing on purpose: what comes back must be these exact bytes.
+    return (
+        b'{"payloadType": "application/vnd.in-toto+json",   "payload":"'
+        + base64.b64encode(payload)
+        + b'", "signatures": []}\n'
+    )
+
+
+def test_roundtrip_is_byte_for_byte(tmp_path: Path) -> None:
+    envs = [envelope("pass", "test"), envelope("pass", "discovery")]
+    cache.store(tmp_path / "cache", FP, envs)
+    assert cache.load(tmp_path / "cache", FP) == envs
+    assert (tmp_path / "cache" / ("ab" * 32 + ".json")).is_file()
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["ab" * 32 + ".json"]  # no tmp left
+
+
+def test_missing_and_other_fingerprints_miss(tmp_path: Path) -> None:
+    assert cache.load(tmp_path / "cache", FP) is None
+    cache.store(tmp_path / "cache", FP, [envelope("pass")])
+    assert cache.load(tmp_path / "cache", "sha256:" + "cd" * 32) is None
+
+
+@pytest.mark.parametrize("status", ["fail", "inconclusive", "garbage"])
+def test_only_pass_receipts_are_stored(tmp_path: Path, status: str) -> None:
+    with pytest.raises(ValueError, match="only pass"):
+        cache.store(tmp_path / "cache", FP, [envelope("pass"), envelope(status)])
+    assert cache.load(tmp_path / "cache", FP) is None
+
+
+def test_tampered_or_corrupt_entries_are_misses(tmp_path: Path) -> None:
+    cache.store(tmp_path / "cache", FP, [envelope("pass")])
+    entry = tmp_path / "cache" / ("ab" * 32 + ".json")
+    doc = json.loads(entry.read_text())
+    doc["envelopes"] = [base64.b64encode(envelope("fail")).decode()]
+    entry.write_text(json.dumps(doc))
+    assert cache.load(tmp_path / "cache", FP) is None  # a fail never comes back as reusable
+    entry.write_text("{half")
+    assert cache.load(tmp_path / "cache", FP) is None
+    doc["fingerprint"] = "sha256:" + "00" * 32
+    doc["envelopes"] = [base64.b64encode(envelope("pass")).decode()]
+    entry.write_text(json.dumps(doc))
+    assert cache.load(tmp_path / "cache", FP) is None  # stored under the wrong name
+
+
+def test_malformed_fingerprint_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a sha256"):
+        cache.store(tmp_path / "cache", "sha256:../../etc", [envelope("pass")])
+
+
+def test_overwrite_replaces_atomically(tmp_path: Path) -> None:
+    cache.store(tmp_path / "cache", FP, [envelope("pass", "old")])
+    cache.store(tmp_path / "cache", FP, [envelope("pass", "new")])
+    assert cache.load(tmp_path / "cache", FP) == [envelope("pass", "new")]
