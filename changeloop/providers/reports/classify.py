@@ -22,6 +22,7 @@ _NO_TESTS = re.compile(
     r"no tests ran|No test files found|No tests found|no tests collected|"
     r"Pattern: .* - 0 matches|No test suite found",
 )
+_UNHANDLED = re.compile(r"Unhandled (?:Errors?|Rejection)|asynchronous activity after the test ended")
 _COMPILE = re.compile(r"error: could not compile `([^`]+)`")
 
 
@@ -66,6 +67,10 @@ def classify(
         if compile_error:
             out.append(Finding(kind="compile-error", severity="error",
                                message=clip(compile_error.group(0), 800)))
+    unhandled = _UNHANDLED.search(text)
+    if unhandled:
+        out.append(Finding(kind="unhandled-error", severity="error",
+                           message=_excerpt(text, unhandled.group(0))))
     if report_named is not None and report is None:
         out.append(Finding(kind="report-missing", severity="error",
                            message=f"the runner did not write {report_named}"))
