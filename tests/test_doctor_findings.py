@@ -1,0 +1,90 @@
+"""evidence doctor: what is unresolved, why, and the command that resolves it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from bootstrap_helpers import CHANGE, cli, workspace
+from changeloop.detect import load_context
+from changeloop.detect.doctor import diagnose
+from changeloop.model import Provider
+from changeloop.workspace import find_change
+
+
+def doctor(capsys, root: Path) -> tuple[int, dict]:
+    code, doc, _ = cli(capsys, "evidence", "doctor", CHANGE, "--json", "--root", str(root))
+    assert doc is not None and set(doc) >= {"version", "root", "change", "findings", "unresolved"}
+    return code, doc
+
+
+def test_missing_adapter_playbook_resolves_it(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n'})
+    code, doc = doctor(capsys, root)
+    assert code == 1 and doc["unresolved"] == 1
+    kinds = [(f["kind"], f["capability"], f["repository"]) for f in doc["findings"]]
+    assert kinds == [("missing-adapter", "test", "self")]
+    finding = doc["findings"][0]
+    assert finding["suggested_action"] and finding["playbook_command"].endswith(
+        f"changeloop evidence init {CHANGE} --write")
+    subprocess.run(["bash", "-c", finding["playbook_command"]], cwd=root, check=True,
+                   capture_output=True)
+    code, doc = doctor(capsys, root)
+    assert (code, doc["unresolved"], doc["findings"]) == (0, 0, [])
+    assert "adapter: test-discovery" in (root / f"openspec/changes/{CHANGE}/execution.yaml").read_text()
+
+
+def test_no_tests_declared_is_informational(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {}, evidence="version: 3\nrequires: [static-analysis]\n",
+                     execution="version: 1\nproviders:\n  static-analysis:\n"
+                               "    adapter: command\n    command: [\"true\"]\n")
+    code, doc = doctor(capsys, root)
+    assert code == 0 and doc["unresolved"] == 0
+    assert [(f["kind"], f["severity"]) for f in doc["findings"]] == [("no-tests-declared", "info")]
+
+
+def test_playwright_without_its_package_is_a_missing_tool(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {"package.json": '{"devDependencies": {"@playwright/test": "1.65.1"}}',
+                                "package-lock.json": "{}"},
+                     evidence="version: 3\nrequires: [browser]\n")
+    code, doc = doctor(capsys, root)
+    assert code == 1
+    [f] = doc["findings"]
+    assert f["kind"] == "tool-missing" and f["playbook_command"] == "npm ci"
+    assert "@playwright/test" in f["message"]
+
+
+def test_pytest_addopts_junitxml_is_not_honoured(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {"pytest.ini": "[pytest]\naddopts = --junitxml=out/j.xml\n"})
+    code, doc = doctor(capsys, root)
+    assert code == 1
+    assert [f["kind"] for f in doc["findings"]] == ["config-not-honoured"]
+
+
+def test_vitest_custom_reporters_are_not_honoured(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {
+        "package.json": '{"devDependencies": {"vitest": "3.2.4"}}',
+        "node_modules/vitest/package.json": '{"version": "3.2.4"}',
+        "vitest.config.ts": "export default { test: { reporters: ['junit'] } }\n",
+    })
+    code, doc = doctor(capsys, root)
+    assert code == 1 and [f["kind"] for f in doc["findings"]] == ["config-not-honoured"]
+
+
+def test_contract_digest_and_external_misconfiguration(tmp_path: Path) -> None:
+    root = workspace(tmp_path, {}, evidence="version: 3\nrequires: [cross-repo-contract, review]\n")
+    ctx = load_context(root, find_change(root, CHANGE))
+    providers = {
+        "cross-repo-contract": Provider(name="cross-repo-contract", adapter="contract-digest",
+                                        capability="cross-repo-contract",
+                                        contract={"self": "api.json"}),
+        "review": Provider(name="review", adapter="external", capability="review"),
+    }
+    kinds = sorted(f.kind for f in diagnose(ctx, providers))
+    assert kinds == ["contract-paths-missing", "external-key-missing", "no-tests-declared"]
+
+
+def test_unknown_change_is_one_json_error(tmp_path: Path, capsys) -> None:
+    root = workspace(tmp_path, {})
+    code, doc, _ = cli(capsys, "evidence", "doctor", "nope", "--json", "--root", str(root))
+    assert code == 2 and doc["errors"] and doc["findings"] == []
