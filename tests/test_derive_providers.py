@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from bootstrap_helpers import CHANGE, venv_with, workspace, write
+
 from changeloop.detect import derived_for, load_context
 from changeloop.plan import build_plan
 from changeloop.workspace import find_change

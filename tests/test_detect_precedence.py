@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from bootstrap_helpers import venv_with, write
+
 from changeloop.detect import detect_repository
 from changeloop.model import Provider
 

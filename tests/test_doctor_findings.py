@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from bootstrap_helpers import CHANGE, cli, workspace
+
 from changeloop.detect import load_context
 from changeloop.detect.doctor import diagnose
 from changeloop.model import Provider
