@@ -45,12 +45,14 @@ class _Locator:
 
     def provider(self, provider: Provider, *keys: str | int, key: bool = False) -> Location | None:
         if provider.origin == "configured" and self.execution is not None:
-            return self.execution.location(("providers", provider.name, *keys), key=key)
+            return self.execution.location(("providers", provider.name, *keys),
+                                           key=key or not keys)
         return provider.location
 
     def service(self, service: Service, *keys: str | int, key: bool = False) -> Location | None:
         if self.execution is not None:
-            return self.execution.location(("services", service.name, *keys), key=key)
+            return self.execution.location(("services", service.name, *keys),
+                                           key=key or not keys)
         return service.location
 
     def in_evidence(self, *keys: str | int, key: bool = False) -> Location:
@@ -266,20 +268,20 @@ def _services(plan: Plan, at: _Locator) -> Iterable[Problem]:
                           "{body: <text only your app serves>}}")
             continue
         if probe.body is None and probe.body_regex is None and probe.header is None:
-            yield Problem("status_only_probe", f"{label}'s readiness probe expects no body or "
+            yield Problem("status_only_probe", f"{label}: readiness probe expects no body or "
                           "header, so any server on that port (a leftover one) would pass it",
-                          at.service(s, "readiness"), providers=users,
+                          at.service(s, "readiness", key=True), providers=users,
                           fix="add expect: {body: <text only your app serves>} or "
                           "expect: {header: {name: ..., value: ...}}")
         if probe.body_regex is not None:
             try:
                 re.compile(probe.body_regex)
             except re.error as exc:
-                yield Problem("invalid_regex", f"{label}'s readiness bodyRegex does not compile:"
+                yield Problem("invalid_regex", f"{label}: readiness bodyRegex does not compile:"
                               f" {exc}", at.service(s, "readiness", "expect", "bodyRegex"),
                               providers=users, fix="fix the regular expression")
         if probe.port is None:
-            yield Problem("probe_without_port", f"{label}'s readiness URL {probe.url!r} has no "
+            yield Problem("probe_without_port", f"{label}: readiness URL {probe.url!r} has no "
                           "literal port, so changeloop cannot check the port is free first",
                           at.service(s, "readiness", "url"), providers=users,
                           fix="write the port in the URL, e.g. http://127.0.0.1:4173/")

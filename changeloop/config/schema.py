@@ -150,9 +150,10 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
     argv_key = key in ("command", "setup") or (
         isinstance(key, int) and len(path) >= 2 and path[-2] == "setup")
     if argv_key and isinstance(instance, str) and keyword == "type":
+        what = f"setup entry {key}" if isinstance(key, int) else str(key)
         return Problem(
             code="command_not_list",
-            message=f"{level_name(path[:-1], family, version)}: {key} must be an argv list, "
+            message=f"{level_name(path[:-1], family, version)}: {what} must be an argv list, "
             f"e.g. {_argv_example(instance)}",
             location=doc.location(path),
             fix=f"write it as a list: {_argv_example(instance)}",

@@ -95,6 +95,7 @@ class _Walker:
         self.seen: set[int] = set()
         self.revisits = 0
         self.stack: set[int] = set()
+        self.alias_use: tuple[int, int] = (1, 1)
         self.constructor = SafeConstructor()
 
     def _err(self, code: str, message: str, node: yaml.Node, fix: str | None = None) -> ConfigError:
@@ -107,12 +108,16 @@ class _Walker:
             raise self._err("recursive_alias", "a YAML alias refers to itself (recursive anchor)",
                             node, fix="replace the alias with the value it stands for")
         if ident in self.seen:
-            record = False  # an alias: marks point at the anchor, not every expansion
+            if record:  # the outermost alias: blame the place it is used, not its anchor
+                self.alias_use = self._nearest(path)
+            record = False  # marks point at the anchor, not at every expansion
             self.revisits += 1
             if self.revisits > ALIAS_BUDGET:
-                raise self._err("alias_bomb", f"YAML anchors and aliases expand to more than "
-                                f"{ALIAS_BUDGET} nodes (an alias bomb?)", node,
-                                fix="write the values out instead of nesting aliases")
+                line, column = self.alias_use
+                raise _problem("alias_bomb", f"YAML anchors and aliases expand to more than "
+                               f"{ALIAS_BUDGET} nodes (an alias bomb?)", self.display,
+                               line=line, column=column,
+                               fix="write the values out instead of nesting aliases")
         self.seen.add(ident)
         if record:
             self.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -129,6 +134,13 @@ class _Walker:
         finally:
             self.stack.discard(ident)
         raise self._tag(node)  # pragma: no cover - PyYAML has only three node kinds
+
+    def _nearest(self, path: YamlPath) -> tuple[int, int]:
+        for end in range(len(path), -1, -1):
+            found = self.keys.get(path[:end]) or self.values.get(path[:end])
+            if found is not None:
+                return found
+        return (1, 1)
 
     def _tag(self, node: yaml.Node) -> ConfigError:
         return self._err("yaml_tag", f"the YAML tag {node.tag!r} is not allowed here",
@@ -209,6 +221,7 @@ def parse_yaml(text: str, path: Path, display: str) -> Document:
         second = nodes[1]
         raise _problem("yaml_multiple_documents", "the file holds more than one YAML document",
                        display, line=second.start_mark.line + 1,
+                       column=second.start_mark.column + 1,
                        fix="remove the extra '---' document")
     if not nodes:
         return Document(path, display, None)
