@@ -59,7 +59,7 @@ def _rsa() -> str:
 
 
 @pytest.mark.parametrize(("pem", "words"), [
-    (lambda: _rsa(), "RSA public key"),
+    (_rsa, "RSA public key"),
     (lambda: ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(PEM, SPKI).decode(), "EC (ECDSA) public key"),
     (lambda: x25519.X25519PrivateKey.generate().public_key().public_bytes(PEM, SPKI).decode(), "X25519"),
     (lambda: public_pem(generate_private_key().public_key()).decode() * 2, "2 PEM blocks"),

@@ -11,6 +11,7 @@ import in_toto_attestation.v1.statement_pb2 as spb
 import pytest
 from google.protobuf import json_format
 from in_toto_attestation.v1.statement import Statement
+from receipts_helpers import T0
 
 from changeloop.jcs import canonicalize
 from changeloop.keys import generate_private_key
@@ -24,7 +25,6 @@ from changeloop.receipts import (
     seal,
     write_atomic,
 )
-from receipts_helpers import T0
 
 WEB = ContentIdentity(tree="a" * 40, head="b" * 40, dirty=True)
 API = ContentIdentity(tree="c" * 40, head=None, dirty=False)
