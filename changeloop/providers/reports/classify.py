@@ -22,7 +22,9 @@ _NO_TESTS = re.compile(
     r"no tests ran|No test files found|No tests found|no tests collected|"
     r"Pattern: .* - 0 matches|No test suite found",
 )
-_UNHANDLED = re.compile(r"Unhandled (?:Errors?|Rejection)|asynchronous activity after the test ended")
+_UNHANDLED = re.compile(
+    r"Unhandled (?:Errors?|Rejection)|asynchronous activity after the test ended"
+)
 _COMPILE = re.compile(r"error: could not compile `([^`]+)`")
 
 
