@@ -1,0 +1,80 @@
+"""For each example: hand-written wiring vs `evidence init --write` wiring give the same verdict.
+
+Each example is copied to tmp (node_modules included), proven as shipped, then its
+execution.yaml providers are deleted — services and repository setup stay, since
+they cannot be derived without executing project code — and wiring is
+re-derived with `evidence init --write` before proving again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# Examples whose test runner is outside what detection reads (plain unittest):
+# their wiring must stay hand-written, see docs/bootstrap.md.
+NOT_DERIVABLE = {"basic": "python -m unittest has no manifest signal to detect"}
+
+
+def _changes() -> list[tuple[str, str]]:
+    out = []
+    for example in sorted(EXAMPLES.iterdir()) if EXAMPLES.is_dir() else []:
+        for change in sorted((example / "openspec" / "changes").glob("*/execution.yaml")):
+            out.append((example.name, change.parent.name))
+    return out
+
+
+def _prove(root: Path, change: str) -> tuple[int, dict]:
+    proc = subprocess.run(["changeloop", "prove", change, "--json", "--root", str(root)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"prove printed no JSON (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return proc.returncode, doc
+
+
+def _prove_is_placeholder() -> bool:
+    source = (Path(__file__).resolve().parent.parent / "changeloop/cli/prove.py").read_text()
+    return "PLACEHOLDER" in source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("example", "change"), _changes())
+def test_init_write_proves_like_hand_written_wiring(tmp_path: Path, example: str,
+                                                   change: str) -> None:
+    if _prove_is_placeholder():
+        pytest.skip("changeloop prove is still a placeholder")
+    if example in NOT_DERIVABLE:
+        pytest.xfail(NOT_DERIVABLE[example])
+    root = tmp_path / example
+    shutil.copytree(EXAMPLES / example, root, symlinks=True,
+                    ignore=shutil.ignore_patterns(".changeloop", "test-results"))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "example"], cwd=root, check=True)
+    hand_code, hand = _prove(root, change)
+
+    execution = root / "openspec" / "changes" / change / "execution.yaml"
+    data = yaml.safe_load(execution.read_text())
+    data.pop("providers", None)
+    if set(data) == {"version"}:
+        execution.unlink()
+    else:
+        execution.write_text(yaml.safe_dump(data, sort_keys=False))
+    init = subprocess.run(["changeloop", "evidence", "init", change, "--write", "--json",
+                           "--root", str(root)], capture_output=True, text=True, check=False)
+    assert init.returncode == 0, init.stderr
+    doctor = subprocess.run(["changeloop", "evidence", "doctor", change, "--root", str(root)],
+                            capture_output=True, text=True, check=False)
+    assert doctor.returncode == 0, doctor.stderr
+    derived_code, derived = _prove(root, change)
+    assert (derived_code, derived["status"]) == (hand_code, hand["status"])
+    assert {c: v["status"] for c, v in derived["claims"].items()} == {
+        c: v["status"] for c, v in hand["claims"].items()}
