@@ -138,7 +138,10 @@ def layout(repo: Path) -> GitLayout:
 def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
     """Start the temporary index from the user's (stat cache) or from HEAD."""
     if lay.index.is_file():
-        shutil.copyfile(lay.index, tmp_index)
+        # copy2 keeps the index's mtime: git's racy-clean check compares entry
+        # mtimes against it, and a fresh mtime would make same-size edits made in
+        # the same second as the last `git add` look unchanged.
+        shutil.copy2(lay.index, tmp_index)
     elif lay.head is not None:
         git(["read-tree", "HEAD"], cwd=cwd, env=git_env(tmp_index))
 
