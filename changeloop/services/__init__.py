@@ -75,7 +75,7 @@ class ServiceManager:
         grace_s: float = 5.0,
     ) -> None:
         self._plan = plan
-        self._workdirs = dict(workdirs)
+        self._workdirs = workdirs  # read at start time: sandboxes may be made lazily
         self._env = dict(env)
         self._log_dir = log_dir
         self._secrets = tuple(s for s in secrets if s)
