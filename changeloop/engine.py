@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -30,7 +30,7 @@ from changeloop import cache, fingerprint, sandboxes
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.identity import content_identity
 from changeloop.keys import load_private_key, workspace_key
-from changeloop.model import ContentIdentity, Plan, Provider, SandboxMode
+from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode
 from changeloop.processes import run_process
 from changeloop.providers import registry
 from changeloop.providers.base import Outcome, RunContext
@@ -164,6 +164,7 @@ class _Run:
             "change": self.plan.change.id,
             "capabilities": list(adapter.capabilities(provider)),
             "claims": _claims_wiring(self.plan),
+            "providerClaims": sorted(provider.claims),
             "sandbox": self.options.sandbox,
             "setup": setup,
             "issuer": self.options.issuer,
@@ -348,6 +349,7 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
     if run.options.use_cache and _reuse(run, provider, fp):
         services.release_unused(provider.services)
         report.state = "cached"
+        run.on_event(provider.name, "cached", None)
         return True
     started = datetime.now(UTC)
     clock = anyio.current_time()
@@ -440,6 +442,7 @@ def _finish(
     report.duration_ms = int((anyio.current_time() - clock) * 1000)
     run.durations[provider.name] = report.duration_ms / 1000
     log_sha, log_tail = log or (None, None)
+    outcomes = [_credit_listed_claims(provider, o) for o in outcomes]
     entries = [
         run.seal_outcome(provider, o, started=started, finished=finished,
                          log_sha256=log_sha, log_tail=log_tail)
@@ -452,6 +455,19 @@ def _finish(
         envelopes = [(run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries]
         cache.store(run.state.cache, run.fingerprints[provider.name], envelopes)
     return ok
+
+
+def _credit_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
+    """A provider's own ``claims`` are credited by its pass, failed by its fail."""
+    if not provider.claims:
+        return outcome
+    mark: ClaimMark = {"pass": "credited", "fail": "failed"}.get(  # type: ignore[assignment]
+        outcome.status, "uncredited"
+    )
+    claims = dict(outcome.claims)
+    for cid in provider.claims:
+        claims.setdefault(cid, mark)
+    return replace(outcome, claims=claims)
 
 
 def _reuse(run: _Run, provider: Provider, fp: str) -> bool:

@@ -29,6 +29,8 @@ class Progress:
         elapsed = time.monotonic() - self.start
         if kind == "started":
             line = f"  ▶ {provider} running"
+        elif kind == "cached":
+            line = f"  ↺ {provider} reused a cached pass (same fingerprint)"
         elif kind == "waiting":
             line = f"  … {provider} waiting for {detail}"
         elif kind in ("finished", "skipped"):
