@@ -29,14 +29,23 @@ import anyio
 from changeloop import cache, fingerprint, sandboxes
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.identity import content_identity
+from changeloop.jcs import canonicalize
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode
 from changeloop.processes import run_process
 from changeloop.providers import registry
 from changeloop.providers.base import Outcome, RunContext
-from changeloop.receipts import ReceiptFacts, build_statement, seal, write_atomic
+from changeloop.receipts import (
+    ReceiptFacts,
+    build_statement,
+    configuration_digests,
+    seal,
+    sha256_hex,
+    write_atomic,
+)
 from changeloop.scheduler import Job, JobEvent, JobResult, schedule
 from changeloop.services import ServiceManager
+from changeloop.services.ports import port_holder
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import ReceiptView, Verdict, decide
 
@@ -106,7 +115,7 @@ class _Run:
             load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
         )
         self.hmac_key = _hmac_key(self.key)
-        self.config_digests = _config_digests(plan)
+        self.config_digests = configuration_digests(plan, None)
         self.identities: dict[str, ContentIdentity] = {}
         self.workdirs: dict[str, Path] = {}
         self.boxes: dict[str, sandboxes.Sandbox] = {}
@@ -134,7 +143,9 @@ class _Run:
             if repo not in self.workdirs:
                 repository = self.plan.repositories[repo]
                 box = await anyio.to_thread.run_sync(
-                    partial(sandboxes.create, self.options.sandbox, repository, self.state.sandboxes)
+                    partial(
+                        sandboxes.create, self.options.sandbox, repository, self.state.sandboxes
+                    )
                 )
                 self.boxes[repo] = box
                 self.workdirs[repo] = box.path
@@ -202,9 +213,7 @@ class _Run:
         command = outcome.command or adapter.effective_command(provider)
         configuration = dict(self.config_digests)
         if command:
-            configuration["command"] = hashlib.sha256(
-                json.dumps(list(command)).encode("utf-8")
-            ).hexdigest()
+            configuration["command"] = sha256_hex(canonicalize(list(command)))
         facts = ReceiptFacts(
             change=self.plan.change.id,
             provider=name,
@@ -212,7 +221,7 @@ class _Run:
             fingerprint=self.fingerprints.get(provider.name) or self.fingerprint(provider),
             subjects=subjects,
             sandbox=self.options.sandbox,
-            issuer=outcome.issuer or self.options.issuer,
+            issuer=self.options.issuer,  # who signs this receipt; an accepted one is in details
             started=started,
             finished=finished,
             configuration=configuration,
@@ -222,11 +231,19 @@ class _Run:
         )
         statement = build_statement(facts, outcome)
         sealed = seal(statement, self.key)
-        return self.store(provider, name, outcome.capability, sealed.id, sealed.envelope, outcome)
+        return self.store(
+            provider,
+            name=name,
+            capability=outcome.capability,
+            receipt_id=sealed.id,
+            envelope=sealed.envelope,
+            outcome=outcome,
+        )
 
     def store(
         self,
         provider: Provider,
+        *,
         name: str,
         capability: str,
         receipt_id: str,
@@ -346,7 +363,7 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
     report = run.reports[provider.name]
     adapter = registry.ADAPTERS[provider.adapter]
     fp = run.fingerprint(provider)
-    if run.options.use_cache and _reuse(run, provider, fp):
+    if run.options.use_cache and not _ports_taken(run.plan, provider) and _reuse(run, provider, fp):
         services.release_unused(provider.services)
         report.state = "cached"
         run.on_event(provider.name, "cached", None)
@@ -360,28 +377,38 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
             workdirs[repo] = await run.workdir(repo)
             if not await _setup(run, repo):
                 reason = f"setup of repository {repo} failed; see the setup receipt"
-                outcomes = [Outcome(capability=c, status="inconclusive", reason=reason)
-                            for c in adapter.capabilities(provider)]
+                outcomes = [
+                    Outcome(capability=c, status="inconclusive", reason=reason)
+                    for c in adapter.capabilities(provider)
+                ]
                 services.release_unused(provider.services)
-                return _finish(run, provider, outcomes, started, clock, None)
+                return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     else:
         workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
     env, secrets_, missing = _environment(provider)
     if missing:
         reason = f"environment variable {missing} named in envFrom is not set"
-        outcomes = [Outcome(capability=c, status="fail", reason=reason)
-                    for c in adapter.capabilities(provider)]
+        outcomes = [
+            Outcome(capability=c, status="fail", reason=reason)
+            for c in adapter.capabilities(provider)
+        ]
         services.release_unused(provider.services)
-        return _finish(run, provider, outcomes, started, clock, None)
+        return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     provider_dir = run.run_dir / provider.name
     provider_dir.mkdir(parents=True, exist_ok=True)
     logs: list[tuple[str, str]] = []
 
-    async def run_command(argv: Any, *, cwd: Path, env: Mapping[str, str], timeout_ms: int,
-                          log_name: str) -> Any:
+    async def run_command(
+        argv: Any, *, cwd: Path, env: Mapping[str, str], timeout_ms: int, log_name: str
+    ) -> Any:
         result = await run_process(
-            list(argv), cwd=cwd, env=env, timeout_ms=timeout_ms, log_dir=provider_dir,
-            log_name=log_name, secrets=secrets_,
+            list(argv),
+            cwd=cwd,
+            env=env,
+            timeout_ms=timeout_ms,
+            log_dir=provider_dir,
+            log_name=log_name,
+            secrets=secrets_,
         )
         logs.append((result.log_sha256, result.log_tail))
         return result
@@ -401,16 +428,22 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
     async with services.lease(provider.services) as problems:
         if problems:
             reason = "; ".join(f.message for f in problems)
-            outcomes = [Outcome(capability=c, status="fail", reason=reason, findings=tuple(problems))
-                        for c in adapter.capabilities(provider)]
+            outcomes = [
+                Outcome(capability=c, status="fail", reason=reason, findings=tuple(problems))
+                for c in adapter.capabilities(provider)
+            ]
         else:
             outcomes = await _call_adapter(adapter.run, ctx, provider)
     if not outcomes:
+        # Only an adapter that reads evidence made elsewhere (external) may issue
+        # no receipt at all; its claims then stay unproven, with its reason.
+        explain = getattr(adapter, "missing_reason", None)
+        why = explain(ctx) if explain is not None else None
         run.notes[provider.capability] = (
-            f"{provider.capability}: provider {provider.name} found no receipt to read"
+            f"{provider.capability}: {why or f'provider {provider.name} issued no receipt'}"
         )
     log = logs[-1] if logs else (None, None)
-    return _finish(run, provider, outcomes, started, clock, log)
+    return _finish(run, provider, outcomes, started=started, clock=clock, log=log)
 
 
 async def _call_adapter(
@@ -424,14 +457,17 @@ async def _call_adapter(
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
         reason = f"adapter {provider.adapter} crashed: {type(exc).__name__}: {exc}"
     adapter = registry.ADAPTERS[provider.adapter]
-    return [Outcome(capability=c, status="inconclusive", reason=reason)
-            for c in adapter.capabilities(provider)]
+    return [
+        Outcome(capability=c, status="inconclusive", reason=reason)
+        for c in adapter.capabilities(provider)
+    ]
 
 
 def _finish(
     run: _Run,
     provider: Provider,
     outcomes: list[Outcome],
+    *,
     started: datetime,
     clock: float,
     log: tuple[str | None, str | None] | None,
@@ -444,17 +480,30 @@ def _finish(
     log_sha, log_tail = log or (None, None)
     outcomes = [_credit_listed_claims(provider, o) for o in outcomes]
     entries = [
-        run.seal_outcome(provider, o, started=started, finished=finished,
-                         log_sha256=log_sha, log_tail=log_tail)
+        run.seal_outcome(
+            provider, o, started=started, finished=finished, log_sha256=log_sha, log_tail=log_tail
+        )
         for o in outcomes
     ]
     ok = all(o.status == "pass" for o in outcomes)
     if not ok:
         report.reason = next((o.reason for o in outcomes if o.status != "pass" and o.reason), None)
-    if ok and entries and run.options.use_cache is not None:
-        envelopes = [(run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries]
+    if ok and entries:
+        envelopes = [
+            (run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries
+        ]
         cache.store(run.state.cache, run.fingerprints[provider.name], envelopes)
     return ok
+
+
+def _ports_taken(plan: Plan, provider: Provider) -> bool:
+    """A leftover server on a service's port is reported even when a cached pass exists."""
+    for name in provider.services:
+        service = plan.services.get(name)
+        port = service.readiness.port if service and service.readiness else None
+        if port is not None and port_holder(port) is not None:
+            return True
+    return False
 
 
 def _credit_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
@@ -499,7 +548,14 @@ def _reuse(run: _Run, provider: Provider, fp: str) -> bool:
             input_mode=ext.get("inputMode"),
         )
         receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
-        run.store(provider, ext["provider"], ext["capability"], receipt_id, envelope, outcome)
+        run.store(
+            provider,
+            name=ext["provider"],
+            capability=ext["capability"],
+            receipt_id=receipt_id,
+            envelope=envelope,
+            outcome=outcome,
+        )
     return True
 
 
@@ -516,24 +572,40 @@ async def _setup(run: _Run, repo: str) -> bool:
             log_dir.mkdir(parents=True, exist_ok=True)
             started = datetime.now(UTC)
             result = await run_process(
-                list(argv), cwd=run.workdirs[repo], env=dict(os.environ),
-                timeout_ms=30 * 60 * 1000, log_dir=log_dir, log_name=f"setup-{index}",
+                list(argv),
+                cwd=run.workdirs[repo],
+                env=dict(os.environ),
+                timeout_ms=30 * 60 * 1000,
+                log_dir=log_dir,
+                log_name=f"setup-{index}",
             )
             if result.exit_code == 0:
                 continue
             ok = False
             why = result.spawn_error or f"exited {result.exit_code}"
             pseudo = Provider(
-                name=f"setup-{repo}", adapter="command", capability="setup", repository=repo,
+                name=f"setup-{repo}",
+                adapter="command",
+                capability="setup",
+                repository=repo,
                 command=tuple(argv),
             )
             outcome = Outcome(
-                capability="setup", status="fail", reason=f"setup {' '.join(argv)}: {why}",
-                exit_code=result.exit_code, command=tuple(argv),
+                capability="setup",
+                status="fail",
+                reason=f"setup {' '.join(argv)}: {why}",
+                exit_code=result.exit_code,
+                command=tuple(argv),
             )
             run.reports.setdefault(pseudo.name, ProviderReport(pseudo.name, "command", repo))
-            run.seal_outcome(pseudo, outcome, started=started, finished=datetime.now(UTC),
-                             log_sha256=result.log_sha256, log_tail=result.log_tail)
+            run.seal_outcome(
+                pseudo,
+                outcome,
+                started=started,
+                finished=datetime.now(UTC),
+                log_sha256=result.log_sha256,
+                log_tail=result.log_tail,
+            )
             run.reports[pseudo.name].state = "ran"
             break
         run.setup_ok[repo] = ok
@@ -543,13 +615,16 @@ async def _setup(run: _Run, repo: str) -> bool:
 def _seal_skipped(run: _Run, provider: Provider, reason: str) -> None:
     adapter = registry.ADAPTERS[provider.adapter]
     now = datetime.now(UTC)
-    outcomes = [Outcome(capability=c, status="inconclusive", reason=f"not run: {reason}")
-                for c in adapter.capabilities(provider)]
+    outcomes = [
+        Outcome(capability=c, status="inconclusive", reason=f"not run: {reason}")
+        for c in adapter.capabilities(provider)
+    ]
     report = run.reports[provider.name]
     report.reason = reason
     for outcome in outcomes:
-        run.seal_outcome(provider, outcome, started=now, finished=now,
-                         log_sha256=None, log_tail=None)
+        run.seal_outcome(
+            provider, outcome, started=now, finished=now, log_sha256=None, log_tail=None
+        )
     report.state = "not-run"
 
 
@@ -576,17 +651,11 @@ def _hmac_key(key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     raw = key.private_bytes(
-        serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+        serialization.Encoding.Raw,
+        serialization.PrivateFormat.Raw,
         serialization.NoEncryption(),
     )
     return hashlib.sha256(b"changeloop fingerprint hmac\0" + raw).digest()
-
-
-def _config_digests(plan: Plan) -> dict[str, str]:
-    out = {"evidence.yaml": hashlib.sha256(plan.evidence.path.read_bytes()).hexdigest()}
-    if plan.execution is not None:
-        out["execution.yaml"] = hashlib.sha256(plan.execution.path.read_bytes()).hexdigest()
-    return out
 
 
 def _claims_wiring(plan: Plan) -> dict[str, Any]:

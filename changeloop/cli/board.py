@@ -64,8 +64,9 @@ def render_board(result: ProveResult, out: TextIO) -> None:
         out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
         for entry in report.receipts:
             reason = f" — {entry.reason}" if entry.reason else ""
-            out.write(f"      {_ICON.get(entry.status, '?')} {entry.capability} "
-                      f"{entry.status}{reason}\n")
+            out.write(
+                f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}{reason}\n"
+            )
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     if not verdict.proven:
         out.write("\nNext steps:\n")

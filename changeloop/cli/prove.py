@@ -46,23 +46,34 @@ def register(sub: Any) -> None:
     parser.add_argument("change", help="change id (openspec/changes/<id>/, archived ones too)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
     parser.add_argument(
-        "--jobs", "-j", type=int, default=os.cpu_count() or 2, metavar="N",
+        "--jobs",
+        "-j",
+        type=int,
+        default=os.cpu_count() or 2,
+        metavar="N",
         help="providers run at once (default: CPU count, %(default)s here)",
     )
     parser.add_argument(
-        "--sandbox", choices=("none", "worktree", "copy"), default="none",
+        "--sandbox",
+        choices=("none", "worktree", "copy"),
+        default="none",
         help="where providers run: in place (none, default), a git worktree of tracked "
         "content, or a copy of tracked + untracked-not-ignored files",
     )
     parser.add_argument("--keep-sandbox", action="store_true", help="keep sandboxes after the run")
-    parser.add_argument("--fail-fast", action="store_true", help="start nothing new after a failure")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="start nothing new after a failure"
+    )
     parser.add_argument("--no-cache", action="store_true", help="re-run providers even when cached")
     parser.add_argument(
-        "--sign-key", type=Path, metavar="PATH",
+        "--sign-key",
+        type=Path,
+        metavar="PATH",
         help="Ed25519 private key (PKCS#8 PEM) to sign receipts; default: the workspace key",
     )
     parser.add_argument(
-        "--issuer", default="local",
+        "--issuer",
+        default="local",
         help="issuer recorded in receipts (e.g. github-actions in CI; default: local)",
     )
     parser.add_argument("--url", help="URL of the CI run, recorded in receipts")
@@ -103,8 +114,14 @@ def run(args: argparse.Namespace) -> int:
     empty = nothing_to_prove(plan)
     if empty is not None:
         if common.json_mode(args):
-            common.emit_json({**EMPTY, "root": str(plan.root), "change": plan.change.id,
-                              "errors": [empty.to_json()]})
+            common.emit_json(
+                {
+                    **EMPTY,
+                    "root": str(plan.root),
+                    "change": plan.change.id,
+                    "errors": [empty.to_json()],
+                }
+            )
         common.say(empty.render())
         return 1
     return _prove(args, plan)
@@ -130,20 +147,26 @@ def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
         for p in plan.providers.values()
     ]
     if common.json_mode(args):
-        common.emit_json({
-            "version": "1", "root": str(plan.root), "change": plan.change.id,
-            "dryRun": True, "order": order, "providers": providers,
-        })
+        common.emit_json(
+            {
+                "version": "1",
+                "root": str(plan.root),
+                "change": plan.change.id,
+                "dryRun": True,
+                "order": order,
+                "providers": providers,
+            }
+        )
         return 0
     common.say(f"plan for change {plan.change.id} ({len(providers)} providers)")
-    for p in providers:
-        deps = f" after {', '.join(p['dependsOn'])}" if p["dependsOn"] else ""
+    for p in plan.providers.values():
+        deps = f" after {', '.join(p.depends_on)}" if p.depends_on else ""
         common.say(
-            f"  {p['name']}: {p['adapter']} → {p['capability']} in {p['repository'] or '-'}"
-            f" [{', '.join(p['resources'])}]{deps}"
+            f"  {p.name}: {p.adapter} → {p.capability} in {p.repository or '-'}"
+            f" [{', '.join(p.resources)}]{deps}"
         )
-        if p["command"]:
-            common.say(f"      $ {' '.join(p['command'])}")
+        if p.command:
+            common.say(f"      $ {' '.join(p.command)}")
     common.say(f"order: {' → '.join(order)}")
     common.say("\nNext steps:\n  changeloop prove " + plan.change.id)
     return 0
@@ -180,10 +203,13 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     except KeyboardInterrupt:
         interrupted = True
     if interrupted or "result" not in outcome:
-        common.say("interrupted: running processes were stopped; unfinished providers wrote no receipt")
+        common.say(
+            "interrupted: running processes were stopped; unfinished providers wrote no receipt"
+        )
         if common.json_mode(args):
-            common.emit_json({**EMPTY, "root": str(plan.root), "change": plan.change.id,
-                              "interrupted": True})
+            common.emit_json(
+                {**EMPTY, "root": str(plan.root), "change": plan.change.id, "interrupted": True}
+            )
         return 130
     result = outcome["result"]
     if common.json_mode(args):
