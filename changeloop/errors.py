@@ -7,7 +7,7 @@ one, with the traceback written to a log file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 

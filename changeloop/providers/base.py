@@ -75,7 +75,7 @@ class Outcome:
     capability: str
     status: Status
     reason: str | None = None
-    provider: str | None = None  # issue under another name (discoveryProvider); default: the provider's
+    provider: str | None = None  # receipt issued under another name (discoveryProvider)
     claims: Mapping[str, ClaimMark] = field(default_factory=dict)
     tests: TestCounts | None = None
     passed_tests: tuple[str, ...] = ()
