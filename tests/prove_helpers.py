@@ -1,0 +1,63 @@
+"""Build small real workspaces (git repositories with an OpenSpec change) for prove tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from changeloop.cli.main import main
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None, commit: bool = True) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in (files or {}).items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text), encoding="utf-8")
+    if commit:
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "init", "--allow-empty")
+    return path
+
+
+def make_change(
+    root: Path, change: str, evidence: str, execution: str | None = None
+) -> Path:
+    directory = root / "openspec" / "changes" / change
+    directory.mkdir(parents=True, exist_ok=True)
+    (root / "openspec" / "specs").mkdir(parents=True, exist_ok=True)
+    (directory / "evidence.yaml").write_text(textwrap.dedent(evidence), encoding="utf-8")
+    if execution is not None:
+        (directory / "execution.yaml").write_text(textwrap.dedent(execution), encoding="utf-8")
+    return directory
+
+
+def prove_json(root: Path, change: str, *extra: str, capsys: Any) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main(["prove", change, "--root", str(root), "--json", *extra])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def receipts_of(doc: dict[str, Any], provider: str) -> dict[str, dict[str, Any]]:
+    for entry in doc["providers"]:
+        if entry["name"] == provider:
+            return {r["capability"]: r for r in entry["receipts"]}
+    raise AssertionError(f"no provider {provider} in {doc['providers']}")
+
+
+def provider_entry(doc: dict[str, Any], provider: str) -> dict[str, Any]:
+    for entry in doc["providers"]:
+        if entry["name"] == provider:
+            return entry
+    raise AssertionError(f"no provider {provider}")
