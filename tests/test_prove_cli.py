@@ -354,9 +354,7 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
     )
     env = {**os.environ, "PIDFILE": str(pidfile)}
     proc = subprocess.Popen(
-        [PY, "-m", "changeloop.cli.main", "prove", "c1", "--root", str(root)]
-        if False
-        else ["changeloop", "prove", "c1", "--root", str(root)],
+        ["changeloop", "prove", "c1", "--root", str(root)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
