@@ -21,20 +21,24 @@ written into receipts) reveals nothing about a secret, yet changes with it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 import os
+import re
 import stat
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from changeloop.errors import ChangeloopError
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Readiness, Service
 
-__all__ = ["FORMAT", "compute", "document", "inputs_digest"]
+__all__ = ["FORMAT", "InputsIndex", "compute", "document", "glob_regex", "inputs_digest"]
 
 # Bump when the meaning of the document below changes: every old entry misses.
 FORMAT = 1
@@ -153,61 +157,132 @@ def compute(
 # -- inputs globs ---------------------------------------------------------------
 
 
-def _git_matches(workdir: Path, globs: Sequence[str]) -> list[str] | None:
-    """Files git sees (tracked + untracked-not-ignored) matching ``globs``; None outside git."""
-    specs = [f":(glob){g}" for g in globs]
-    proc = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *specs],
-        cwd=workdir,
-        env=git_env(),
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        return None
-    return sorted({os.fsdecode(p) for p in proc.stdout.split(b"\0") if p and not p.endswith(b"/")})
-
-
-def _walk_matches(workdir: Path, globs: Sequence[str]) -> list[str]:
-    """Outside a git work tree (a copy sandbox): plain globbing, ``.git`` skipped."""
-    found: set[str] = set()
-    for pattern in globs:
-        for path in workdir.glob(pattern):
-            rel = path.relative_to(workdir)
-            if ".git" in rel.parts or (path.is_dir() and not path.is_symlink()):
-                continue
-            found.add(rel.as_posix())
-    return sorted(found)
-
-
-def _entries(workdir: Path, paths: Iterable[str]) -> list[list[str]]:
-    out: list[list[str]] = []
-    for rel in paths:
-        full = workdir / rel
-        try:
-            st = full.lstat()
-        except FileNotFoundError:
-            continue  # tracked but deleted: absent content
-        if stat.S_ISLNK(st.st_mode):
-            mode, data = "120000", os.fsencode(full.readlink())
-        elif stat.S_ISREG(st.st_mode):
-            mode = "100755" if st.st_mode & 0o111 else "100644"
-            data = full.read_bytes()
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Git ``:(glob)`` semantics: ``*`` stays within a directory, ``**/`` spans any."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
         else:
-            continue
-        out.append([rel, mode, hashlib.sha256(data).hexdigest()])
-    return out
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _literal_dir(pattern: str) -> str:
+    """The directory prefix before the first wildcard (narrows the candidates)."""
+    cut = min((pattern.find(c) for c in "*?[" if c in pattern), default=len(pattern))
+    head = pattern[:cut]
+    return head[: head.rfind("/") + 1] if "/" in head else ""
+
+
+def _blob_id(data: bytes) -> str:
+    """Git's blob id of ``data`` (for content outside a git work tree)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class InputsIndex:
+    """Every file of one work directory with its mode and content id, listed once.
+
+    Make one per repository per run and call :meth:`digest` per provider: 100
+    providers cost one git listing, not 100. In a git work tree the listing is
+    git's own (tracked + untracked-not-ignored, via a temporary index refreshed
+    through the user's stat cache — the trust the content identity already
+    places in it); elsewhere (a copy sandbox) files are walked and hashed.
+    Content ids are git blob ids, the same hash the ``gitTree`` subject uses.
+    """
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        listed = self._from_git()
+        self._git = listed is not None
+        entries = listed if listed is not None else self._walk()
+        self._paths = sorted(entries)
+        self._entries = entries
+
+    def _from_git(self) -> dict[str, tuple[str, str]] | None:
+        from changeloop.identity import layout, seed_index, stage
+
+        try:
+            lay = layout(self.workdir)
+        except ChangeloopError:
+            return None
+        with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
+            index = Path(tmp) / "index"
+            seed_index(lay, index, self.workdir)
+            env = git_env(index)
+            stage(self.workdir, env, include_untracked=True)
+            proc = subprocess.run(
+                ["git", "ls-files", "-s", "-z", "--", "."],
+                cwd=self.workdir,
+                env=env,
+                capture_output=True,
+                check=True,
+            )
+        out: dict[str, tuple[str, str]] = {}
+        for record in proc.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _tab, path = record.partition(b"\t")
+            mode, blob, _stage = meta.decode().split(" ")
+            out[os.fsdecode(path)] = (mode, blob)
+        return out
+
+    def _walk(self) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for dirpath, dirnames, files in os.walk(self.workdir):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            for name in files + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                full = Path(dirpath) / name
+                st = full.lstat()
+                if stat.S_ISLNK(st.st_mode):
+                    mode, data = "120000", os.fsencode(full.readlink())
+                elif stat.S_ISREG(st.st_mode):
+                    mode, data = ("100755" if st.st_mode & 0o111 else "100644"), full.read_bytes()
+                else:
+                    continue
+                out[full.relative_to(self.workdir).as_posix()] = (mode, _blob_id(data))
+        return out
+
+    def matches(self, globs: Sequence[str]) -> list[str]:
+        found: set[str] = set()
+        for pattern in globs:
+            regex, prefix = glob_regex(pattern), _literal_dir(pattern)
+            start = bisect.bisect_left(self._paths, prefix)
+            for path in self._paths[start:]:
+                if not path.startswith(prefix):
+                    break
+                if regex.match(path):
+                    found.add(path)
+        return sorted(found)
+
+    def digest(self, globs: Sequence[str]) -> str:
+        """``"sha256:<hex>"`` over path, mode and content id of the files ``globs`` match."""
+        files = [[p, *self._entries[p]] for p in self.matches(globs)]
+        doc = {"globs": sorted(globs), "files": files}
+        return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
 
 
 def inputs_digest(workdir: Path, globs: Sequence[str]) -> str:
-    """``"sha256:<hex>"`` over path, mode and content sha256 of the files ``globs`` match.
-
-    Globs are git ``:(glob)`` pathspecs relative to ``workdir`` (``src/**/*.py``);
-    in a git work tree only files git would track count (ignored output never does),
-    the same files the content identity covers.
-    """
-    matches = _git_matches(workdir, globs)
-    if matches is None:
-        matches = _walk_matches(workdir, globs)
-    doc = {"globs": sorted(globs), "files": _entries(workdir, matches)}
-    return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
+    """One provider's inputs digest (for many providers, share one :class:`InputsIndex`)."""
+    return InputsIndex(workdir).digest(globs)

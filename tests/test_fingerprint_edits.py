@@ -225,3 +225,35 @@ def test_ignored_files_never_count_in_inputs(tmp_path: Path) -> None:
     assert fingerprint.inputs_digest(repo, ["**/*.py"]) == before
     (repo / "src/a.py").unlink()
     assert fingerprint.inputs_digest(repo, ["**/*.py"]) != before
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "src/**/*.py",
+        "**/*.py",
+        "src/*.py",
+        "src/**",
+        "src/b/?.py",
+        "src/[ab]*.py",
+        "*.txt",
+        "x.txt",
+    ],
+)
+def test_glob_matching_agrees_with_git(tmp_path: Path, pattern: str) -> None:
+    from changeloop.fingerprint import InputsIndex
+    from tests.sandbox_helpers import git
+
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "src/a.py": "a",
+            "src/b/c.py": "c",
+            "src/b/d/e.py": "e",
+            "src/ab.txt": "t",
+            "x.txt": "x",
+            "docs/z.py": "z",
+        },
+    )
+    expected = git(repo, "ls-files", "--", f":(glob){pattern}").splitlines()
+    assert InputsIndex(repo).matches([pattern]) == sorted(expected)
