@@ -1,9 +1,9 @@
 """For each example: hand-written wiring vs `evidence init --write` wiring give the same verdict.
 
 Each example is copied to tmp (node_modules included), proven as shipped, then its
-execution.yaml providers are deleted — services and repository setup stay, since
-they cannot be derived without executing project code — and wiring is
-re-derived with `evidence init --write` before proving again.
+execution.yaml providers of derivable adapters are deleted — services, setup and
+providers bootstrap never derives (command, contract-digest, external) stay — and
+wiring is re-derived with `evidence init --write` before proving again.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import pytest
 import yaml
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-# Examples whose test runner is outside what detection reads (plain unittest):
-# their wiring must stay hand-written, see docs/bootstrap.md.
-NOT_DERIVABLE = {
-    "basic": "python -m unittest has no manifest signal to detect",
-    "custom-runner": "a custom runner is never derived: nothing runs that no configuration named",
-}
+# Bootstrap derives test runners and Playwright; command (custom runners),
+# contract-digest (which files?) and external (whose key?) providers are never
+# derived by design, so those stay hand-written in the re-derived copy.
+DERIVABLE = {"test-discovery", "playwright"}
+# Derived wiring never lists `claims:` (that would credit a claim no test cites);
+# libtest names cannot carry a [claim:id] tag, so a cargo claim stays inconclusive.
+CREDIT_ONLY_BY_LISTING = {"rust-cargo": "cargo tests cannot cite claims; only a hand-written "
+                          "`claims:` list credits them, which bootstrap never writes"}
 
 
 def _changes() -> list[tuple[str, str]]:
@@ -54,11 +56,13 @@ def test_init_write_proves_like_hand_written_wiring(tmp_path: Path, example: str
                                                    change: str) -> None:
     if _prove_is_placeholder():
         pytest.skip("changeloop prove is still a placeholder")
-    if example in NOT_DERIVABLE:
-        pytest.xfail(NOT_DERIVABLE[example])
+    if example in CREDIT_ONLY_BY_LISTING:
+        pytest.xfail(CREDIT_ONLY_BY_LISTING[example])
     root = tmp_path / example
     shutil.copytree(EXAMPLES / example, root, symlinks=True,
                     ignore=shutil.ignore_patterns(".changeloop", "test-results"))
+    if (root / "setup.sh").is_file():  # the example's own documented setup (nested repos, keys)
+        subprocess.run(["sh", "setup.sh"], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
     subprocess.run(["git", "commit", "-qm", "example"], cwd=root, check=True)
@@ -66,7 +70,10 @@ def test_init_write_proves_like_hand_written_wiring(tmp_path: Path, example: str
 
     execution = root / "openspec" / "changes" / change / "execution.yaml"
     data = yaml.safe_load(execution.read_text())
-    data.pop("providers", None)
+    providers = data.pop("providers", None) or {}
+    kept = {n: p for n, p in providers.items() if p.get("adapter") not in DERIVABLE}
+    if kept:
+        data["providers"] = kept
     if set(data) == {"version"}:
         execution.unlink()
     else:
