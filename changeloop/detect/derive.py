@@ -99,14 +99,21 @@ def linters(repo: Path) -> list[tuple[str, tuple[str, ...], str]]:
                 found.append(("ruff", (interpreter, "-m", "ruff", "check", "."), name))
                 break
     mypy_evidence = None
-    if isinstance(dig(pyproject, "tool", "mypy"), dict):
+    mypy_files = False  # a configured `files` is what mypy checks; "." would override it
+    mypy_table = dig(pyproject, "tool", "mypy")
+    if isinstance(mypy_table, dict):
         mypy_evidence = "pyproject.toml [tool.mypy]"
-    elif (repo / "mypy.ini").is_file():
-        mypy_evidence = "mypy.ini"
-    elif (cfg := read_ini(repo / "setup.cfg")) is not None and cfg.has_section("mypy"):
-        mypy_evidence = "setup.cfg [mypy]"
+        mypy_files = "files" in mypy_table
+    else:
+        for name in ("mypy.ini", "setup.cfg"):
+            cfg = read_ini(repo / name)
+            if cfg is not None and cfg.has_section("mypy"):
+                mypy_evidence = f"{name} [mypy]"
+                mypy_files = cfg.has_option("mypy", "files")
+                break
     if mypy_evidence is not None:
-        found.append(("mypy", (interpreter, "-m", "mypy", "."), mypy_evidence))
+        target: tuple[str, ...] = () if mypy_files else (".",)
+        found.append(("mypy", (interpreter, "-m", "mypy", *target), mypy_evidence))
     package = read_json(repo / "package.json")
     scripts = package.get("scripts") if package else None
     if isinstance(scripts, dict):
