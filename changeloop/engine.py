@@ -14,77 +14,41 @@ receipt.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
-from changeloop import cache, fingerprint, sandboxes
+from changeloop import cache
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.identity import content_identity
-from changeloop.jcs import canonicalize
-from changeloop.keys import load_private_key, workspace_key
-from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode
+from changeloop.model import Plan, Provider
 from changeloop.processes import run_process
 from changeloop.providers import registry
 from changeloop.providers.base import Outcome, RunContext
-from changeloop.receipts import (
-    ReceiptFacts,
-    build_statement,
-    configuration_digests,
-    seal,
-    sha256_hex,
-    write_atomic,
+from changeloop.run_state import (
+    EventSink,
+    ProveOptions,
+    ProviderReport,
+    ReceiptEntry,
+    RunState,
 )
 from changeloop.scheduler import Job, JobEvent, JobResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
-from changeloop.state import StateDir, ensure_gitignored
-from changeloop.verdict import ReceiptView, Verdict, decide
+from changeloop.verdict import Verdict, decide
 
-SCHEMA_VERSION = "changeloop/receipt@1"
-ProviderState = Literal["ran", "cached", "not-run"]
-
-
-@dataclass(frozen=True)
-class ProveOptions:
-    jobs: int = os.cpu_count() or 2
-    sandbox: SandboxMode = "none"
-    fail_fast: bool = False
-    use_cache: bool = True
-    keep_sandbox: bool = False
-    sign_key: Path | None = None
-    issuer: str = "local"
-    url: str | None = None
-
-
-@dataclass(frozen=True)
-class ReceiptEntry:
-    capability: str
-    provider: str
-    status: str
-    reason: str | None
-    id: str
-    path: str  # relative to the workspace root
-    view: ReceiptView
-
-
-@dataclass
-class ProviderReport:
-    name: str
-    adapter: str
-    repository: str | None
-    state: ProviderState = "not-run"
-    duration_ms: int = 0
-    reason: str | None = None
-    receipts: list[ReceiptEntry] = field(default_factory=list)
+__all__ = [
+    "ProveOptions",
+    "ProveResult",
+    "ProviderReport",
+    "ReceiptEntry",
+    "nothing_to_prove",
+    "prove",
+]
 
 
 @dataclass
@@ -97,194 +61,11 @@ class ProveResult:
     interrupted: bool = False
 
 
-EventSink = Callable[[str, str, str | None], None]  # (provider, kind, detail)
-
-
-class _Run:
-    """State shared by the jobs of one run."""
-
-    def __init__(self, plan: Plan, options: ProveOptions, on_event: EventSink | None) -> None:
-        self.plan = plan
-        self.options = options
-        self.on_event = on_event or (lambda _p, _k, _d: None)
-        self.state = StateDir(plan.root)
-        ensure_gitignored(plan.root)
-        sandboxes.cleanup_stale(self.state.sandboxes)
-        self.run_id, self.run_dir = self.state.new_run_dir()
-        self.key = (
-            load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
-        )
-        self.hmac_key = _hmac_key(self.key)
-        self.config_digests = configuration_digests(plan, None)
-        self.identities: dict[str, ContentIdentity] = {}
-        self.workdirs: dict[str, Path] = {}
-        self.boxes: dict[str, sandboxes.Sandbox] = {}
-        self.box_locks: dict[str, anyio.Lock] = {}
-        self.setup_ok: dict[str, bool] = {}
-        self.fingerprints: dict[str, str] = {}
-        self.reports: dict[str, ProviderReport] = {
-            p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
-        }
-        self.notes: dict[str, str] = {}
-        self.durations: dict[str, float] = {}
-
-    # -- content identity and sandboxes ---------------------------------
-    def identity(self, repo: str) -> ContentIdentity:
-        if repo not in self.identities:
-            path = self.plan.repositories[repo].path
-            untracked = self.options.sandbox != "worktree"
-            self.identities[repo] = content_identity(path, include_untracked=untracked)
-        return self.identities[repo]
-
-    async def workdir(self, repo: str) -> Path:
-        """The repository's sandbox, made on first need and shared by its providers."""
-        lock = self.box_locks.setdefault(repo, anyio.Lock())
-        async with lock:
-            if repo not in self.workdirs:
-                repository = self.plan.repositories[repo]
-                box = await anyio.to_thread.run_sync(
-                    partial(
-                        sandboxes.create, self.options.sandbox, repository, self.state.sandboxes
-                    )
-                )
-                self.boxes[repo] = box
-                self.workdirs[repo] = box.path
-                self.identities[repo] = box.identity
-        return self.workdirs[repo]
-
-    def remove_sandboxes(self) -> None:
-        if self.options.keep_sandbox:
-            return
-        for box in self.boxes.values():
-            box.remove()
-
-    # -- fingerprints ------------------------------------------------------
-    def fingerprint(self, provider: Provider) -> str:
-        adapter = registry.ADAPTERS[provider.adapter]
-        repos = adapter.repositories(provider, self.plan)
-        trees = {repo: self.identity(repo).tree for repo in repos}
-        inputs_digest = None
-        if provider.inputs and provider.repository:
-            source = self.plan.repositories[provider.repository].path
-            inputs_digest = fingerprint.inputs_digest(source, provider.inputs)
-        env_from = {name: os.environ.get(name, "") for name in provider.env_from}
-        services = [self.plan.services[s] for s in provider.services if s in self.plan.services]
-        setup = [list(cmd) for repo in repos for cmd in self.plan.repositories[repo].setup]
-        adapter_inputs = {
-            **adapter.fingerprint_inputs(provider),
-            "change": self.plan.change.id,
-            "capabilities": list(adapter.capabilities(provider)),
-            "claims": _claims_wiring(self.plan),
-            "providerClaims": sorted(provider.claims),
-            "sandbox": self.options.sandbox,
-            "setup": setup,
-            "issuer": self.options.issuer,
-        }
-        fp = fingerprint.compute(
-            provider=provider,
-            adapter_inputs=adapter_inputs,
-            effective_command=adapter.effective_command(provider),
-            trees=trees,
-            inputs_digest=inputs_digest,
-            upstream={d: self.fingerprints.get(d, "") for d in provider.depends_on},
-            env_from_values=env_from,
-            hmac_key=self.hmac_key,
-            services=services,
-            schema_version=SCHEMA_VERSION,
-        )
-        self.fingerprints[provider.name] = fp
-        return fp
-
-    # -- receipts ----------------------------------------------------------
-    def seal_outcome(
-        self,
-        provider: Provider,
-        outcome: Outcome,
-        *,
-        started: datetime,
-        finished: datetime,
-        log_sha256: str | None,
-        log_tail: str | None,
-    ) -> ReceiptEntry:
-        adapter = registry.ADAPTERS[provider.adapter]
-        repos = adapter.repositories(provider, self.plan)
-        subjects = {repo: self.identity(repo) for repo in repos}
-        name = outcome.provider or provider.name
-        command = outcome.command or adapter.effective_command(provider)
-        configuration = dict(self.config_digests)
-        if command:
-            configuration["command"] = sha256_hex(canonicalize(list(command)))
-        facts = ReceiptFacts(
-            change=self.plan.change.id,
-            provider=name,
-            adapter=provider.adapter,
-            fingerprint=self.fingerprints.get(provider.name) or self.fingerprint(provider),
-            subjects=subjects,
-            sandbox=self.options.sandbox,
-            issuer=self.options.issuer,  # who signs this receipt; an accepted one is in details
-            started=started,
-            finished=finished,
-            configuration=configuration,
-            log_sha256=log_sha256,
-            log_tail=log_tail or "",
-            url=outcome.url or self.options.url,
-        )
-        statement = build_statement(facts, outcome)
-        sealed = seal(statement, self.key)
-        return self.store(
-            provider,
-            name=name,
-            capability=outcome.capability,
-            receipt_id=sealed.id,
-            envelope=sealed.envelope,
-            outcome=outcome,
-        )
-
-    def store(
-        self,
-        provider: Provider,
-        *,
-        name: str,
-        capability: str,
-        receipt_id: str,
-        envelope: bytes,
-        outcome: Outcome,
-    ) -> ReceiptEntry:
-        filename = f"{name}.{capability}.json"
-        run_path = self.run_dir / provider.name / filename
-        run_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(run_path, envelope)
-        latest = self.state.latest(self.plan.change.id) / filename
-        latest.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(latest, envelope)
-        adapter = registry.ADAPTERS[provider.adapter]
-        view = ReceiptView(
-            provider=name,
-            capability=capability,
-            status=outcome.status,
-            repositories=adapter.repositories(provider, self.plan),
-            reason=outcome.reason,
-            claims=dict(outcome.claims),
-            input_mode=outcome.input_mode,
-        )
-        entry = ReceiptEntry(
-            capability=capability,
-            provider=name,
-            status=outcome.status,
-            reason=outcome.reason,
-            id=receipt_id,
-            path=str(run_path.relative_to(self.plan.root)),
-            view=view,
-        )
-        self.reports[provider.name].receipts.append(entry)
-        return entry
-
-
 async def prove(
     plan: Plan, options: ProveOptions, on_event: EventSink | None = None
 ) -> ProveResult:
     """Run every provider of ``plan`` and decide the change."""
-    run = _Run(plan, options, on_event)
+    run = RunState(plan, options, on_event)
     interrupted = False
     users: dict[str, int] = {}
     for provider in plan.providers.values():
@@ -337,7 +118,7 @@ async def prove(
             run.state.save_durations(plan.change.id, run.durations)
     for name, result in results.items():
         if result.state == "skipped":
-            _seal_skipped(run, plan.providers[name], result.reason or "not run")
+            run.seal_skipped(plan.providers[name], result.reason or "not run")
     views = [e.view for report in run.reports.values() for e in report.receipts]
     verdict = decide(plan, views, run.notes)
     return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict)
@@ -346,7 +127,7 @@ async def prove(
 class _LazyWorkdirs(Mapping[str, Path]):
     """Services start in their repository's sandbox, which exists by then."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: RunState) -> None:
         self._run = run
 
     def __getitem__(self, repo: str) -> Path:
@@ -359,11 +140,11 @@ class _LazyWorkdirs(Mapping[str, Path]):
         return len(self._run.plan.repositories)
 
 
-async def _run_provider(run: _Run, provider: Provider, services: ServiceManager) -> bool:
+async def _run_provider(run: RunState, provider: Provider, services: ServiceManager) -> bool:
     report = run.reports[provider.name]
     adapter = registry.ADAPTERS[provider.adapter]
     fp = run.fingerprint(provider)
-    if run.options.use_cache and not _ports_taken(run.plan, provider) and _reuse(run, provider, fp):
+    if run.options.use_cache and not _ports_taken(run.plan, provider) and run.reuse(provider, fp):
         services.release_unused(provider.services)
         report.state = "cached"
         run.on_event(provider.name, "cached", None)
@@ -464,7 +245,7 @@ async def _call_adapter(
 
 
 def _finish(
-    run: _Run,
+    run: RunState,
     provider: Provider,
     outcomes: list[Outcome],
     *,
@@ -478,7 +259,6 @@ def _finish(
     report.duration_ms = int((anyio.current_time() - clock) * 1000)
     run.durations[provider.name] = report.duration_ms / 1000
     log_sha, log_tail = log or (None, None)
-    outcomes = [_credit_listed_claims(provider, o) for o in outcomes]
     entries = [
         run.seal_outcome(
             provider, o, started=started, finished=finished, log_sha256=log_sha, log_tail=log_tail
@@ -506,60 +286,7 @@ def _ports_taken(plan: Plan, provider: Provider) -> bool:
     return False
 
 
-def _credit_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
-    """A provider's own ``claims`` are credited by its pass, failed by its fail."""
-    if not provider.claims:
-        return outcome
-    mark: ClaimMark = {"pass": "credited", "fail": "failed"}.get(  # type: ignore[assignment]
-        outcome.status, "uncredited"
-    )
-    claims = dict(outcome.claims)
-    for cid in provider.claims:
-        claims.setdefault(cid, mark)
-    return replace(outcome, claims=claims)
-
-
-def _reuse(run: _Run, provider: Provider, fp: str) -> bool:
-    """Reuse a cached pass: the original receipts, byte for byte."""
-    envelopes = cache.load(run.state.cache, fp)
-    if not envelopes:
-        return False
-    parsed = []
-    for envelope in envelopes:
-        try:
-            doc = json.loads(envelope)
-            import base64
-
-            payload = base64.b64decode(doc["payload"])
-            statement = json.loads(payload)
-            ext = statement["predicate"]["changeloop"]
-        except (ValueError, KeyError, TypeError):
-            return False
-        if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
-            return False
-        parsed.append((envelope, payload, ext))
-    for envelope, payload, ext in parsed:
-        outcome = Outcome(
-            capability=ext["capability"],
-            status="pass",
-            reason=None,
-            provider=ext["provider"],
-            claims=ext.get("claims") or {},
-            input_mode=ext.get("inputMode"),
-        )
-        receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
-        run.store(
-            provider,
-            name=ext["provider"],
-            capability=ext["capability"],
-            receipt_id=receipt_id,
-            envelope=envelope,
-            outcome=outcome,
-        )
-    return True
-
-
-async def _setup(run: _Run, repo: str) -> bool:
+async def _setup(run: RunState, repo: str) -> bool:
     """Run the repository's setup commands once per sandbox, before its providers."""
     lock = run.box_locks.setdefault(f"setup:{repo}", anyio.Lock())
     async with lock:
@@ -612,22 +339,6 @@ async def _setup(run: _Run, repo: str) -> bool:
         return ok
 
 
-def _seal_skipped(run: _Run, provider: Provider, reason: str) -> None:
-    adapter = registry.ADAPTERS[provider.adapter]
-    now = datetime.now(UTC)
-    outcomes = [
-        Outcome(capability=c, status="inconclusive", reason=f"not run: {reason}")
-        for c in adapter.capabilities(provider)
-    ]
-    report = run.reports[provider.name]
-    report.reason = reason
-    for outcome in outcomes:
-        run.seal_outcome(
-            provider, outcome, started=now, finished=now, log_sha256=None, log_tail=None
-        )
-    report.state = "not-run"
-
-
 def _environment(provider: Provider) -> tuple[dict[str, str], tuple[str, ...], str | None]:
     env = dict(os.environ)
     env.update(provider.env)
@@ -645,24 +356,6 @@ def _secrets(plan: Plan) -> tuple[str, ...]:
     names = {n for p in plan.providers.values() for n in p.env_from}
     names |= {n for s in plan.services.values() for n in s.env_from}
     return tuple(sorted(os.environ[n] for n in names if os.environ.get(n)))
-
-
-def _hmac_key(key: Any) -> bytes:
-    from cryptography.hazmat.primitives import serialization
-
-    raw = key.private_bytes(
-        serialization.Encoding.Raw,
-        serialization.PrivateFormat.Raw,
-        serialization.NoEncryption(),
-    )
-    return hashlib.sha256(b"changeloop fingerprint hmac\0" + raw).digest()
-
-
-def _claims_wiring(plan: Plan) -> dict[str, Any]:
-    return {
-        cid: {"requires": list(c.requires), "repository": c.repository, "inputMode": c.input_mode}
-        for cid, c in sorted(plan.evidence.claims.items())
-    }
 
 
 def nothing_to_prove(plan: Plan) -> Problem | None:
