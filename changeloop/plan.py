@@ -105,9 +105,14 @@ def _with_resources(provider: Provider, plan: Plan) -> Provider:
 
 
 def build_plan(root: Path, change: ChangeRef,
-               derived: Mapping[str, Provider] | None = None) -> Plan:
-    """The resolved plan of one change; ConfigError when its files cannot be read."""
-    evidence, execution = load_change_config(root, change)
+               derived: Mapping[str, Provider] | None = None,
+               config: tuple[Evidence, Execution | None] | None = None) -> Plan:
+    """The resolved plan of one change; ConfigError when its files cannot be read.
+
+    ``config`` passes files already loaded (by ``load_change_config``) so one
+    command parses each file once.
+    """
+    evidence, execution = config or load_change_config(root, change)
     setup = execution.setup if execution else {}
     repositories = {
         name: Repository(name=name, path=(root / rel).resolve(), relpath=rel,

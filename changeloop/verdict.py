@@ -63,8 +63,7 @@ def decide(
     """``notes``: capability -> why no receipt exists (e.g. no external receipt supplied)."""
     notes = notes or {}
     claims = {
-        cid: _claim_verdict(cid, plan, receipts, notes)
-        for cid in sorted(plan.evidence.claims)
+        cid: _claim_verdict(cid, plan, receipts, notes) for cid in sorted(plan.evidence.claims)
     }
     requires = _requires(plan, receipts)
     reasons: list[str] = []
@@ -158,9 +157,7 @@ def _describe(r: ReceiptView) -> str:
     return f"provider {r.provider} {r.status}{reason}"
 
 
-def _requires(
-    plan: Plan, receipts: Sequence[ReceiptView]
-) -> dict[str, dict[str, RequireStatus]]:
+def _requires(plan: Plan, receipts: Sequence[ReceiptView]) -> dict[str, dict[str, RequireStatus]]:
     out: dict[str, dict[str, RequireStatus]] = {}
     for capability in sorted(plan.evidence.requires):
         repos = plan.evidence.requires[capability] or tuple(sorted(plan.repositories))

@@ -86,18 +86,15 @@ def load_plan(args: argparse.Namespace) -> Plan:
 
     root = workspace.find_root(override=common.root_arg(args))
     change = workspace.find_change(root, args.change)
-    derived = _derived(root, change)
-    plan = build_plan(root, change, derived=derived)
+    from changeloop.detect import derived_explained, load_context
+
+    context = load_context(root, change)
+    derived = {name: p for name, (p, _) in derived_explained(context).items()}
+    plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
     problems = preflight.check(plan)
     if problems:
         raise PreflightError(problems)
     return plan
-
-
-def _derived(root: Path, change: Any) -> Any:
-    from changeloop.detect import derived_for
-
-    return derived_for(root, change)
 
 
 def run(args: argparse.Namespace) -> int:

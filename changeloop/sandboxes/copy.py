@@ -16,6 +16,7 @@ holds even if the user edits files while the copy is made.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -112,11 +113,31 @@ def copy_files(source: Path, dest: Path, paths: Sequence[str]) -> None:
 
 
 def hash_copy(path: Path, source: Path) -> ContentIdentity:
-    """The identity of the copy, computed from its own files with the source's objects."""
+    """The identity of the copy, computed from its own files with the source's objects.
+
+    The temporary index is seeded from the user's (top-level repositories only:
+    its paths must match the copy's layout) and compared with
+    ``core.checkStat=minimal``: ``cp -a`` keeps size, mode and mtime, so git
+    re-hashes exactly the files whose stat differs from what the user's index
+    recorded — the trust ``git status`` itself places in the stat cache,
+    including its re-hash of racily clean entries (the index mtime is kept).
+    """
     lay = layout(source)
     with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
+        index = Path(tmp) / "index"
+        if not lay.prefix and lay.index.is_file():
+            shutil.copy2(lay.index, index)
         env = git_env(
-            Path(tmp) / "index", {"GIT_DIR": str(lay.git_dir), "GIT_WORK_TREE": str(path)}
+            index,
+            {
+                "GIT_DIR": str(lay.git_dir),
+                "GIT_WORK_TREE": str(path),
+                "GIT_CONFIG_COUNT": "2",
+                "GIT_CONFIG_KEY_0": "core.checkStat",
+                "GIT_CONFIG_VALUE_0": "minimal",
+                "GIT_CONFIG_KEY_1": "core.trustctime",
+                "GIT_CONFIG_VALUE_1": "false",
+            },
         )
         stage(path, env, include_untracked=True)
         return identity_from_index(
