@@ -173,7 +173,8 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }
-    return statement  # seal() checks it against the schema, once
+    check_statement(statement)
+    return statement
 
 
 def extension_problem(extension: Any) -> str | None:
@@ -209,8 +210,11 @@ def check_statement(statement: Mapping[str, Any]) -> None:
 
 
 def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed:
-    """Canonicalize, sign, and wrap: the id is sha256 of the exact payload bytes."""
-    check_statement(statement)
+    """Canonicalize, sign, and wrap: the id is sha256 of the exact payload bytes.
+
+    ``statement`` comes from :func:`build_statement`, which checked it against
+    the shipped schema (once: validation is the costliest step of sealing).
+    """
     payload = canonicalize(statement)
     envelope = sign_envelope(payload, PAYLOAD_TYPE, private_key)
     return Sealed(
