@@ -102,6 +102,7 @@ class RunState:
         self.box_locks: dict[str, anyio.Lock] = {}
         self.setup_ok: dict[str, bool] = {}
         self.fingerprints: dict[str, str] = {}
+        self.indexes: dict[str, fingerprint.InputsIndex] = {}
         self.reports: dict[str, ProviderReport] = {
             p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
         }
@@ -139,14 +140,19 @@ class RunState:
             box.remove()
 
     # -- fingerprints ------------------------------------------------------
+    def inputs_index(self, repo: str) -> fingerprint.InputsIndex:
+        """One listing of the repository per run, shared by every provider's ``inputs``."""
+        if repo not in self.indexes:
+            self.indexes[repo] = fingerprint.InputsIndex(self.plan.repositories[repo].path)
+        return self.indexes[repo]
+
     def fingerprint(self, provider: Provider) -> str:
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self.plan)
         trees = {repo: self.identity(repo).tree for repo in repos}
         inputs_digest = None
         if provider.inputs and provider.repository:
-            source = self.plan.repositories[provider.repository].path
-            inputs_digest = fingerprint.inputs_digest(source, provider.inputs)
+            inputs_digest = self.inputs_index(provider.repository).digest(provider.inputs)
         env_from = {name: os.environ.get(name, "") for name in provider.env_from}
         services = [self.plan.services[s] for s in provider.services if s in self.plan.services]
         setup = [list(cmd) for repo in repos for cmd in self.plan.repositories[repo].setup]

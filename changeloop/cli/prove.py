@@ -17,6 +17,7 @@ import anyio
 from changeloop.cli import common
 from changeloop.errors import ChangeloopError, PreflightError
 from changeloop.model import Plan
+from changeloop.sandboxes import DEFAULT_MODE, MODES
 from changeloop.signals import cancel_on_signals
 
 EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
@@ -55,8 +56,8 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--sandbox",
-        choices=("none", "worktree", "copy"),
-        default="none",
+        choices=tuple(MODES),
+        default=DEFAULT_MODE,
         help="where providers run: in place (none, default), a git worktree of tracked "
         "content, or a copy of tracked + untracked-not-ignored files",
     )

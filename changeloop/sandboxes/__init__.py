@@ -28,7 +28,7 @@ MODES: dict[SandboxMode, Maker] = {
     "none": none.create,
 }
 # docs/sandboxes.md explains the choice.
-DEFAULT_MODE: SandboxMode = "worktree"
+DEFAULT_MODE: SandboxMode = "none"  # why: docs/sandboxes.md
 
 
 def create(mode: SandboxMode, repo: Repository, base_dir: Path) -> Sandbox:
