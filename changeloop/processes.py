@@ -15,7 +15,7 @@ outlive the run (DESIGN.md §5).
 Output goes to ``<log_dir>/<log_name>.log`` (stdout and stderr interleaved in
 the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
 Secret values are redacted before any byte reaches a file or a tail. Tails keep
-the last :data:`TAIL_LINES` lines and at most :data:`TAIL_BYTES` bytes.
+the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES``).
 
 Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
 ours to find; if it keeps the output pipe open we stop reading after
@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import anyio
 import anyio.abc
 
-TAIL_LINES = 40
-TAIL_BYTES = 4096
+from changeloop.process_groups import end_group
+from changeloop.process_output import Output
+
 DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
-MASK = b"***"
 
 
 @dataclass(frozen=True)
@@ -71,170 +68,6 @@ class SpawnError(Exception):
         super().__init__(reason)
 
 
-class _Redactor:
-    """Replaces secrets in a byte stream.
-
-    Holds back only a tail that could be the start of a secret, so output
-    without secrets flows (and interleaves) immediately.
-    """
-
-    def __init__(self, secrets: Sequence[str]) -> None:
-        self._pats = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
-        self._re = re.compile(b"|".join(re.escape(p) for p in self._pats)) if self._pats else None
-        self._longest = max((len(p) for p in self._pats), default=0)
-        self._buf = b""
-
-    def _partial(self, buf: bytes) -> int:
-        """Length of the longest suffix of ``buf`` that is a proper prefix of a secret."""
-        for i in range(max(0, len(buf) - self._longest + 1), len(buf)):
-            tail = buf[i:]
-            if any(len(p) > len(tail) and p.startswith(tail) for p in self._pats):
-                return len(buf) - i
-        return 0
-
-    def feed(self, data: bytes) -> bytes:
-        if self._re is None:
-            return data
-        buf = self._buf + data
-        cut = len(buf) - self._partial(buf)
-        for m in self._re.finditer(buf):
-            if m.start() >= cut:
-                break
-            if m.end() > cut:  # a whole secret straddles the cut: emit it masked
-                cut = m.end()
-                break
-        self._buf = buf[cut:]
-        return self._re.sub(MASK, buf[:cut])
-
-    def flush(self) -> bytes:
-        buf, self._buf = self._buf, b""
-        return self._re.sub(MASK, buf) if self._re is not None else buf
-
-
-class _Tail:
-    """The last bytes of a stream, cheap to append to."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def add(self, data: bytes) -> None:
-        self._buf += data
-        if len(self._buf) > 2 * TAIL_BYTES:
-            del self._buf[:-TAIL_BYTES]
-
-    def text(self) -> str:
-        text = bytes(self._buf[-TAIL_BYTES:]).decode("utf-8", "replace")
-        return "".join(text.splitlines(keepends=True)[-TAIL_LINES:])
-
-
-class _Output:
-    """Log files, digest and tails of one process; written only with redacted bytes."""
-
-    def __init__(self, log_dir: Path, log_name: str, secrets: Sequence[str]) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"{log_name}.log"
-        self.stdout_path = log_dir / f"{log_name}.stdout"
-        self._log: BinaryIO = self.log_path.open("wb")
-        self._out: BinaryIO = self.stdout_path.open("wb")
-        self._sha = hashlib.sha256()
-        self._redact = {"stdout": _Redactor(secrets), "stderr": _Redactor(secrets)}
-        self.tails = {"stdout": _Tail(), "stderr": _Tail(), "log": _Tail()}
-
-    def write(self, stream: str, data: bytes, *, final: bool = False) -> None:
-        red = self._redact[stream]
-        clean = red.feed(data) + (red.flush() if final else b"")
-        if not clean:
-            return
-        self._log.write(clean)
-        self._sha.update(clean)
-        self.tails["log"].add(clean)
-        self.tails[stream].add(clean)
-        if stream == "stdout":
-            self._out.write(clean)
-
-    def note(self, text: str) -> None:
-        """A line of changeloop's own, e.g. why the process ended."""
-        self.write("stderr", b"", final=True)
-        self.write("stdout", b"", final=True)
-        line = f"[changeloop] {text}\n".encode()
-        self._log.write(line)
-        self._sha.update(line)
-        self.tails["log"].add(line)
-
-    def close(self) -> None:
-        if self._log.closed:
-            return
-        self.write("stdout", b"", final=True)
-        self.write("stderr", b"", final=True)
-        self._log.close()
-        self._out.close()
-
-    @property
-    def sha256(self) -> str:
-        return self._sha.hexdigest()
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to the group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a member changed uid; nothing we can do
-        return True
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a non-zombie process is in the group.
-
-    ``killpg(pgid, 0)`` also succeeds for zombies nobody has reaped yet (a
-    container's PID 1 may never reap), so on Linux we look in /proc.
-    """
-    if not _signal_group(pgid, 0):
-        return False
-    try:
-        entries = os.scandir("/proc")
-    except OSError:  # pragma: no cover - not Linux
-        return True
-    with entries:
-        for entry in entries:
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as fh:  # noqa: PTH123 - hot loop
-                    data = fh.read()
-            except OSError:
-                continue
-            fields = data[data.rfind(b")") + 2 :].split()
-            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                return True
-    return False
-
-
-async def end_group(pgid: int, grace_s: float) -> bool:
-    """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL.
-
-    Returns True when something was still there to signal. Polls with a short,
-    growing interval so the common case (nothing left) costs one syscall.
-    """
-    if not _signal_group(pgid, signal.SIGTERM):
-        return False
-    deadline = time.monotonic() + grace_s
-    delay = 0.001
-    killed_at: float | None = None
-    while _group_alive(pgid):
-        now = time.monotonic()
-        if now >= deadline:
-            _signal_group(pgid, signal.SIGKILL)  # again on each pass: members may fork
-            killed_at = killed_at or now
-            if now - killed_at > 10:  # pragma: no cover - uninterruptible sleep (D state)
-                break
-        await anyio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return True
-
-
 def _spawn_reason(argv: Sequence[str], cwd: Path, exc: OSError) -> str:
     if not cwd.is_dir():
         return f"working directory not found: {cwd}"
@@ -258,7 +91,7 @@ class RunningProcess:
         self,
         proc: subprocess.Popen[bytes],
         fds: tuple[int, int],
-        output: _Output,
+        output: Output,
         argv: Sequence[str],
     ) -> None:
         self._proc = proc
@@ -358,7 +191,7 @@ async def _spawn(
     log_name: str,
     secrets: Sequence[str],
 ) -> RunningProcess:
-    output = _Output(log_dir, log_name, secrets)
+    output = Output(log_dir, log_name, secrets)
     if not argv:
         output.close()
         raise SpawnError("empty command")
