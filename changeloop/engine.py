@@ -35,6 +35,7 @@ from changeloop.run_state import (
     ProviderReport,
     ReceiptEntry,
     RunState,
+    every_capability,
 )
 from changeloop.scheduler import Job, JobEvent, JobResult, schedule
 from changeloop.services import ServiceManager
@@ -158,22 +159,16 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
             workdirs[repo] = await run.workdir(repo)
             if not await _setup(run, repo):
                 reason = f"setup of repository {repo} failed; see the setup receipt"
-                outcomes = [
-                    Outcome(capability=c, status="inconclusive", reason=reason)
-                    for c in adapter.capabilities(provider)
-                ]
                 services.release_unused(provider.services)
+                outcomes = every_capability(provider, "inconclusive", reason)
                 return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     else:
         workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
     env, secrets_, missing = _environment(provider)
     if missing:
         reason = f"environment variable {missing} named in envFrom is not set"
-        outcomes = [
-            Outcome(capability=c, status="fail", reason=reason)
-            for c in adapter.capabilities(provider)
-        ]
         services.release_unused(provider.services)
+        outcomes = every_capability(provider, "fail", reason)
         return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     provider_dir = run.run_dir / provider.name
     provider_dir.mkdir(parents=True, exist_ok=True)
@@ -209,10 +204,7 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     async with services.lease(provider.services) as problems:
         if problems:
             reason = "; ".join(f.message for f in problems)
-            outcomes = [
-                Outcome(capability=c, status="fail", reason=reason, findings=tuple(problems))
-                for c in adapter.capabilities(provider)
-            ]
+            outcomes = every_capability(provider, "fail", reason, tuple(problems))
         else:
             outcomes = await _call_adapter(adapter.run, ctx, provider)
     if not outcomes:
@@ -237,11 +229,7 @@ async def _call_adapter(
         reason = "; ".join(p.message for p in exc.problems)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
         reason = f"adapter {provider.adapter} crashed: {type(exc).__name__}: {exc}"
-    adapter = registry.ADAPTERS[provider.adapter]
-    return [
-        Outcome(capability=c, status="inconclusive", reason=reason)
-        for c in adapter.capabilities(provider)
-    ]
+    return every_capability(provider, "inconclusive", reason)
 
 
 def _finish(

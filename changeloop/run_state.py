@@ -25,9 +25,9 @@ from changeloop import cache, fingerprint, sandboxes
 from changeloop.identity import content_identity
 from changeloop.jcs import canonicalize
 from changeloop.keys import load_private_key, workspace_key
-from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode
+from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
 from changeloop.providers import registry
-from changeloop.providers.base import Outcome
+from changeloop.providers.base import Finding, Outcome
 from changeloop.receipts import (
     ReceiptFacts,
     build_statement,
@@ -304,12 +304,8 @@ class RunState:
         return True
 
     def seal_skipped(self, provider: Provider, reason: str) -> None:
-        adapter = registry.ADAPTERS[provider.adapter]
         now = datetime.now(UTC)
-        outcomes = [
-            Outcome(capability=c, status="inconclusive", reason=f"not run: {reason}")
-            for c in adapter.capabilities(provider)
-        ]
+        outcomes = every_capability(provider, "inconclusive", f"not run: {reason}")
         report = self.reports[provider.name]
         report.reason = reason
         for outcome in outcomes:
@@ -348,3 +344,14 @@ def _claims_wiring(plan: Plan) -> dict[str, Any]:
         cid: {"requires": list(c.requires), "repository": c.repository, "inputMode": c.input_mode}
         for cid, c in sorted(plan.evidence.claims.items())
     }
+
+
+def every_capability(
+    provider: Provider, status: Status, reason: str, findings: tuple[Finding, ...] = ()
+) -> list[Outcome]:
+    """The same verdict for every receipt the provider would have issued."""
+    adapter = registry.ADAPTERS[provider.adapter]
+    return [
+        Outcome(capability=c, status=status, reason=reason, findings=findings)
+        for c in adapter.capabilities(provider)
+    ]
