@@ -1,0 +1,39 @@
+"""changeloop's own changes and every example's change pass preflight (`prove --dry-run`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from changeloop.cli.main import main
+from changeloop.workspace import list_changes
+
+REPO = Path(__file__).resolve().parent.parent
+OWN = sorted(c.id for c in list_changes(REPO))
+EXAMPLES = sorted(
+    (root.name, change.id)
+    for root in (REPO / "examples").iterdir()
+    if (root / "openspec").is_dir() and root.name != "two-repos"  # needs setup.sh first
+    for change in list_changes(root)
+)
+
+
+def test_changeloop_has_its_own_changes() -> None:
+    assert len(OWN) >= 5
+
+
+@pytest.mark.parametrize("change", OWN)
+def test_own_change_plans(change: str, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["prove", change, "--root", str(REPO), "--dry-run", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"test", "static-analysis"} <= {p["name"] for p in doc["providers"]}
+
+
+@pytest.mark.parametrize(("example", "change"), EXAMPLES)
+def test_example_change_plans(example: str, change: str, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code = main(["prove", change, "--root", str(REPO / "examples" / example), "--dry-run", "--json"])
+    assert code == 0, capsys.readouterr()
