@@ -81,14 +81,21 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_plan(args: argparse.Namespace) -> Plan:
+def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> Plan:
+    """Root, change, configuration, derived wiring, preflight — or a ChangeloopError.
+
+    ``shape`` (the JSON document of a refusal) learns the root and change as
+    soon as they are known, so an error document still says what it was about.
+    """
     from changeloop import preflight, workspace
+    from changeloop.detect import derived_explained, load_context
     from changeloop.plan import build_plan
 
+    shape = shape if shape is not None else {}
     root = workspace.find_root(override=common.root_arg(args))
+    shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
-    from changeloop.detect import derived_explained, load_context
-
+    shape["change"] = change.id
     context = load_context(root, change)
     derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
@@ -99,10 +106,11 @@ def load_plan(args: argparse.Namespace) -> Plan:
 
 
 def run(args: argparse.Namespace) -> int:
+    shape = dict(EMPTY)
     try:
-        plan = load_plan(args)
+        plan = load_plan(args, shape)
     except ChangeloopError as exc:
-        return common.fail(args, exc, EMPTY)
+        return common.fail(args, exc, shape)
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
