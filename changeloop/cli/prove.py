@@ -179,7 +179,10 @@ def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
 
 
 def _prove(args: argparse.Namespace, plan: Plan) -> int:
+    from rich.console import Console
+
     from changeloop.cli.board import Progress, render_board, to_json
+    from changeloop.cli.live import LiveBoard
     from changeloop.engine import ProveOptions, ProveResult, prove
 
     options = ProveOptions(
@@ -192,14 +195,21 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         issuer=args.issuer,
         url=args.url,
     )
-    progress = Progress(plan, sys.stderr)
+    live = sys.stderr.isatty() and not common.json_mode(args)
+    progress: Progress | LiveBoard = (
+        LiveBoard(plan, Console(stderr=True)) if live else Progress(plan, sys.stderr)
+    )
     outcome: dict[str, ProveResult] = {}
     interrupted = False
 
     async def main() -> None:
         nonlocal interrupted
         async with cancel_on_signals() as interruption:
-            outcome["result"] = await prove(plan, options, progress.event)
+            if isinstance(progress, LiveBoard):
+                with progress:
+                    outcome["result"] = await prove(plan, options, progress.event)
+            else:
+                outcome["result"] = await prove(plan, options, progress.event)
         interrupted = interruption.interrupted
 
     try:
