@@ -208,3 +208,21 @@ def test_sandboxes_under_the_workspace_are_not_copied_into_each_other(tmp_path: 
     assert git(path, "status", "--porcelain") == ""
     first.remove()
     second.remove()
+
+
+def test_copy_of_many_files_in_shared_directories(tmp_path: Path) -> None:
+    """Every file arrives when parallel copy workers share parent directories.
+
+    (The race this guards against — two `cp --parents` creating one directory —
+    showed on bench/sandbox.py's 20,000 files; it is timing-dependent here.)
+    """
+    files = {f"src/d{i % 7}/sub{i % 3}/f{i}.txt": f"{i}\n" for i in range(3000)}
+    repo_path = tmp_path / "many"
+    make_repo(repo_path, files)
+    repo = Repository(name="many", path=repo_path, relpath="many")
+    box = sandboxes.create("copy", repo, tmp_path / "boxes")
+    try:
+        copied = sorted(p.relative_to(box.path).as_posix() for p in box.path.rglob("*.txt"))
+        assert copied == sorted(files)
+    finally:
+        box.remove()

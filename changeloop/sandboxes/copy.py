@@ -83,6 +83,10 @@ def _batches(paths: Sequence[str], parts: int) -> list[list[list[str]]]:
 def copy_files(source: Path, dest: Path, paths: Sequence[str]) -> None:
     """Copy ``paths`` from ``source`` into ``dest`` keeping the layout, one worker per CPU."""
     dest.mkdir(parents=True, exist_ok=True)
+    # Parallel `cp --parents` workers race to create shared parent directories
+    # ("File exists"); create every parent first, once.
+    for parent in sorted({p.rpartition("/")[0] for p in paths} - {""}):
+        (dest / parent).mkdir(parents=True, exist_ok=True)
     lanes = _batches(paths, os.cpu_count() or 1)
     procs: list[tuple[subprocess.Popen[bytes], list[list[str]]]] = []
     failures: list[str] = []
