@@ -225,8 +225,13 @@ def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed
     )
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write, fsync, rename: no half file is ever visible under ``path``."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write, fsync, rename: no half file is ever visible under ``path``.
+
+    ``durable=False`` skips the fsync for copies of bytes already durable
+    elsewhere (a cached receipt re-listed in a run); the rename still makes the
+    write all-or-nothing.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -235,7 +240,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     try:

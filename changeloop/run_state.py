@@ -236,14 +236,15 @@ class RunState:
         receipt_id: str,
         envelope: bytes,
         outcome: Outcome,
+        cached: bool = False,
     ) -> ReceiptEntry:
         filename = f"{name}.{capability}.json"
         run_path = self.run_dir / provider.name / filename
         run_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(run_path, envelope)
+        write_atomic(run_path, envelope, durable=not cached)
         latest = self.state.latest(self.plan.change.id) / filename
-        latest.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(latest, envelope)
+        if not (cached and _same_bytes(latest, envelope)):
+            write_atomic(latest, envelope, durable=not cached)
         adapter = registry.ADAPTERS[provider.adapter]
         view = ReceiptView(
             provider=name,
@@ -300,6 +301,7 @@ class RunState:
                 receipt_id=receipt_id,
                 envelope=envelope,
                 outcome=outcome,
+                cached=True,
             )
         return True
 
@@ -355,3 +357,10 @@ def every_capability(
         Outcome(capability=c, status=status, reason=reason, findings=findings)
         for c in adapter.capabilities(provider)
     ]
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
