@@ -92,16 +92,30 @@ def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Prov
 
 
 def _with_resources(provider: Provider, plan: Plan) -> Provider:
-    if provider.resources_declared:
+    """Declared resources replace the defaults; a service's port is shared by its users."""
+    ports = tuple(
+        f"service-port:{service.readiness.port}"
+        for name in provider.services
+        if (service := plan.services.get(name)) is not None
+        and service.readiness is not None
+        and service.readiness.port is not None
+    )
+    resources = provider.resources if provider.resources_declared else _defaults(provider, plan)
+    if resources is None:
         return provider
+    extra = tuple(p for p in ports if p not in resources)
+    return dataclasses.replace(provider, resources=tuple(resources) + extra)
+
+
+def _defaults(provider: Provider, plan: Plan) -> tuple[str, ...] | None:
     from changeloop.providers import registry
 
     adapter = registry.get(provider.adapter)
     if adapter is None:
-        return provider  # unknown adapter: preflight names it
+        return None  # unknown adapter: preflight names it
     if provider.repository is None and provider.adapter not in MULTI_REPOSITORY_ADAPTERS:
-        return provider  # preflight refuses a provider without a repository
-    return dataclasses.replace(provider, resources=tuple(adapter.default_resources(provider, plan)))
+        return None  # preflight refuses a provider without a repository
+    return tuple(adapter.default_resources(provider, plan))
 
 
 def build_plan(root: Path, change: ChangeRef,

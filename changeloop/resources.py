@@ -27,6 +27,9 @@ from typing import Literal
 Mode = Literal["read", "write", "mutex"]
 READ_PREFIX = "workspace-read:"
 WRITE_PREFIX = "workspace-write:"
+# The users of a service share its port (DESIGN.md §4: "a service holds
+# port:<n>"); anything naming ``port:<n>`` itself excludes them all.
+SERVICE_PORT_PREFIX = "service-port:"
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,19 @@ class Claim:
 
 
 def parse_resources(resources: Iterable[str]) -> tuple[Claim, ...]:
-    """Normalise a job's resources: one claim per lock, write dominating read."""
+    """Normalise a job's resources: one claim per lock, exclusive dominating shared."""
     claims: dict[str, Claim] = {}
     for name in resources:
         if name.startswith(READ_PREFIX):
             claim = Claim("workspace:" + name[len(READ_PREFIX) :], "read", name)
         elif name.startswith(WRITE_PREFIX):
             claim = Claim("workspace:" + name[len(WRITE_PREFIX) :], "write", name)
+        elif name.startswith(SERVICE_PORT_PREFIX):
+            claim = Claim("mutex:port:" + name[len(SERVICE_PORT_PREFIX) :], "read", name)
         else:
             claim = Claim("mutex:" + name, "mutex", name)
         held = claims.get(claim.key)
-        if held is None or (held.mode == "read" and claim.mode == "write"):
+        if held is None or (held.mode == "read" and claim.mode != "read"):
             claims[claim.key] = claim
     return tuple(sorted(claims.values(), key=lambda c: c.key))
 
