@@ -66,19 +66,6 @@ def keyid(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Create the file 0600 from the start (never world-readable, even briefly)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    tmp.replace(path)
-
-
 def _write_public(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
@@ -100,7 +87,7 @@ def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
                 exit_code=2,
             )
     key = generate_private_key()
-    _write_private(key_path, private_pem(key))
+    _write_private_exclusive(key_path, private_pem(key))  # a racing writer gets FileExistsError
     _write_public(pub_path, public_pem(key.public_key()))
     return key_path, pub_path
 
@@ -212,6 +199,7 @@ def workspace_key(root: Path) -> Ed25519PrivateKey:
 
 
 def _write_private_exclusive(path: Path, data: bytes) -> None:
+    """Create ``path`` 0600 from the start (never world-readable), never over another file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
