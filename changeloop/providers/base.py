@@ -148,3 +148,18 @@ class Adapter(Protocol):
     def preflight(self, provider: Provider, plan: Plan) -> Sequence[Problem]: ...
 
     async def run(self, ctx: RunContext) -> list[Outcome]: ...
+
+
+def missing_command(provider: Provider, example: str) -> list[Problem]:
+    """The preflight problem of an adapter that runs a command but was given none."""
+    if provider.command:
+        return []
+    return [
+        Problem(
+            code="missing_command",
+            message=f"provider '{provider.name}' (adapter {provider.adapter}) has no command",
+            location=provider.location,
+            fix=f"add `command: {example}`",
+            providers=(provider.name,),
+        )
+    ]

@@ -17,7 +17,13 @@ from typing import Any
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
 from changeloop.processes import ProcessResult
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext
+from changeloop.providers.base import (
+    Finding,
+    Observer,
+    Outcome,
+    RunContext,
+    missing_command,
+)
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -45,17 +51,7 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
-    if provider.command:
-        return ()
-    return (
-        Problem(
-            code="missing_command",
-            message=f"provider '{provider.name}' (adapter command) has no command",
-            location=provider.location,
-            fix='add `command: ["your", "argv"]`',
-            providers=(provider.name,),
-        ),
-    )
+    return missing_command(provider, '["your", "argv"]')
 
 
 async def run(ctx: RunContext) -> list[Outcome]:

@@ -23,7 +23,14 @@ from typing import Any
 from changeloop.errors import Problem
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.processes import ProcessResult
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext, TestCounts
+from changeloop.providers.base import (
+    Finding,
+    Observer,
+    Outcome,
+    RunContext,
+    TestCounts,
+    missing_command,
+)
 from changeloop.providers.reports import playwright_json
 from changeloop.providers.reports.model import ReportResult
 
@@ -125,17 +132,7 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
-    problems: list[Problem] = []
-    if not provider.command:
-        problems.append(
-            Problem(
-                code="missing_command",
-                message=f"provider '{provider.name}' (adapter playwright) has no command",
-                location=provider.location,
-                fix="add `command: [npx, playwright, test]`",
-                providers=(provider.name,),
-            )
-        )
+    problems = missing_command(provider, "[npx, playwright, test]")
     report = report_path(provider)
     norm = posixpath.normpath(report)
     if report.startswith("/") or norm == ".." or norm.startswith("../"):

@@ -40,7 +40,7 @@ from typing import Any
 from changeloop.errors import Problem
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.processes import ProcessResult
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext
+from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
 from changeloop.providers.reports.model import ReportResult
@@ -79,15 +79,9 @@ def _escapes(rel: str) -> bool:
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
-    problems: list[Problem] = []
-    if not provider.command:
-        problems.append(Problem(
-            code="missing_command",
-            message=f"provider '{provider.name}' (adapter test-discovery) has no command",
-            location=provider.location,
-            fix="add `command: [python, -m, pytest, --junitxml=.changeloop/reports/test.xml]`",
-            providers=(provider.name,),
-        ))
+    problems = missing_command(
+        provider, "[python, -m, pytest, --junitxml=.changeloop/reports/test.xml]"
+    )
     if provider.report is not None and _escapes(provider.report):
         problems.append(Problem(
             code="path_escape",
