@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError, Location, Problem
 
 
 def register(sub: Any) -> None:
@@ -33,7 +34,17 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from changeloop.keys import keyid, load_private_key, write_keypair
 
-    key_path, pub_path = write_keypair(args.out, "changeloop")
+    try:
+        key_path, pub_path = write_keypair(args.out, "changeloop")
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="key_write_failed",
+                message=f"cannot write the key pair into {args.out}: {exc.strerror or exc}",
+                location=Location(str(args.out)),
+                fix="pass --out a directory you can create and write",
+            )
+        ) from exc
     kid = keyid(load_private_key(key_path).public_key())
     if common.json_mode(args):
         common.emit_json(

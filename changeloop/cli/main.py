@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from changeloop import __version__
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError
 
 VERBS = ("prove", "evidence", "receipt", "keygen")
 
@@ -49,8 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from changeloop.errors import ChangeloopError
-
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -61,20 +60,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except ChangeloopError as exc:
         return common.fail(args, exc, {"version": "1"})
+    except BaseExceptionGroup as group:  # raised through a task group
+        user = _only_user_error(group)
+        if user is None:
+            return _crash()
+        return common.fail(args, user, {"version": "1"})
     except KeyboardInterrupt:
         common.say("interrupted")
         return 130
+    except OSError as exc:  # the environment said no: a path, a permission, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        common.say(f"error: {where}{exc.strerror or exc}")
+        return 1
     except Exception:
-        with tempfile.NamedTemporaryFile(
-            "w", prefix="changeloop-crash-", suffix=".log", delete=False
-        ) as fh:
-            traceback.print_exc(file=fh)
-            where = fh.name
-        common.say(
-            "changeloop hit an unexpected error (a bug, not your mistake).\n"
-            f"The traceback was written to {where}; please attach it to an issue."
-        )
-        return 3
+        return _crash()
+
+
+def _only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
+    """The user's mistake inside an exception group, when that is all it holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    if len(leaves) == 1 and isinstance(leaves[0], ChangeloopError):
+        return leaves[0]
+    return None
+
+
+def _crash() -> int:
+    """An unexpected exception is a bug: say so, keep the traceback out of the terminal."""
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="changeloop-crash-", suffix=".log", delete=False
+    ) as fh:
+        traceback.print_exc(file=fh)
+        where = fh.name
+    common.say(
+        "changeloop hit an unexpected error (a bug, not your mistake).\n"
+        f"The traceback was written to {where}; please attach it to an issue."
+    )
+    return 3
 
 
 def entry() -> None:

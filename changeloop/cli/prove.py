@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--jobs",
         "-j",
-        type=int,
+        type=_positive,
         default=os.cpu_count() or 2,
         metavar="N",
         help="providers run at once (default: CPU count, %(default)s here)",
@@ -79,6 +79,16 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--url", help="URL of the CI run, recorded in receipts")
     parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> Plan:
@@ -185,6 +195,10 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     from changeloop.cli.live import LiveBoard
     from changeloop.engine import ProveOptions, ProveResult, prove
 
+    if args.sign_key is not None:
+        from changeloop.keys import load_private_key
+
+        load_private_key(args.sign_key)  # refuse a bad key before anything runs
     options = ProveOptions(
         jobs=max(1, args.jobs),
         sandbox=args.sandbox,
