@@ -157,6 +157,14 @@ def _check_statement(statement: Any) -> dict[str, Any]:
             "statement", f"predicate.changeloop does not fit changeloop/receipt@1: {problem}"
         )
     assert isinstance(extension, dict)
+    for key in ("startedOn", "finishedOn"):
+        try:
+            parse_time(extension[key])
+        except ValueError:
+            raise VerificationError(
+                "statement",
+                f"predicate.changeloop.{key} {extension[key]!r} is not a valid RFC 3339 time",
+            ) from None
     return extension
 
 
