@@ -2,8 +2,11 @@
 
 Only ``pass`` receipts are ever stored — :func:`store` refuses anything else, and
 :func:`load` re-checks — so a failure or an inconclusive is never reused
-(issue 5). Envelopes are kept as base64 of their exact bytes and come back byte
-for byte: a reused receipt is the original receipt, with the same id.
+(issue 5). Receipts of adapters that judge what they read afresh on every run
+(``external``: a withdrawn review or a newly imported FAILED receipt must count,
+and ``maxAge`` must keep ageing) are never stored nor reused. Envelopes are kept
+as base64 of their exact bytes and come back byte for byte: a reused
+receipt is the original receipt, with the same id.
 
 Usage::
 
@@ -24,6 +27,9 @@ from pathlib import Path
 __all__ = ["entry_path", "load", "store"]
 
 _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
+# Adapters whose verdict depends on files outside every fingerprint (the change's
+# receipts/), so an equal fingerprint does not mean an equal result.
+NEVER_CACHED = frozenset({"external"})
 
 
 def entry_path(cache_dir: Path, fingerprint: str) -> Path:
@@ -34,15 +40,24 @@ def entry_path(cache_dir: Path, fingerprint: str) -> Path:
     return cache_dir / f"{match[1]}.json"
 
 
-def _status(envelope: bytes) -> str | None:
-    """The ``predicate.changeloop.status`` an envelope's payload claims, or None."""
+def _extension_field(envelope: bytes, key: str) -> str | None:
+    """A string field of the envelope payload's ``predicate.changeloop``, or None."""
     try:
         doc = json.loads(envelope)
         payload = base64.b64decode(doc["payload"])
-        value = json.loads(payload)["predicate"]["changeloop"]["status"]
+        value = json.loads(payload)["predicate"]["changeloop"][key]
     except (ValueError, KeyError, TypeError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _status(envelope: bytes) -> str | None:
+    """The ``predicate.changeloop.status`` an envelope's payload claims, or None."""
+    return _extension_field(envelope, "status")
+
+
+def _never_cached(envelope: bytes) -> bool:
+    return _extension_field(envelope, "adapter") in NEVER_CACHED
 
 
 def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None:
@@ -52,6 +67,8 @@ def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None
     for envelope in envelopes:
         if _status(envelope) != "pass":
             raise ValueError("only pass receipts may be cached")
+    if any(_never_cached(e) for e in envelopes):
+        return  # re-judged on every run
     target = entry_path(cache_dir, fingerprint)
     cache_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(
@@ -83,6 +100,6 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if not envelopes or any(_status(e) != "pass" for e in envelopes):
+    if not envelopes or any(_status(e) != "pass" or _never_cached(e) for e in envelopes):
         return None
     return envelopes
