@@ -83,6 +83,9 @@ async def prove(
         for p in plan.providers.values()
     ]
     results: dict[str, JobResult] = {}
+    # Every receipt, even a skipped provider's, names its content identity: a
+    # repository git cannot identify refuses the run before anything starts.
+    await anyio.to_thread.run_sync(_identify_all, run)
     try:
         async with ServiceManager(
             plan,
@@ -120,9 +123,26 @@ async def prove(
     for name, result in results.items():
         if result.state == "skipped":
             run.seal_skipped(plan.providers[name], result.reason or "not run")
+        elif result.state == "failed" and result.reason and not run.reports[name].receipts:
+            # run_job raised (e.g. its sandbox could not be made): no receipt, but say why.
+            _explain_missing(run, plan.providers[name], result.reason)
     views = [e.view for report in run.reports.values() for e in report.receipts]
     verdict = decide(plan, views, run.notes)
     return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict)
+
+
+def _identify_all(run: RunState) -> None:
+    for provider in run.plan.providers.values():
+        for repo in registry.ADAPTERS[provider.adapter].repositories(provider, run.plan):
+            run.identity(repo)
+
+
+def _explain_missing(run: RunState, provider: Provider, reason: str) -> None:
+    report = run.reports[provider.name]
+    report.reason = reason
+    for capability in registry.ADAPTERS[provider.adapter].capabilities(provider):
+        why = f"{capability}: provider {provider.name} could not run: {reason}"
+        run.notes.setdefault(capability, why)
 
 
 class _LazyWorkdirs(Mapping[str, Path]):

@@ -61,3 +61,18 @@ def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]
     for problem in error.problems:
         say(f"error: {problem.render()}")
     return error.exit_code
+
+
+def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
+    """The user's mistake inside an exception group, when that is all it holds."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    if len(leaves) == 1 and isinstance(leaves[0], ChangeloopError):
+        return leaves[0]
+    return None

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChangeloopError as exc:
         return common.fail(args, exc, {"version": "1"})
     except BaseExceptionGroup as group:  # raised through a task group
-        user = _only_user_error(group)
+        user = common.only_user_error(group)
         if user is None:
             return _crash()
         return common.fail(args, user, {"version": "1"})
@@ -74,21 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception:
         return _crash()
-
-
-def _only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
-    """The user's mistake inside an exception group, when that is all it holds."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    if len(leaves) == 1 and isinstance(leaves[0], ChangeloopError):
-        return leaves[0]
-    return None
 
 
 def _crash() -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from changeloop.cli import common
+from changeloop.cli.common import only_user_error
 from changeloop.errors import ChangeloopError, PreflightError
 from changeloop.model import Plan
 from changeloop.sandboxes import DEFAULT_MODE, MODES
@@ -226,10 +227,16 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
                 outcome["result"] = await prove(plan, options, progress.event)
         interrupted = interruption.interrupted
 
+    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
     try:
         anyio.run(main)
     except ChangeloopError as exc:
-        return common.fail(args, exc, EMPTY)
+        return common.fail(args, exc, refused)
+    except BaseExceptionGroup as group:  # raised through the signal watcher's task group
+        user = only_user_error(group)
+        if user is None:
+            raise
+        return common.fail(args, user, refused)
     except KeyboardInterrupt:
         interrupted = True
     if interrupted or "result" not in outcome:
