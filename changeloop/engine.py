@@ -184,7 +184,10 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
                 return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     else:
         workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
-    env, secrets_, missing = _environment(provider)
+    env, own_secrets, missing = _environment(provider)
+    # Every process inherits the environment, so every envFrom value of the plan is
+    # masked in every log, not only the values this provider named.
+    secrets_ = tuple(dict.fromkeys((*own_secrets, *_secrets(run.plan))))
     if missing:
         reason = f"environment variable {missing} named in envFrom is not set"
         services.release_unused(provider.services)
@@ -313,6 +316,7 @@ async def _setup(run: RunState, repo: str) -> bool:
                 timeout_ms=30 * 60 * 1000,
                 log_dir=log_dir,
                 log_name=f"setup-{index}",
+                secrets=_secrets(run.plan),
             )
             if result.exit_code == 0:
                 continue
