@@ -153,6 +153,17 @@ async def run(ctx: RunContext) -> list[Outcome]:
     assert provider.command is not None and provider.repository is not None
     workdir = ctx.workdirs[provider.repository]
     report = workdir / report_path(provider)
+    try:  # a symlink may lead the report out of the repository: refuse before touching it
+        report.resolve().relative_to(workdir.resolve())
+    except ValueError:
+        reason = (f"report {report_path(provider)!r} resolves outside the repository"
+                  " (symlink); nothing was run")
+        return [
+            Outcome(capability=cap, status="fail", reason=reason,
+                    command=effective_command(provider), observer=Observer(adapter=NAME),
+                    input_mode=provider.input_mode)
+            for cap in capabilities(provider)
+        ]
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)  # a stale report must never speak for this run
     env = {
