@@ -174,15 +174,19 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     clock = anyio.current_time()
     repos = adapter.repositories(provider, run.plan)
     workdirs: dict[str, Path] = {}
-    if adapter.RUNS_COMMAND:
-        for repo in repos:
-            workdirs[repo] = await run.workdir(repo)
-            if not await _setup(run, repo):
-                reason = f"setup of repository {repo} failed; see the setup receipt"
-                services.release_unused(provider.services)
-                outcomes = every_capability(provider, "inconclusive", reason)
-                return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
-    else:
+    # Its services start in their repositories' sandboxes, which must exist (and be
+    # set up) first; otherwise a service would run in the user's own checkout.
+    ready = [*(repos if adapter.RUNS_COMMAND else ()), *_service_repositories(run.plan, provider)]
+    for repo in dict.fromkeys(ready):
+        workdir = await run.workdir(repo)
+        if adapter.RUNS_COMMAND and repo in repos:
+            workdirs[repo] = workdir
+        if not await _setup(run, repo):
+            reason = f"setup of repository {repo} failed; see the setup receipt"
+            services.release_unused(provider.services)
+            outcomes = every_capability(provider, "inconclusive", reason)
+            return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
+    if not adapter.RUNS_COMMAND:
         workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
     env, own_secrets, missing = _environment(provider)
     # Every process inherits the environment, so every envFrom value of the plan is
@@ -285,6 +289,11 @@ def _finish(
         ]
         cache.store(run.state.cache, run.fingerprints[provider.name], envelopes)
     return ok
+
+
+def _service_repositories(plan: Plan, provider: Provider) -> list[str]:
+    names = (plan.services[s].repository for s in provider.services if s in plan.services)
+    return [repo for repo in names if repo is not None and repo in plan.repositories]
 
 
 def _ports_taken(plan: Plan, provider: Provider) -> bool:
