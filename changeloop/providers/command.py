@@ -129,6 +129,9 @@ def _judge_envelope(base: Outcome, result: ProcessResult) -> Outcome:
     if findings:
         why = f"the envelope reports {len(findings)} finding(s)"
         return replace(base, status="fail", reason=why, findings=findings)
+    if envelope["exit_code"] != 0:
+        why = f"the envelope says exit_code {envelope['exit_code']}: the runner it wraps failed"
+        return replace(base, status="fail", reason=why, findings=findings)
     return base
 
 
