@@ -56,3 +56,16 @@ def test_wrong_shape_report_through_prove_is_a_fail_with_its_reason(
     test = next(r for p in doc["providers"] for r in p["receipts"] if r["capability"] == "test")
     assert test["status"] == "fail"
     assert "crashed" not in test["reason"]
+
+
+def test_evidence_json_refusal_names_the_root_it_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = tmp_path / "openspec" / "changes" / "c1"
+    change.mkdir(parents=True)
+    (change / "evidence.yaml").write_text("version: 9\n")
+    for verb in ("detect", "init", "doctor"):
+        capsys.readouterr()
+        assert main(["--root", str(tmp_path), "evidence", verb, "c1", "--json"]) == 2
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["root"] == str(tmp_path.resolve()) and doc["errors"]

@@ -58,11 +58,13 @@ def _empty(verb: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     verb = getattr(args, "evidence_verb", "detect")
+    empty = _empty(verb)
     try:
         from changeloop import workspace
         from changeloop.detect import load_context
 
         root = workspace.find_root(override=common.root_arg(args))
+        empty["root"] = str(root)  # a refusal after this point names the root it found
         change = workspace.find_change(root, args.change)
         ctx = load_context(root, change)
         if verb == "detect":
@@ -71,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
             return _init(args, ctx)
         return _doctor(args, ctx)
     except ChangeloopError as exc:
-        empty = _empty(verb)
         if hasattr(args, "change"):
             empty["change"] = args.change
         return common.fail(args, exc, empty)
