@@ -29,6 +29,7 @@ from changeloop.errors import ChangeloopError, Location, Problem
 _PEM_BEGIN = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
 _ONLY = "changeloop accepts Ed25519 only"
 _FIX = "give the Ed25519 public key made by `changeloop keygen` (the .pub file, SPKI PEM)"
+_PRIVATE_FIX = "give the .key file made by `changeloop keygen` (PKCS#8 PEM, unencrypted)"
 
 
 class KeyRefused(ChangeloopError):
@@ -94,6 +95,7 @@ def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
 
 def _refuse_type(obj: object, source: str, private: bool) -> None:
     kind = "private" if private else "public"
+    fix = _PRIVATE_FIX if private else _FIX
     names: list[tuple[tuple[type, ...], str]] = [
         ((rsa.RSAPublicKey, rsa.RSAPrivateKey), "an RSA"),
         ((ec.EllipticCurvePublicKey, ec.EllipticCurvePrivateKey), "an EC (ECDSA)"),
@@ -107,8 +109,8 @@ def _refuse_type(obj: object, source: str, private: bool) -> None:
     ]
     for types, name in names:
         if isinstance(obj, types):
-            raise KeyRefused(source, f"{source} holds {name} {kind} key; {_ONLY}")
-    raise KeyRefused(source, f"{source} holds an unsupported {kind} key; {_ONLY}")
+            raise KeyRefused(source, f"{source} holds {name} {kind} key; {_ONLY}", fix)
+    raise KeyRefused(source, f"{source} holds an unsupported {kind} key; {_ONLY}", fix)
 
 
 def _one_block(data: bytes, source: str) -> str:
@@ -159,7 +161,7 @@ def load_public_key_file(path: Path) -> Ed25519PublicKey:
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """An unencrypted PKCS#8 PEM Ed25519 private key."""
     source = str(path)
-    fix = "give the .key file made by `changeloop keygen` (PKCS#8 PEM, unencrypted)"
+    fix = _PRIVATE_FIX
     try:
         data = path.read_bytes()
     except OSError as exc:

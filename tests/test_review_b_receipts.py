@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from receipts_helpers import T0, make_workspace, pem_text, signed, statement
 
 from changeloop.cli.main import main
@@ -62,3 +63,19 @@ def test_a_failed_external_receipt_imported_later_is_not_hidden_by_the_cache(
     # and it wins over the PASSED one (DESIGN.md §3 external) — also on the next run.
     sign("fail", tmp_path / "fail.json")
     assert main(["prove", *base, "add-review"]) == 1
+
+
+def test_a_non_ed25519_private_key_is_refused_with_private_key_advice(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ed448
+
+    from changeloop.keys import KeyRefused, load_private_key
+
+    path = tmp_path / "ed448.key"
+    path.write_bytes(ed448.Ed448PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    with pytest.raises(KeyRefused) as err:
+        load_private_key(path)
+    (problem,) = err.value.problems
+    assert "Ed448" in problem.message
+    assert problem.fix is not None and ".key file" in problem.fix and "public" not in problem.fix
