@@ -73,4 +73,8 @@ def read_report(source: Path | bytes, exit_code: int | None = None,
         why = f"unknown report format {format!r}" if format else \
             "report format not recognised (name it with `format:`)"
         return unreadable(format or "unknown", why)
-    return READERS[fmt](data, exit_code)
+    try:
+        return READERS[fmt](data, exit_code)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        # Valid JSON/XML of the wrong shape (a list where a runner writes objects).
+        return unreadable(fmt, f"{fmt} report has an unexpected shape: {exc}")

@@ -52,7 +52,10 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
         return unreadable(FORMAT, f"Playwright JSON report is not readable JSON: {exc}")
     if not isinstance(doc, dict) or not isinstance(doc.get("suites"), list):
         return unreadable(FORMAT, "not a Playwright JSON report (no top-level 'suites' list)")
-    return parse(doc)
+    try:
+        return parse(doc)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        return unreadable(FORMAT, f"Playwright JSON report has an unexpected shape: {exc}")
 
 
 def parse(doc: Mapping[str, Any]) -> ReportResult:
