@@ -165,7 +165,11 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     report = run.reports[provider.name]
     adapter = registry.ADAPTERS[provider.adapter]
     fp = run.fingerprint(provider)
-    if run.options.use_cache and not _ports_taken(run.plan, provider) and run.reuse(provider, fp):
+    if (
+        run.options.use_cache
+        and not _ports_taken(run.plan, provider, services)
+        and run.reuse(provider, fp)
+    ):
         services.release_unused(provider.services)
         report.state = "cached"
         run.on_event(provider.name, "cached", None)
@@ -296,9 +300,14 @@ def _service_repositories(plan: Plan, provider: Provider) -> list[str]:
     return [repo for repo in names if repo is not None and repo in plan.repositories]
 
 
-def _ports_taken(plan: Plan, provider: Provider) -> bool:
-    """A leftover server on a service's port is reported even when a cached pass exists."""
+def _ports_taken(plan: Plan, provider: Provider, services: ServiceManager) -> bool:
+    """A leftover server on a service's port is reported even when a cached pass exists.
+
+    A port held by a service this run started is ours, not a leftover.
+    """
     for name in provider.services:
+        if services.started(name):
+            continue
         service = plan.services.get(name)
         port = service.readiness.port if service and service.readiness else None
         if port is not None and port_holder(port) is not None:

@@ -128,6 +128,11 @@ class ServiceManager:
                     state.remaining -= 1
                     await self._maybe_stop(state, wait=True)
 
+    def started(self, name: str) -> bool:
+        """True once this manager has started ``name`` (its port is then ours, not a leftover)."""
+        state = self._states.get(name)
+        return state is not None and state.result is not None
+
     def release_unused(self, names: Sequence[str]) -> None:
         """A provider needing ``names`` will not run (skipped, cached): count it out."""
         for name in dict.fromkeys(names):
