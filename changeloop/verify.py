@@ -150,6 +150,14 @@ def _check_statement(statement: Any) -> dict[str, Any]:
         raise VerificationError("statement", "predicate.result must be PASSED or FAILED")
     if not isinstance(subjects, list) or not all(isinstance(s, dict) for s in subjects):
         raise VerificationError("statement", "subject must be a list of objects")
+    if not subjects:
+        raise VerificationError("statement", "the statement names no subject: it proves nothing")
+    names = [s.get("name") for s in subjects]
+    repeated = sorted({str(n) for n in names if names.count(n) > 1})
+    if repeated:
+        raise VerificationError(
+            "statement", f"subject {', '.join(repeated)} is named more than once"
+        )
     extension = predicate.get("changeloop")
     problem = extension_problem(extension)
     if problem is not None:
