@@ -32,6 +32,7 @@ Rules (DESIGN.md §3, REPORTS.md):
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -155,7 +156,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
         "findings": tuple(findings[:MAX_FINDINGS]),
         "exit_code": result.exit_code,
         "observer": Observer(adapter=NAME, tool=report.tool if report else None,
-                             version=report.version if report else None),
+                             version=(report.version if report else None)
+                             or _version_from_output(report.tool if report else None, output)),
         "command": argv,
         "details": {
             "format": report.format if report else None,
@@ -261,3 +263,16 @@ def claim_marks(ctx: RunContext, report: ReportResult | None, status: Status,
         elif status == "fail" and claim in ctx.provider.claims:
             marks[claim] = "failed"
     return marks
+
+
+# Runners that print their own version in the run's output, when the report does not say.
+_VERSION_PATTERNS = {
+    "pytest": re.compile(r"\bpytest-(\d+\.\d+(?:\.\d+)?)"),
+    "vitest": re.compile(r"\bRUN\s+v(\d+\.\d+\.\d+)"),
+}
+
+
+def _version_from_output(tool: str | None, output: str) -> str | None:
+    pattern = _VERSION_PATTERNS.get(tool or "")
+    match = pattern.search(output) if pattern else None
+    return match.group(1) if match else None
