@@ -66,3 +66,20 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", "--help"]) == 0
     out = capsys.readouterr().out
     assert "exit codes" in out and "--sandbox" in out
+
+
+def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
+    bad = workspace / "bad.json"
+    bad.write_text('{"payload": "", "payload": ""}')
+    pub = workspace / "k"
+    assert _run("keygen", "--out", str(pub), cwd=workspace).returncode == 0
+    imported = _run("receipt", "import", str(bad), "--change", "c1", "--public-key",
+                    str(pub / "changeloop.pub"), "--json", cwd=workspace)
+    doc = json.loads(imported.stdout)
+    assert imported.returncode == 1
+    assert doc["imported"] == [] and doc["change"] == "c1" and doc["errors"]
+    verified = _run("receipt", "verify", str(bad), "--public-key", "missing.pub", "--json",
+                    cwd=workspace)
+    doc = json.loads(verified.stdout)
+    assert verified.returncode == 2
+    assert doc["valid"] is False and doc["errors"][0]["path"] == "missing.pub"

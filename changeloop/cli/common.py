@@ -8,8 +8,10 @@ stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +78,22 @@ def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError
     if len(leaves) == 1 and isinstance(leaves[0], ChangeloopError):
         return leaves[0]
     return None
+
+
+def with_shape(
+    empty: Callable[[argparse.Namespace], dict[str, Any]],
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """Report a verb's user errors in its own ``--json`` shape (DESIGN.md §7: the
+    command's empty shape plus ``errors``), not the bare ``{version, errors}``."""
+
+    def wrap(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(run)
+        def shaped(args: argparse.Namespace) -> int:
+            try:
+                return run(args)
+            except ChangeloopError as exc:
+                return fail(args, exc, empty(args))
+
+        return shaped
+
+    return wrap

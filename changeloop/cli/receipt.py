@@ -173,6 +173,7 @@ def run_sign(args: argparse.Namespace) -> int:
 
 
 # -- verify ----------------------------------------------------------------
+@common.with_shape(lambda a: {"version": "1", "file": str(a.file), "valid": False})
 def run_verify(args: argparse.Namespace) -> int:
     from changeloop.keys import load_public_key_file
     from changeloop.verify import Expectation, VerificationError, verify_envelope
@@ -213,6 +214,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 # -- import ----------------------------------------------------------------
+@common.with_shape(lambda a: {"version": "1", "change": a.change, "imported": []})
 def run_import(args: argparse.Namespace) -> int:
     from changeloop import workspace
     from changeloop.keys import load_public_key, load_public_key_file
