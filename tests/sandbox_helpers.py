@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +87,9 @@ def reference_tree(path: Path, tmp: Path, *, include_untracked: bool, prefix: st
     top = Path(git(path, "rev-parse", "--show-toplevel"))
     user_index = Path(git(path, "rev-parse", "--absolute-git-dir")) / "index"
     if user_index.exists():
-        index.write_bytes(user_index.read_bytes())
+        # keep the index's mtime, as git's own index has it: a fresh mtime would
+        # make a same-size edit in the same clock tick as the commit look clean
+        shutil.copy2(user_index, index)
     git(top, "add", "-A" if include_untracked else "-u", "--", f":/{prefix}", index=index)
     git(
         top,
