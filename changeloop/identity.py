@@ -149,7 +149,26 @@ def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
 def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None:
     """Bring the temporary index to the working-tree content of ``cwd``'s subtree."""
     mode = "-A" if include_untracked else "-u"
-    git(["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", "."], cwd=cwd, env=env)
+    spec = [".", *virtualenv_excludes(cwd)] if include_untracked else ["."]
+    git(["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", *spec], cwd=cwd, env=env)
+
+
+def virtualenv_excludes(cwd: Path) -> list[str]:
+    """Pathspecs leaving out top-level virtualenvs (a directory holding ``pyvenv.cfg``).
+
+    A virtualenv is an installation, never source, yet Python < 3.13 does not
+    ignore it itself: without this, an un-ignored ``.venv/`` of thousands of
+    files would become part of the content identity (see docs/decisions.md).
+    """
+    try:
+        entries = list(os.scandir(cwd))
+    except OSError:
+        return []
+    return sorted(
+        f":(exclude){entry.name}"
+        for entry in entries
+        if entry.is_dir(follow_symlinks=False) and (Path(entry.path) / "pyvenv.cfg").is_file()
+    )
 
 
 def identity_from_index(

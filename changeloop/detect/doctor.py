@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from changeloop.detect import ChangeContext, javascript
+from changeloop.detect import ChangeContext, javascript, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.manifests import dig, head, read_ini, read_toml
@@ -142,6 +142,21 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                     f"installed in {repo.name}'s node_modules (npx would try to download it)",
                     f"install {package} in {repo.name}",
                     f"({where}{install})" if where else install,
+                    repository=repo.name,
+                )
+            )
+    venv = python.venv_python(repo.path)
+    if venv is not None and argv[:2] == (venv, "-m") and len(argv) > 2:
+        module = argv[2]
+        if module in ("pytest", "ruff", "mypy") and python.venv_version(repo.path, module) is None:
+            where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
+            out.append(
+                DoctorFinding(
+                    "tool-missing",
+                    f"provider {provider.name} runs `{venv} -m {module}` but {module} is not "
+                    f"installed in {repo.name}'s virtualenv",
+                    f"install {module} into {repo.name}'s virtualenv",
+                    f"{where}{venv} -m pip install {module}",
                     repository=repo.name,
                 )
             )

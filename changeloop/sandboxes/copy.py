@@ -23,7 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.identity import git, git_env, identity_from_index, layout, stage
+from changeloop.identity import (
+    git,
+    git_env,
+    identity_from_index,
+    layout,
+    stage,
+    virtualenv_excludes,
+)
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
 
@@ -42,7 +49,19 @@ class Copy(Sandbox):
 
 def list_files(source: Path, exclude: Path | None) -> list[str]:
     """Paths (relative to ``source``) of tracked and untracked-not-ignored files that exist."""
-    listed = git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=source)
+    listed = git(
+        [
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+            ".",
+            *virtualenv_excludes(source),
+        ],
+        cwd=source,
+    )
     deleted = git(["ls-files", "-z", "--deleted"], cwd=source)
     gone = set(deleted.stdout.split(b"\0"))
     skip = None
