@@ -34,6 +34,16 @@ def suggest(capability: str, repo: Repository, change: str, change_dir: str) -> 
     js = (repo.path / "package.json").is_file()
     pyproject = read_toml(repo.path / "pyproject.toml")
     if capability in ("test", "discovery"):
+        script = _npm_test_script(repo)
+        if script is not None:
+            # The project already has a test command, run by a runner changeloop
+            # does not read: keep it (its exit code proves `test`), don't replace it.
+            return (
+                f"{repo.name}'s `npm test` runs `{script}`, whose report changeloop cannot "
+                "read; wire `test` as a command provider running `npm test` (exit code only, "
+                "no discovery receipt), or move the tests to vitest/jest/node --test",
+                edit,
+            )
         if js:
             return (
                 f"install a test runner in {repo.name} (vitest) and wire it",
@@ -91,3 +101,15 @@ def change_dir(root: Path, change_path: Path) -> str:
         return change_path.relative_to(root).as_posix()
     except ValueError:
         return change_path.as_posix()
+
+
+def _npm_test_script(repo: Repository) -> str | None:
+    """package.json's own `test` script, unless it is npm's placeholder."""
+    from changeloop.detect.manifests import read_json
+
+    package = read_json(repo.path / "package.json")
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    script = scripts.get("test") if isinstance(scripts, dict) else None
+    if not isinstance(script, str) or not script.strip() or "no test specified" in script:
+        return None
+    return script.strip()

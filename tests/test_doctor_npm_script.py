@@ -1,0 +1,27 @@
+"""A project whose `npm test` runs a runner changeloop cannot read is told to keep it, not replace it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from changeloop.cli.main import main
+from tests.prove_helpers import make_change, make_repo
+
+
+def test_unreadable_npm_test_script_is_kept_as_a_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = {"name": "x", "scripts": {"test": "xo && ava && tsd"}}
+    root = make_repo(tmp_path / "ws", {"package.json": json.dumps(package)})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    capsys.readouterr()
+    assert main(["evidence", "doctor", "c1", "--root", str(root), "--json"]) == 1
+    finding = json.loads(capsys.readouterr().out)["findings"][0]
+    assert finding["kind"] == "missing-adapter"
+    assert "xo && ava && tsd" in finding["suggested_action"]
+    assert "npm test" in finding["suggested_action"]
+    assert "execution.yaml" in finding["playbook_command"]
+    assert "npm i -D vitest" not in finding["playbook_command"]
