@@ -25,3 +25,17 @@ def test_unreadable_npm_test_script_is_kept_as_a_command(
     assert "npm test" in finding["suggested_action"]
     assert "execution.yaml" in finding["playbook_command"]
     assert "npm i -D vitest" not in finding["playbook_command"]
+
+
+def test_missing_runner_is_installed_by_the_lock_files_package_manager(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = {"name": "x", "devDependencies": {"vitest": "^4.1.2"}}
+    root = make_repo(tmp_path / "ws", {"package.json": json.dumps(package),
+                                       "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    capsys.readouterr()
+    assert main(["evidence", "doctor", "c1", "--root", str(root), "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    missing = [f for f in findings if f["kind"] == "tool-missing"]
+    assert missing and missing[0]["playbook_command"] == "pnpm install --frozen-lockfile"

@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from changeloop.detect import ChangeContext, javascript, python
@@ -132,8 +133,7 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
     if words and words[0] == "npx" and len(words) > 1 and words[1] in npm_tools:
         package = npm_tools[words[1]]
         if not javascript.installed(repo.path, package):
-            locked = (repo.path / "package-lock.json").is_file()
-            install = "npm ci" if locked else f"npm i -D {package}"
+            install = _node_install(repo.path, package)
             where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
             out.append(
                 DoctorFinding(
@@ -181,6 +181,19 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
             )
         )
     return out
+
+
+def _node_install(repo: Path, package: str) -> str:
+    """Install what the lock file says, with the package manager that wrote it."""
+    for lock, command in (
+        ("package-lock.json", "npm ci"),
+        ("pnpm-lock.yaml", "pnpm install --frozen-lockfile"),
+        ("yarn.lock", "yarn install --frozen-lockfile"),
+        ("bun.lockb", "bun install --frozen-lockfile"),
+    ):
+        if (repo / lock).is_file():
+            return command
+    return f"npm i -D {package}"
 
 
 _JUNIT_OPT = re.compile(r"--junit-?xml|-p\s*no:junitxml")
