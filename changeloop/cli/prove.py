@@ -122,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args, shape)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
+    except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
+        common.say("interrupted before anything ran")
+        if common.json_mode(args):
+            common.emit_json({**shape, "interrupted": True})
+        return 130
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
