@@ -212,9 +212,9 @@ class InputsIndex:
     Content ids are git blob ids, the same hash the ``gitTree`` subject uses.
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, tree: str | None = None) -> None:
         self.workdir = workdir
-        listed = self._from_git()
+        listed = self._from_tree(tree) if tree is not None else self._from_git()
         self._git = listed is not None
         entries = listed if listed is not None else self._walk()
         self._paths = sorted(entries)
@@ -245,6 +245,30 @@ class InputsIndex:
                 continue
             meta, _tab, path = record.partition(b"\t")
             mode, blob, _stage = meta.decode().split(" ")
+            out[os.fsdecode(path)] = (mode, blob)
+        return out
+
+    def _from_tree(self, tree: str) -> dict[str, tuple[str, str]] | None:
+        """List the content identity's own tree: no second pass over the working tree.
+
+        The run already wrote this tree (``openspec/`` left out), so the inputs
+        digest covers exactly the content the receipts name.
+        """
+        proc = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", tree],
+            cwd=self.workdir,
+            env=git_env(None),
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return self._from_git()
+        out: dict[str, tuple[str, str]] = {}
+        for record in proc.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _tab, path = record.partition(b"\t")
+            mode, _kind, blob = meta.decode().split(" ")
             out[os.fsdecode(path)] = (mode, blob)
         return out
 

@@ -143,7 +143,9 @@ class RunState:
     def inputs_index(self, repo: str) -> fingerprint.InputsIndex:
         """One listing of the repository per run, shared by every provider's ``inputs``."""
         if repo not in self.indexes:
-            self.indexes[repo] = fingerprint.InputsIndex(self.plan.repositories[repo].path)
+            self.indexes[repo] = fingerprint.InputsIndex(
+                self.plan.repositories[repo].path, tree=self.identity(repo).tree
+            )
         return self.indexes[repo]
 
     def fingerprint(self, provider: Provider) -> str:

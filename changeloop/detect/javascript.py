@@ -75,7 +75,8 @@ def detect(repo: Path) -> list[Detection]:
         out.extend(_manifest(repo, pkg_dir))
     for pkg_dir in dirs or [repo]:
         out.extend(_environment(repo, pkg_dir))
-    importer = _source_import(repo)
+    # The weakest signal, and a walk of the whole tree: only when nothing stronger spoke.
+    importer = None if out else _source_import(repo)
     if importer is not None:
         adapter, rel = importer
         _, test_type, _ = TOOLS.get(adapter, ("", "javascript", ""))

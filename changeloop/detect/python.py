@@ -41,7 +41,9 @@ def detect(repo: Path) -> list[Detection]:
         out.append(
             Detection("pytest", "python", "environment", installed, f"{where} pytest (dist-info)")
         )
-    importer = source_importer(repo)
+    # Source imports are the weakest signal: walk the tree for them only when
+    # nothing stronger spoke (a 20,000-file repository costs a full walk).
+    importer = None if out else source_importer(repo)
     if importer is not None:
         out.append(
             Detection("pytest", "python", "source_import", lock or installed, f"{importer} import")
