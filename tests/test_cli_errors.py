@@ -83,3 +83,14 @@ def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
     doc = json.loads(verified.stdout)
     assert verified.returncode == 2
     assert doc["valid"] is False and doc["errors"][0]["path"] == "missing.pub"
+
+
+def test_import_of_a_missing_file_is_a_refusal_that_copies_nothing(workspace: Path) -> None:
+    keys = workspace / "k"
+    assert _run("keygen", "--out", str(keys), cwd=workspace).returncode == 0
+    result = _run("receipt", "import", "missing.json", "--change", "c1", "--public-key",
+                  str(keys / "changeloop.pub"), "--json", cwd=workspace)
+    assert result.returncode == 1
+    doc = json.loads(result.stdout)
+    assert doc["imported"] == [] and doc["errors"][0]["code"] == "unreadable"
+    assert not (workspace / "openspec" / "changes" / "c1" / "receipts").exists()

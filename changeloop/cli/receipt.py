@@ -245,7 +245,12 @@ def run_import(args: argparse.Namespace) -> int:
     accepted: list[tuple[Path, bytes, str]] = []
     refused: list[Problem] = []
     for path in args.files:
-        data = _read(path, "receipt")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # an unreadable file is one more refusal: nothing is copied
+            refused.append(Problem(code="unreadable", message=f"cannot read receipt {path}: "
+                                   f"{exc.strerror}", location=Location(str(path))))
+            continue
         try:
             verified = verify_envelope(data, keys, Expectation(change=change.id))
         except VerificationError as exc:
