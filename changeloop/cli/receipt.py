@@ -54,6 +54,13 @@ def register(sub: Any) -> None:
     sign.add_argument("--capability", default="review", metavar="NAME")
     sign.add_argument("--provider", metavar="NAME", help="provider name (default: the capability)")
     sign.add_argument("--out", type=Path, metavar="FILE", help="write here (default: stdout)")
+    sign.add_argument(
+        "--sandbox",
+        choices=("none", "copy", "worktree"),
+        default="none",
+        help="content the receipt binds to, as `prove --sandbox` would see it: tracked plus "
+        "untracked-not-ignored files (none, copy; default) or tracked files only (worktree)",
+    )
     common.add_common(sign)
     sign.set_defaults(func=run_sign)
 
@@ -124,7 +131,7 @@ def run_sign(args: argparse.Namespace) -> int:
     change = workspace.find_change(root, args.change)
     plan = build_plan(root, change)
     subjects = {
-        name: content_identity(repo.path, include_untracked=True)
+        name: content_identity(repo.path, include_untracked=args.sandbox != "worktree")
         for name, repo in sorted(plan.repositories.items())
     }
     provider = args.provider or args.capability
@@ -151,7 +158,7 @@ def run_sign(args: argparse.Namespace) -> int:
         adapter="receipt-sign",
         fingerprint="sha256:" + sha256_hex(canonicalize(binding)),
         subjects=subjects,
-        sandbox="none",
+        sandbox=args.sandbox,
         issuer=args.issuer,
         started=now,
         finished=now,
