@@ -8,7 +8,6 @@ byte).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -22,6 +21,8 @@ from typing import Any, Literal
 import anyio
 
 from changeloop import cache, fingerprint, sandboxes
+from changeloop.dsse import parse_envelope, verify_signatures
+from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity
 from changeloop.jcs import canonicalize
 from changeloop.keys import load_private_key, workspace_key
@@ -94,6 +95,7 @@ class RunState:
         self.key = (
             load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
         )
+        self.public_key = self.key.public_key()
         self.hmac_key = _hmac_key(self.key)
         self.config_digests = configuration_digests(plan, None)
         self.identities: dict[str, ContentIdentity] = {}
@@ -270,18 +272,20 @@ class RunState:
         return entry
 
     def reuse(self, provider: Provider, fp: str) -> bool:
-        """Reuse a cached pass: the original receipts, byte for byte."""
+        """Reuse a cached pass: the original receipts, byte for byte.
+
+        Only what this run's key signed is reused (a cache entry edited on disk,
+        or signed with another key, runs the provider again).
+        """
         envelopes = cache.load(self.state.cache, fp)
         if not envelopes:
             return False
         parsed = []
         for envelope in envelopes:
             try:
-                doc = json.loads(envelope)
-                payload = base64.b64decode(doc["payload"])
-                statement = json.loads(payload)
-                ext = statement["predicate"]["changeloop"]
-            except (ValueError, KeyError, TypeError):
+                payload, _key = verify_signatures(parse_envelope(envelope), [self.public_key])
+                ext = json.loads(payload)["predicate"]["changeloop"]
+            except (ChangeloopError, ValueError, KeyError, TypeError):
                 return False
             if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
                 return False

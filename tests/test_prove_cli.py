@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -376,3 +377,23 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
         assert s.connect_ex(("127.0.0.1", port)) != 0
     assert not list((root / ".changeloop" / "runs").rglob("*.test.json"))
     assert not (root / ".changeloop" / "receipts" / "c1").exists()
+
+
+def test_a_cache_entry_edited_on_disk_is_not_reused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(
+        tmp_path,
+        "version: 3\nrequires: [test]\n",
+        f'version: 1\nproviders:\n  test: {{adapter: command, command: ["{PY}", -c, "pass"]}}\n',
+    )
+    prove_json(root, "c1", capsys=capsys)
+    (entry,) = (root / ".changeloop" / "cache").glob("*.json")
+    doc = json.loads(entry.read_text())
+    envelope = json.loads(base64.b64decode(doc["envelopes"][0]))
+    signature = envelope["signatures"][0]
+    signature["sig"] = ("A" if signature["sig"][0] != "A" else "B") + signature["sig"][1:]
+    doc["envelopes"][0] = base64.b64encode(json.dumps(envelope).encode()).decode()
+    entry.write_text(json.dumps(doc))
+    _, again = prove_json(root, "c1", capsys=capsys)
+    assert provider_entry(again, "test")["state"] == "ran"
