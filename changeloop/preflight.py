@@ -158,24 +158,20 @@ def _provider(plan: Plan, p: Provider, at: _Locator) -> Iterable[Problem]:
                       f"{p.repository!r} (repositories: {', '.join(sorted(plan.repositories))})",
                       at.provider(p, "repository"), fix="use a repository evidence.yaml "
                       "declares", providers=me)
-    for i, dep in enumerate(p.depends_on):
-        if dep not in plan.providers:
-            yield Problem("unknown_dependency", f"{label} depends on unknown provider {dep!r} "
-                          f"(providers: {', '.join(sorted(plan.providers))})",
-                          at.provider(p, "dependsOn", i), fix="name an existing provider in "
-                          "dependsOn", providers=me)
-    for i, service in enumerate(p.services):
-        if service not in plan.services:
-            yield Problem("unknown_service", f"{label} uses unknown service {service!r} "
-                          f"(services: {', '.join(sorted(plan.services)) or 'none'})",
-                          at.provider(p, "services", i), fix="declare it under services: in "
-                          "execution.yaml", providers=me)
-    for i, claim in enumerate(p.claims):
-        if claim not in plan.evidence.claims:
-            yield Problem("unknown_claim", f"{label} credits unknown claim {claim!r} (claims: "
-                          f"{', '.join(sorted(plan.evidence.claims)) or 'none'})",
-                          at.provider(p, "claims", i), fix="name a claim of evidence.yaml",
-                          providers=me)
+    references = (  # key, names used, names that exist, code, verb, noun, fix
+        ("dependsOn", p.depends_on, plan.providers, "unknown_dependency", "depends on",
+         "provider", "name an existing provider in dependsOn"),
+        ("services", p.services, plan.services, "unknown_service", "uses", "service",
+         "declare it under services: in execution.yaml"),
+        ("claims", p.claims, plan.evidence.claims, "unknown_claim", "credits", "claim",
+         "name a claim of evidence.yaml"),
+    )
+    for key, used, known, code, verb, noun, fix in references:
+        for i, name in enumerate(used):
+            if name not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                yield Problem(code, f"{label} {verb} unknown {noun} {name!r} ({noun}s: {listed})",
+                              at.provider(p, key, i), fix=fix, providers=me)
     yield from _secrets(dict(p.env), label, lambda *k: at.provider(p, *k), me)
     for key, value in (("report", p.report), ("receipts", p.receipts)):
         if value is not None and escapes(value):
