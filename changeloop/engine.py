@@ -225,7 +225,12 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
         provider=provider,
         workdirs=workdirs,
         sources={r: repo.path for r, repo in run.plan.repositories.items()},
-        identities={repo: run.identity(repo) for repo in repos},
+        # external judges receipts of the providers it accepts, which may live in any
+        # repository of the change: it sees every repository's content identity.
+        identities={
+            repo: run.identity(repo)
+            for repo in (repos if adapter.RUNS_COMMAND else (*repos, *run.plan.repositories))
+        },
         run_dir=provider_dir,
         env=env,
         secrets=secrets_,
