@@ -26,6 +26,7 @@ from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity
 from changeloop.jcs import canonicalize
 from changeloop.keys import load_private_key, workspace_key
+from changeloop.masking import Masker
 from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome
@@ -88,7 +89,10 @@ class RunState:
     def __init__(self, plan: Plan, options: ProveOptions, on_event: EventSink | None) -> None:
         self.plan = plan
         self.options = options
-        self.on_event = on_event or (lambda _p, _k, _d: None)
+        # One masker for the run: every string written passes through it (DESIGN §2.6).
+        self.masker = Masker.from_plan(plan)
+        sink = on_event or (lambda _p, _k, _d: None)
+        self.on_event: EventSink = lambda p, k, d: sink(p, k, self.masker.optional(d))
         self.state = StateDir(plan.root)
         ensure_gitignored(plan.root)
         sandboxes.cleanup_stale(self.state.sandboxes)
@@ -207,7 +211,7 @@ class RunState:
         log_sha256: str | None,
         log_tail: str | None,
     ) -> ReceiptEntry:
-        outcome = _credit_listed_claims(provider, outcome)
+        outcome = _credit_listed_claims(provider, self.masker.outcome(outcome))
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self.plan)
         subjects = {repo: self.identity(repo) for repo in repos}
@@ -228,11 +232,11 @@ class RunState:
             finished=finished,
             configuration=configuration,
             log_sha256=log_sha256,
-            log_tail=log_tail or "",
+            log_tail=self.masker.text(log_tail or ""),
             url=outcome.url or self.options.url,
             wiring=self.wiring(provider),
         )
-        statement = build_statement(facts, outcome)
+        statement = self.masker.json(build_statement(facts, outcome))
         sealed = seal(statement, self.key)
         return self.store(
             provider,
@@ -325,6 +329,7 @@ class RunState:
 
     def seal_skipped(self, provider: Provider, reason: str) -> None:
         now = datetime.now(UTC)
+        reason = self.masker.text(reason)
         outcomes = every_capability(provider, "inconclusive", f"not run: {reason}")
         report = self.reports[provider.name]
         report.reason = reason

@@ -113,6 +113,8 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     problems = preflight.check(plan)
     if problems:
         raise PreflightError(problems)
+    for warning in preflight.warnings(plan):
+        common.say(warning)
     return plan
 
 
