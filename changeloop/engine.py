@@ -171,6 +171,7 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     fp = run.fingerprint(provider)
     if (
         run.options.use_cache
+        and not run.identity_open(provider)
         and not _ports_taken(run.plan, provider, services)
         and run.reuse(provider, fp)
     ):
@@ -297,7 +298,7 @@ def _finish(
     ok = all(o.status == "pass" for o in outcomes)
     if not ok:
         report.reason = next((o.reason for o in outcomes if o.status != "pass" and o.reason), None)
-    if ok and entries:
+    if ok and entries and not run.identity_open(provider):
         envelopes = [
             (run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries
         ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -44,6 +44,7 @@ from changeloop.wiring import wiring_digest
 
 SCHEMA_VERSION = "changeloop/receipt@2"
 ProviderState = Literal["ran", "cached", "not-run"]
+MAX_SYMLINK_FINDINGS = 20
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class RunState:
         self.fingerprints: dict[str, str] = {}
         self.wirings: dict[str, str] = {}
         self.indexes: dict[str, fingerprint.InputsIndex] = {}
+        self.open_links: dict[str, dict[str, str]] = {}
         self.reports: dict[str, ProviderReport] = {
             p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
         }
@@ -155,6 +157,19 @@ class RunState:
                 self.plan.repositories[repo].path, tree=self.identity(repo).tree
             )
         return self.indexes[repo]
+
+    def external_symlinks(self, repo: str) -> dict[str, str]:
+        """Links of the repository's content that resolve outside it (its identity is open)."""
+        if repo not in self.open_links:
+            links = self.inputs_index(repo).symlinks()
+            path = self.plan.repositories[repo].path
+            self.open_links[repo] = fingerprint.external_symlinks(path, links) if links else {}
+        return self.open_links[repo]
+
+    def identity_open(self, provider: Provider) -> bool:
+        """True when some repository of the provider holds a link leaving it: never cached."""
+        adapter = registry.ADAPTERS[provider.adapter]
+        return any(self.external_symlinks(r) for r in adapter.repositories(provider, self.plan))
 
     def fingerprint(self, provider: Provider) -> str:
         adapter = registry.ADAPTERS[provider.adapter]
@@ -214,6 +229,7 @@ class RunState:
         outcome = _credit_listed_claims(provider, self.masker.outcome(outcome))
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self.plan)
+        outcome = self._with_symlink_findings(outcome, repos)
         subjects = {repo: self.identity(repo) for repo in repos}
         name = outcome.provider or provider.name
         command = outcome.command or adapter.effective_command(provider)
@@ -246,6 +262,36 @@ class RunState:
             envelope=sealed.envelope,
             outcome=outcome,
         )
+
+    def _with_symlink_findings(self, outcome: Outcome, repos: Sequence[str]) -> Outcome:
+        found = [
+            Finding(
+                kind="external-symlink",
+                message=self.masker.text(
+                    f"{repo}: {link} resolves outside the repository ({target}); what it points"
+                    " at is not part of the content identity, so this result is never reused"
+                    " from the cache"
+                ),
+                severity="warning",
+                file=link,
+            )
+            for repo in repos
+            if repo in self.plan.repositories
+            for link, target in sorted(self.external_symlinks(repo).items())
+        ]
+        if not found:
+            return outcome
+        if len(found) > MAX_SYMLINK_FINDINGS:
+            more = len(found) - MAX_SYMLINK_FINDINGS
+            found = [
+                *found[:MAX_SYMLINK_FINDINGS],
+                Finding(
+                    kind="external-symlink",
+                    message=f"… and {more} more link(s) resolving outside their repository",
+                    severity="warning",
+                ),
+            ]
+        return replace(outcome, findings=(*outcome.findings, *found))
 
     def store(
         self,
