@@ -306,3 +306,29 @@ def test_wiring_digest_is_machine_independent_and_moves_with_the_wiring(
     assert digest(a, command=(".venv/bin/python", "-m", "pytest")) != digest(
         a, command=("python3", "-m", "pytest")
     )
+
+
+def test_an_accepted_test_discovery_provider_counts_for_test_never_its_discovery(
+    tmp_path: Path, ci_key: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    key, pub = ci_key
+    main_ws = make_main(tmp_path / "main", GOOD, pub)
+    exe = main_ws / "openspec" / "changes" / CHANGE / "execution.yaml"
+    exe.write_text(
+        exe.read_text().replace(
+            f"adapter: command\n    command: {PYTEST}",
+            "adapter: test-discovery\n"
+            f"    command: {PYTEST[:-1]}, --junitxml=.changeloop/reports/t.xml]\n"
+            "    report: .changeloop/reports/t.xml\n"
+            "    minimum: 5",  # one test ran: the discovery receipt fails, the test one passes
+        )
+    )
+    git(main_ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "td")
+    made = ci_proves(tmp_path, main_ws, key, rewire=None)
+    assert len(made) == 2  # test.test.json and test.discovery.json
+    import_into(main_ws, made)
+    code, doc = prove(main_ws, capsys)
+    receipt = external_receipt(doc)
+    assert receipt["status"] == "pass", receipt
+    assert doc["claims"]["greeting"]["status"] == "proven"
+    assert code == 0
