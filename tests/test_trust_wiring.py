@@ -332,3 +332,80 @@ def test_an_accepted_test_discovery_provider_counts_for_test_never_its_discovery
     assert receipt["status"] == "pass", receipt
     assert doc["claims"]["greeting"]["status"] == "proven"
     assert code == 0
+
+
+def test_two_external_providers_with_their_own_keys_share_one_receipts_directory(
+    tmp_path: Path, ci_key: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    key, pub = ci_key
+    reviewer = tmp_path / "reviewer-keys"
+    assert main(["keygen", "--out", str(reviewer)]) == 0
+    main_ws = make_main(tmp_path / "main", GOOD, pub)
+    change = main_ws / "openspec" / "changes" / CHANGE
+    rpem = (reviewer / "changeloop.pub").read_text().strip().replace("\n", "\\n")
+    (change / "execution.yaml").write_text(
+        (change / "execution.yaml").read_text()
+        + "  review:\n    adapter: external\n    claims: [greeting]\n"
+        + f'    authority: {{name: alice, publicKey: "{rpem}\\n"}}\n'
+    )
+    (change / "evidence.yaml").write_text(EVIDENCE.replace("[ci]", "[ci, review]"))
+    git(main_ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "review")
+    import_into(main_ws, ci_proves(tmp_path, main_ws, key, rewire=None))
+    assert (
+        main(
+            [
+                "receipt",
+                "sign",
+                "--root",
+                str(main_ws),
+                "--change",
+                CHANGE,
+                "--claims",
+                "greeting",
+                "--key",
+                str(reviewer / "changeloop.key"),
+                "--issuer",
+                "alice",
+                "--out",
+                str(change / "receipts" / "alice.json"),
+            ]
+        )
+        == 0
+    )
+    code, doc = prove(main_ws, capsys)
+    statuses = {p["name"]: [r["status"] for r in p["receipts"]] for p in doc["providers"]}
+    assert statuses["ci"] == ["pass"] and statuses["review"] == ["pass"], doc
+    assert code == 0
+    # A file neither key verifies fails both providers (fail closed), naming it.
+    stranger = tmp_path / "stranger"
+    assert main(["keygen", "--out", str(stranger)]) == 0
+    assert (
+        main(
+            [
+                "receipt",
+                "sign",
+                "--root",
+                str(main_ws),
+                "--change",
+                CHANGE,
+                "--claims",
+                "greeting",
+                "--key",
+                str(stranger / "changeloop.key"),
+                "--issuer",
+                "alice",
+                "--status",
+                "fail",
+                "--out",
+                str(change / "receipts" / "zz.json"),
+            ]
+        )
+        == 0
+    )
+    code, doc = prove(main_ws, capsys)
+    reasons = {
+        p["name"]: p["receipts"][0]["reason"] or ""
+        for p in doc["providers"]
+        if p["name"] in ("ci", "review")
+    }
+    assert code == 1 and all("zz.json" in r for r in reasons.values()), reasons
