@@ -409,3 +409,18 @@ def test_two_external_providers_with_their_own_keys_share_one_receipts_directory
         if p["name"] in ("ci", "review")
     }
     assert code == 1 and all("zz.json" in r for r in reasons.values()), reasons
+
+
+def test_an_oversized_envelope_is_refused_unread_naming_the_file(
+    tmp_path: Path, ci_key: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _key, pub = ci_key
+    main_ws = make_main(tmp_path / "main", GOOD, pub)
+    receipts = main_ws / "openspec" / "changes" / CHANGE / "receipts"
+    receipts.mkdir()
+    with (receipts / "huge.json").open("wb") as handle:
+        handle.truncate(5 * 1024 * 1024)  # sparse: 5 MiB of zero bytes
+    code, doc = prove(main_ws, capsys)
+    receipt = external_receipt(doc)
+    assert code == 1 and receipt["status"] == "fail"
+    assert "huge.json" in receipt["reason"] and "too large" in receipt["reason"]

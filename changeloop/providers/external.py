@@ -234,10 +234,9 @@ def _judge(path: Path, ctx: RunContext, keys: list[Trusted], others: list[Truste
     """Judge one envelope; whatever it holds, the answer is a record, never an exception."""
     try:
         data = _read_envelope(path)
+        return _route(path, data, ctx, keys, others)
     except OSError as exc:
         return _Judged(path, "broken", check="json", reason=f"cannot read: {exc.strerror}")
-    try:
-        return _route(path, data, ctx, keys, others)
     except VerificationError as exc:
         return _Judged(path, "broken", check=exc.check, reason=exc.reason)
     except ChangeloopError as exc:
