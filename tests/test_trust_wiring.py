@@ -212,7 +212,11 @@ def test_a_sign_off_counts_only_for_the_external_providers_own_capability(
     key, pub = ci_key
     main_ws = make_main(tmp_path / "main", BROKEN, pub)
     receipts = main_ws / "openspec" / "changes" / CHANGE / "receipts"
+    capsys.readouterr()
     _sign(main_ws, key, "lint", receipts / "lint.json")
+    assert "no external provider of change add-greeting has capability 'lint'" in (
+        capsys.readouterr().err
+    )
     code, doc = prove(main_ws, capsys)
     assert code == 1
     assert not next(p for p in doc["providers"] if p["name"] == "ci")["receipts"]
