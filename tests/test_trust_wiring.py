@@ -165,7 +165,11 @@ def test_the_same_wiring_on_another_machine_is_accepted(
     ours = json.loads((main_ws / receipt["path"]).read_text())
     ext = json.loads(base64.b64decode(ours["payload"]))["predicate"]["changeloop"]
     assert ext["details"]["receipt"]["provider"] == "test"
-    assert ext["details"]["receipt"]["wiring"].startswith("sha256:")
+    # `prove --dry-run --json` shows the digest a receipt must carry to be accepted here.
+    capsys.readouterr()
+    assert main(["prove", CHANGE, "--root", str(main_ws), "--dry-run", "--json"]) == 0
+    planned = {p["name"]: p["wiring"] for p in json.loads(capsys.readouterr().out)["providers"]}
+    assert ext["details"]["receipt"]["wiring"] == planned["test"]
 
 
 def test_a_receipt_from_a_provider_not_in_accepts_is_refused_naming_wiring(
