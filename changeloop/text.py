@@ -14,7 +14,9 @@ Usage::
 
 from __future__ import annotations
 
+import io
 import re
+from typing import TextIO, cast
 
 # C0 controls, DEL, C1 controls, lone surrogates, line/paragraph separators,
 # and the bidirectional overrides/isolates that reorder what a reader sees.
@@ -53,3 +55,27 @@ def escape_json_text(text: str) -> str:
     if not _JSON_UNSAFE.search(text):
         return text
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+class TerminalText(io.TextIOBase):
+    """A text stream that escapes control characters (keeping newline and tab)
+    before they reach ``out``: for views that quote signed reasons and names
+    (the ``prove`` board), so no quoted string can drive the terminal."""
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__()
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write(escape_controls(text, keep="\n\t"))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+    def as_textio(self) -> TextIO:
+        """This stream, typed as what views accept."""
+        return cast(TextIO, self)
