@@ -424,3 +424,55 @@ def test_prove_judges_every_mutant_and_passes_only_on_an_unchanged_one(
         assert code == 0 and any(unchanged(m, setup) for m in batch)
     else:
         assert code == 1
+
+
+# -- statements the trusted key signed, with random content ----------------------------
+@st.composite
+def edited_statements(draw: st.DrawFn, statement_doc: dict[str, Any]) -> bytes:
+    """A canonical statement with one field (at any depth) replaced, signed by the
+    trusted key: a legitimately signed but odd receipt, which must be judged, not crash."""
+    value: Any = json.loads(json.dumps(statement_doc))
+    paths: list[list[Any]] = []
+    pending: list[tuple[Any, list[Any]]] = [(value, [])]
+    while pending:
+        node, path = pending.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            paths.append([*path, key])
+            if isinstance(child, dict | list):
+                pending.append((child, [*path, key]))
+    path = draw(st.sampled_from(sorted(paths, key=repr)))
+    parent = value
+    for key in path[:-1]:
+        parent = parent[key]
+    if draw(st.integers(0, 4)) == 0 and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(
+            JSON_VALUES | st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+        )
+    try:
+        payload = canonicalize(value)
+    except ValueError:  # no RFC 8785 form (e.g. an integer beyond 2**53): sign it anyway
+        payload = json.dumps(value).encode("utf-8", "surrogatepass")
+    return sign_envelope(payload, PAYLOAD_TYPE, KEY)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_odd_statements_signed_by_the_trusted_key_are_judged_never_a_crash(
+    setup: Setup, data: st.DataObject
+) -> None:
+    envelope = data.draw(edited_statements(setup.statement))
+    try:
+        verify_envelope(envelope, [KEY.public_key()], setup.expect)
+    except VerificationError:
+        pass
+    path = setup.scratch / "odd.json"
+    path.write_bytes(envelope)
+    code, doc = run_cli("receipt", "verify", str(path), "--public-key", str(setup.pub), "--json")
+    assert doc["valid"] is (code == 0)
