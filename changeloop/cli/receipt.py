@@ -94,17 +94,6 @@ def register(sub: Any) -> None:
     imp.set_defaults(func=run_import)
 
 
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ChangeloopError(
-            Problem(code="unreadable", message=f"cannot read {what} {path}: {exc.strerror}",
-                    location=Location(str(path))),
-            exit_code=2,
-        ) from exc
-
-
 # -- sign ------------------------------------------------------------------
 def run_sign(args: argparse.Namespace) -> int:
     from changeloop import workspace
