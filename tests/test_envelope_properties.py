@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from receipts_helpers import identities, make_workspace, pem_text, signed, statement
+from receipts_helpers import identities, make_workspace, pem_text
 
 from changeloop.cli.main import main
 from changeloop.dsse import PAYLOAD_TYPE, VerificationError, sign_envelope
 from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, public_pem
+from changeloop.keys import generate_private_key, private_pem, public_pem
 from changeloop.verify import Expectation, verify_envelope
 
 KEY = generate_private_key()
@@ -49,11 +49,37 @@ class Setup:
         self.root.mkdir()
         make_workspace(self.root, pub_pem=pem_text(KEY))
         self.trees = {r: i.tree for r, i in identities(self.root).items()}
-        self.statement = statement(subjects=identities(self.root))
-        self.good = signed(self.statement, KEY)
+        key = base / "ci.key"
+        key.write_bytes(private_pem(KEY))
+        key.chmod(0o600)
+        good = base / "good.json"  # what CI's `receipt sign` writes
+        with contextlib.redirect_stderr(io.StringIO()):
+            assert (
+                main(
+                    [
+                        "receipt",
+                        "sign",
+                        "--root",
+                        str(self.root),
+                        "--change",
+                        CHANGE,
+                        "--claims",
+                        "auth-boundary",
+                        "--key",
+                        str(key),
+                        "--issuer",
+                        "github-actions",
+                        "--out",
+                        str(good),
+                    ]
+                )
+                == 0
+            )
+        self.good = good.read_bytes()
         doc = json.loads(self.good)
         self.payload = base64.b64decode(doc["payload"])
         self.sig = base64.b64decode(doc["signatures"][0]["sig"])
+        self.statement: dict[str, Any] = json.loads(self.payload)
         self.pub = base / "ci.pub"
         self.pub.write_bytes(public_pem(KEY.public_key()))
         self.receipts = self.root / "openspec" / "changes" / CHANGE / "receipts"
@@ -375,8 +401,14 @@ def check_one(data: bytes, s: Setup) -> None:
 
 
 def test_the_unmutated_envelope_verifies_everywhere(setup: Setup) -> None:
+    """The baseline the properties lean on: the original passes verify, import and prove."""
     assert unchanged(setup.good, setup)
     check_one(setup.good, setup)
+    setup.receipts.mkdir()
+    (setup.receipts / "good.json").write_bytes(setup.good)
+    code, doc = run_cli("prove", CHANGE, "--root", str(setup.root), "--json")
+    shutil.rmtree(setup.receipts)
+    assert code == 0 and doc["claims"]["auth-boundary"]["status"] == "proven", doc
 
 
 @settings(
