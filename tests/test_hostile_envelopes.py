@@ -357,3 +357,19 @@ def test_verify_refusal_keeps_the_json_shape_for_garbage_bytes(tmp_path: Path, p
     code, doc, _ = verify_json(path, pub)
     assert code == 1
     assert set(doc) >= {"version", "file", "valid", "check", "reason", "errors"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'\\"' * (2 * 1024 * 1024 - 8), b'"' + b"\\" * (4 * 1024 * 1024 - 8), b'"a\\' * 1_000_000],
+    ids=["escaped-quotes", "backslashes", "unterminated"],
+)
+def test_a_4_mib_file_of_quotes_and_backslashes_is_refused_not_stuck(
+    tmp_path: Path, pub: Path, body: bytes
+) -> None:
+    # The nesting pre-scan cuts strings out first; a pattern that retried from
+    # every quote took hours on these (cli() gives up after 120 s).
+    path = tmp_path / "quotes.json"
+    path.write_bytes(body)
+    code, doc, _ = verify_json(path, pub)
+    assert code == 1 and doc["check"] == "json", doc
