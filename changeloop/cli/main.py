@@ -101,6 +101,7 @@ from changeloop.cli import common  # noqa: E402
 from changeloop.errors import ChangeloopError, Location, Problem  # noqa: E402
 
 VERBS = ("prove", "evidence", "receipt", "keygen")
+_CRASH_DIR: list[str] = []  # the system temp dir, for crash logs that must outlive the run
 
 
 class _UsageError(Exception):
@@ -227,7 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             SIGNALS.arm()
-            code = _dispatch(raw, state)
+            from changeloop.process_groups import private_tempdir
+
+            _CRASH_DIR.append(tempfile.gettempdir())
+            with private_tempdir():  # temp files that name their owner (§5 Faults)
+                code = _dispatch(raw, state)
         except KeyboardInterrupt:
             SIGNALS.disarm()
             return _interrupted(raw, state.get("args"), watched)
@@ -348,7 +353,11 @@ def _interrupted(raw: Sequence[str], args: argparse.Namespace | None, out: _Watc
 def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
     """An unexpected exception is a bug: say so, keep the traceback out of the terminal."""
     with tempfile.NamedTemporaryFile(
-        "w", prefix="changeloop-crash-", suffix=".log", delete=False
+        "w",
+        prefix="changeloop-crash-",
+        suffix=".log",
+        delete=False,
+        dir=_CRASH_DIR[-1] if _CRASH_DIR else None,  # not the private dir, removed at exit
     ) as fh:
         traceback.print_exc(file=fh)
         where = fh.name
