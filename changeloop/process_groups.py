@@ -146,14 +146,26 @@ def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
 
 
 def claim_run(run_dir: Path) -> None:
-    """Write the run's owner record (this process, its start time) if not there yet."""
-    owner = run_dir / PGROUPS / OWNER_FILE
-    if owner.is_file():
+    """Write the run's owner record (this process, its start time) if not there yet.
+
+    ``pgroups/`` appears with ``owner.json`` already in it (made as
+    ``.pgroups.<pid>.tmp`` and renamed), so a kill at any instant leaves either
+    nothing, a staging directory that names its writer, or a complete record.
+    """
+    directory = run_dir / PGROUPS
+    if (directory / OWNER_FILE).is_file():
         return
     pid = os.getpid()
+    staging = run_dir / f".{PGROUPS}.{pid}.tmp"
     try:
-        owner.parent.mkdir(parents=True, exist_ok=True)
-        _write_json_atomic(owner, {"pid": pid, "start": process_start(pid) or 0})
+        staging.mkdir(exist_ok=True)
+        _write_json_atomic(staging / OWNER_FILE, {"pid": pid, "start": process_start(pid) or 0})
+        try:
+            staging.rename(directory)
+        except OSError:  # pgroups/ is there already (a damaged one): complete it
+            directory.mkdir(exist_ok=True)
+            (staging / OWNER_FILE).replace(directory / OWNER_FILE)
+            _remove_tree(staging)
     except OSError:  # pragma: no cover - an unwritable run dir fails the logs first
         pass
 
@@ -246,6 +258,7 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
             _remove_tree(run.run_dir / PGROUPS)
             report.runs.append(run.run_dir.name)
     report.removed += _stale_tmp_files(state_dir)
+    report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
     report.removed += _stale_private_tempdirs()
     from changeloop import sandboxes  # not at import: sandboxes import identity
 
@@ -276,7 +289,11 @@ def _dead_runs(runs: Path) -> list[_DeadRun]:
     except OSError:
         return []
     dead: list[_DeadRun] = []
+    boot = _boot_time()
     for run_dir in entries:
+        for staging in run_dir.glob(f".{PGROUPS}.*.tmp"):  # killed while claiming the run
+            if _writer_gone(staging, boot):
+                _remove_tree(staging)
         directory = run_dir / PGROUPS
         if run_dir.is_symlink() or not directory.is_dir() or directory.is_symlink():
             continue
@@ -455,6 +472,30 @@ def _stale_tmp_files(state_dir: Path) -> list[Path]:
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed.append(path)
+    return removed
+
+
+RECENT_RUNS = 20  # runs checked for temp files of writers that are gone
+
+
+def _stale_tmp_in_recent_runs(runs: Path) -> list[Path]:
+    """A run killed after its processes ended (sealing receipts) has no records: its
+    temp files are found by their writer's pid, in the latest runs only."""
+    try:
+        recent = sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True)
+    except OSError:
+        return []
+    boot = _boot_time()
+    removed: list[Path] = []
+    for run_dir in recent[:RECENT_RUNS]:
+        for dirpath, dirnames, filenames in os.walk(run_dir):
+            dirnames[:] = [d for d in dirnames if not Path(dirpath, d).is_symlink()]
+            for name in filenames:
+                path = Path(dirpath, name)
+                if _is_tmp(name) and _TMP_PID.search(name) and _writer_gone(path, boot):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                        removed.append(path)
     return removed
 
 

@@ -204,3 +204,26 @@ def test_dubious_ownership_is_gits_own_reason(
     assert "not a git work tree" not in error["message"]
     assert f"safe.directory {root}" in error["fix"]
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", ["state-is-a-file", "runs-is-a-file"])
+def test_state_path_errors_cross_task_groups_as_clean_answers(
+    tmp_path: Path, capsys: Any, damage: str
+) -> None:
+    """Errors raised inside anyio task groups arrive wrapped in an ExceptionGroup:
+    the CLI boundary still answers with one document naming the path, never exit 3."""
+    root = _workspace(tmp_path, _execution())
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "change"], cwd=root, check=True)
+    state = root / ".changeloop"
+    if damage == "state-is-a-file":
+        state.write_text("not a directory\n")
+    else:
+        state.mkdir()
+        (state / "runs").write_text("not a directory\n")
+    code, doc, err = _run(["prove", "hello", "--root", str(root)], capsys)
+    assert code in (1, 2), (code, doc, err)
+    assert "Traceback" not in err and "unexpected error" not in err
+    (error,) = _errors(doc)
+    assert ".changeloop" in error["path"]
+    assert doc["status"] == "not-proven" and doc["change"] == "hello"

@@ -316,10 +316,9 @@ def _user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | N
 
 def _os_error(exc: OSError) -> ChangeloopError:
     path = exc.filename if isinstance(exc.filename, str) else None
-    where = f"{path}: " if path else ""
     problem = Problem(
         code="filesystem_error",
-        message=f"{where}{exc.strerror or exc}",
+        message=f"filesystem error: {exc.strerror or exc}",
         location=Location(path) if path else None,
         fix="check that the path exists and that you may read and write it",
     )
