@@ -115,10 +115,15 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+_MARKERS: dict[int, str] = {}
+
+
 def owner_marker(pid: int | None = None) -> str:
     """``<pid>-<start>``: one changeloop process, never confused with a later one of that pid."""
     pid = os.getpid() if pid is None else pid
-    return f"{pid}-{process_start(pid) or 0}"
+    if pid not in _MARKERS:
+        _MARKERS[pid] = f"{pid}-{process_start(pid) or 0}"
+    return _MARKERS[pid]
 
 
 def is_alive(pid: int, start: int) -> bool:
@@ -137,11 +142,11 @@ def run_dir_of(log_dir: Path) -> Path | None:
 
 
 def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
+    """Write, rename: never half a record. No fsync: the records guard against a
+    killed process, and after a machine crash none of the processes exist."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:  # noqa: PTH123
         json.dump(doc, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
     tmp.replace(path)
 
 
