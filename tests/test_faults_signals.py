@@ -191,3 +191,46 @@ def test_in_process_main_restores_the_callers_handlers(workspace: Path) -> None:
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     assert main(["prove", "hello", "--root", str(workspace), "--dry-run"]) == 0
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "shape"),
+    [
+        (["evidence", "detect", "hello"], {"repositories": {}, "change": "hello"}),
+        (["evidence", "doctor", "hello"], {"findings": [], "unresolved": 0}),
+    ],
+    ids=["detect", "doctor"],
+)
+def test_other_verbs_answer_in_their_own_shape(
+    workspace: Path, argv: list[str], shape: dict[str, object]
+) -> None:
+    term_bit = 1 << (signal.SIGTERM - 1)
+    proc = subprocess.Popen(
+        [*LAUNCHERS[0], *argv, "--root", str(workspace), "--json"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while proc.poll() is None and not _caught(proc.pid) & term_bit:
+        time.sleep(0.0005)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    code, out, err = _finish(proc)
+    assert code == 130, (code, out, err)
+    assert "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True
+    assert shape.items() <= doc.items(), doc
+
+
+def test_usage_error_under_json_is_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    from changeloop.cli.main import main
+
+    assert main(["prove", "--json"]) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["status"] == "not-proven"
+    (error,) = doc["errors"]
+    assert error["code"] == "usage" and "change" in error["message"]
+    assert "usage: changeloop prove" in captured.err
