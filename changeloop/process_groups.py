@@ -242,6 +242,7 @@ class _DeadRun:
     run_dir: Path
     markers: frozenset[bytes]  # b"CHANGELOOP_OWNER=<pid>-<start>"
     groups: tuple[tuple[int, int], ...]  # (pgid, leader start)
+    owner_start: int  # the earliest owner start time known (0: unknown)
 
 
 def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
@@ -255,16 +256,19 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
     indexes) of changeloop processes that are gone, and stale sandboxes.
     """
     report = Sweep()
-    dead = _dead_runs(state_dir / "runs")
-    if dead:
-        report.processes = _end_processes(dead, grace_s)
-        for run in dead:
-            report.removed += _tmp_files_in(run.run_dir)
-            _remove_tree(run.run_dir / PGROUPS)
-            report.runs.append(run.run_dir.name)
-    report.removed += _stale_tmp_files(state_dir)
-    report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
-    report.removed += _stale_private_tempdirs()
+    # Damaged state is skipped, never an error: the sweep must not stop a run.
+    with contextlib.suppress(OSError):
+        dead = _dead_runs(state_dir / "runs")
+        if dead:
+            report.processes = _end_processes(dead, grace_s)
+            for run in dead:
+                report.removed += _tmp_files_in(run.run_dir)
+                _remove_tree(run.run_dir / PGROUPS)
+                report.runs.append(run.run_dir.name)
+    with contextlib.suppress(OSError):
+        report.removed += _stale_tmp_files(state_dir)
+        report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
+        report.removed += _stale_private_tempdirs()
     from changeloop import sandboxes  # not at import: sandboxes import identity
 
     with contextlib.suppress(OSError):
@@ -322,7 +326,8 @@ def _dead_runs(runs: Path) -> list[_DeadRun]:
             and (start := _int(r, "start", least=0)) is not None
         )
         markers = frozenset(f"{OWNER_ENV}={pid}-{start}".encode() for pid, start in known)
-        dead.append(_DeadRun(run_dir, markers, groups))
+        earliest = min((start for _, start in known), default=0)
+        dead.append(_DeadRun(run_dir, markers, groups, earliest))
     return dead
 
 
@@ -343,10 +348,12 @@ def _end_processes(dead: list[_DeadRun], grace_s: float) -> int:
     """
     groups = {pgid for run in dead for pgid, start in run.groups if _same(pgid, start)}
     markers = frozenset().union(*(run.markers for run in dead))
+    # A descendant of a dead owner started after it: older processes need no look.
+    since = min((run.owner_start for run in dead), default=0)
     signalled: dict[tuple[int, int], int] = {}  # (pid, start) -> last signal
     deadline = time.monotonic() + grace_s
     while True:
-        targets = _processes_of(groups, markers)
+        targets = _processes_of(groups, markers, since)
         if not targets:
             break
         now = time.monotonic()
@@ -357,7 +364,7 @@ def _end_processes(dead: list[_DeadRun], grace_s: float) -> int:
                 signalled[ident] = sig
         if now - deadline > 10:  # pragma: no cover - uninterruptible sleep (D state)
             break
-        time.sleep(0.02)
+        time.sleep(0.05)
     return len({pid for pid, _ in signalled})
 
 
@@ -366,7 +373,9 @@ def _same(pid: int, start: int) -> bool:
     return start > 0 and process_start(pid) == start
 
 
-def _processes_of(groups: set[int], markers: frozenset[bytes]) -> list[tuple[int, int]]:
+def _processes_of(
+    groups: set[int], markers: frozenset[bytes], since: int = 0
+) -> list[tuple[int, int]]:
     """(pid, start) of live, non-zombie processes in ``groups`` or carrying a marker."""
     me = os.getpid()
     found: list[tuple[int, int]] = []
@@ -386,7 +395,7 @@ def _processes_of(groups: set[int], markers: frozenset[bytes]) -> list[tuple[int
         if len(fields) < 20 or fields[0] in (b"Z", b"X"):
             continue
         pid, pgrp, start = int(name), int(fields[2]), int(fields[19])
-        if pgrp in groups or (markers and _carries(pid, markers)):
+        if pgrp in groups or (markers and start >= since and _carries(pid, markers)):
             found.append((pid, start))
     return found
 
