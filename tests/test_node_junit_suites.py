@@ -73,9 +73,37 @@ def test_tap_and_junit_of_one_run_agree(case: str) -> None:
 
 
 @pytest.mark.parametrize("xml", NODE_XML, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-def test_count_is_nodes_own_total(xml: Path) -> None:
+def test_junit_count_is_nodes_own_total_or_says_why_not(xml: Path) -> None:
     result = read_report(xml, format="junit")
-    assert result.counts is not None and result.counts.discovered == _node_total(xml)
+    assert result.counts is not None
+    mismatch = [f.message for f in result.findings if f.kind == "count-mismatch"]
+    if xml.parent.name == "subtests_and_empty":
+        assert result.counts.discovered == 10 and _node_total(xml) == 9
+        assert mismatch and "node reports 9 test(s) but its JUnit lists 10" in mismatch[0]
+    else:
+        assert result.counts.discovered == _node_total(xml) and not mismatch
+
+
+NODE_TAP = sorted([*FIXTURES.glob("node/*/report.tap"), *SUITES.glob("*/report.tap")])
+
+
+@pytest.mark.parametrize("tap", NODE_TAP, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_tap_counts_are_nodes_own_totals(tap: Path) -> None:
+    totals = {k: int(v) for k, v in re.findall(r"^# (\w+) (\d+)$", tap.read_text(), re.M)}
+    counts = read_report(tap, format="tap").counts
+    assert counts is not None
+    assert counts.discovered == totals["tests"]
+    assert counts.passed == totals["pass"]
+    assert counts.failed == totals["fail"] + totals["cancelled"]
+    assert counts.skipped == totals["skipped"] + totals["todo"]
+
+
+def test_a_test_with_subtests_is_a_test_and_an_empty_describe_is_not() -> None:
+    result = read_report(SUITES / "subtests_and_empty" / "report.tap", format="tap")
+    ids = [t.id for t in result.tests or ()]
+    assert "parent" in ids and "parent > child 1" in ids
+    assert "empty" not in ids and "skipped suite" not in ids
+    assert "outer > inner > deepest > leaf" in ids
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

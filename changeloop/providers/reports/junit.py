@@ -130,6 +130,8 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
             )
             cases[key] = merged
     tests = tuple(cases.values())
+    if node:
+        findings.extend(_node_total_check(raw, len(tests)))
     for case in tests:
         if case.outcome in ("failed", "error"):
             findings.extend(case_findings(case, tool))
@@ -159,6 +161,22 @@ def _cases(root: ET.Element) -> Iterator[tuple[ET.Element, tuple[str, ...]]]:
 def _is_node(raw: bytes) -> bool:
     """node --test's JUnit reporter: totals only as ``<!-- tests N -->`` comments (REPORTS.md)."""
     return b"<!-- tests " in raw and b"<!-- suites " in raw
+
+
+_NODE_TOTAL = re.compile(rb"<!-- tests (\d+) -->")
+
+
+def _node_total_check(raw: bytes, listed: int) -> list[Finding]:
+    """node's JUnit shape loses what a suite is: say so when its own total disagrees."""
+    found = _NODE_TOTAL.search(raw)
+    if found is None or int(found.group(1)) == listed:
+        return []
+    message = (
+        f"node reports {int(found.group(1))} test(s) but its JUnit lists {listed}: node writes"
+        " an empty or skipped describe as a test and a test with subtests as a suite"
+        " (its TAP reporter keeps them apart)"
+    )
+    return [Finding(kind="count-mismatch", severity="warning", message=message)]
 
 
 def _outcome(el: ET.Element) -> tuple[CaseOutcome, str | None]:

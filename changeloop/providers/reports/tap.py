@@ -5,9 +5,11 @@ Example::
     result = read(Path("test-results/unit.tap"))
 
 Nested subtests are indented by four spaces and printed before their parent's
-own ``ok``/``not ok`` line; a result line right after deeper ones (or whose
-YAML block says ``type: 'suite'``) is a suite, not a test (a failing suite
-with no failing child is still a failure). A test is identified by its suite
+own ``ok``/``not ok`` line. node marks its suites (``describe``) with
+``type: 'suite'`` in the YAML block: in such a stream only marked lines are
+suites, so a test with subtests (``t.test``) counts as a test, as node's own
+totals do; in a stream without marks a result line right after deeper ones is
+a suite. A failing suite with no failing child is still a failure. A test is identified by its suite
 path (its name is the enclosing suites' names and its own joined by
 `` > ``, as node's JUnit is read), and a
 ``[claim:id]`` tag in a suite's name cites for every test inside it.
@@ -56,7 +58,7 @@ class _Entry:
     name: str
     outcome: CaseOutcome
     message: str | None = None
-    suite: bool = False  # has children, or node says ``type: 'suite'``
+    marked: bool = False  # node's YAML says ``type: 'suite'``
     children: list[int] = field(default_factory=list)
 
 
@@ -89,6 +91,7 @@ class _Parser:
         self.findings: list[Finding] = []
         self.saw_plan = False
         self.bailed = False
+        self.typed = False  # some result is marked ``type: 'suite'`` (node)
         self.broken = False  # a plan the results do not meet, or no top-level plan
         self.top: int | None = None  # indent of the top level (the shallowest result or plan)
         self.yaml_indent: int | None = None
@@ -137,7 +140,7 @@ class _Parser:
                 return
             self._end_error()
         if _SUITE_TYPE.match(line):
-            entry.suite = True
+            entry.marked = self.typed = True
             return
         err = _ERROR.match(line)
         if err and entry.outcome == "failed" and entry.message is None:
@@ -174,7 +177,6 @@ class _Parser:
         index = len(self.entries)
         for level in sorted(k for k in self.pending if k > indent):
             entry.children.extend(self.pending.pop(level))
-        entry.suite = bool(entry.children)
         self._close_deeper(indent)
         self.blocks.setdefault(indent, _Block()).results += 1
         self.pending.setdefault(indent, []).append(index)
@@ -233,7 +235,7 @@ def parse(text: str) -> ReportResult:
     tests: list[TestCase] = []
     for index, entry in enumerate(entries):
         suites = paths.get(index, ())
-        if entry.suite:
+        if entry.marked or (entry.children and not parser.typed):
             children_failed = any(entries[c].outcome == "failed" for c in entry.children)
             if entry.outcome == "failed" and not children_failed:
                 suite_failed = True
