@@ -162,6 +162,22 @@ def _blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
+def _under(paths: list[bytes], text: bytes) -> list[bytes]:
+    """Sorted ``paths`` equal to ``text`` or under the directory ``text`` (two bisections)."""
+    if not text:
+        return paths
+    out: list[bytes] = []
+    if not text.endswith(b"/"):
+        at = bisect.bisect_left(paths, text)
+        if at < len(paths) and paths[at] == text:
+            out.append(text)
+        text += b"/"
+    # "/" + 1 is "0": the paths starting with ``text`` sort between the two bounds.
+    upper = text[:-1] + b"0"
+    out.extend(paths[bisect.bisect_left(paths, text) : bisect.bisect_left(paths, upper)])
+    return out
+
+
 class InputsIndex:
     """Every file of one work directory with its mode and content id, listed once.
 
@@ -256,9 +272,12 @@ class InputsIndex:
         Each pattern only looks at the paths that start with its literal prefix.
         """
         found: set[bytes] = set()
+        paths = self._bpaths
         for pattern in globs:
             spec = Pathspec.parse(pattern)
-            paths = self._bpaths
+            if spec.regex is None:  # literal: the path itself and everything under it
+                found.update(_under(paths, spec.text))
+                continue
             for k in range(bisect.bisect_left(paths, spec.prefix), len(paths)):
                 path = paths[k]
                 if not path.startswith(spec.prefix):
