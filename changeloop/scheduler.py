@@ -16,6 +16,10 @@ ties go to the job with more transitive dependents, then to listing order.
 A job that has a slot but not its resources is parked on the first refused
 lock and woken when that lock is released, so the cost per event is a few
 heap operations, never a rescan of all jobs (issue 3: ≤ 0.3 ms per job).
+Shared and exclusive claims are told apart by their mode alone (issue 12). An
+exclusive waiter holds back new readers only of the lock it is parked on:
+once woken for it and blocked elsewhere it lets go, so waiters never hold
+back each other's readers in a cycle while nothing runs.
 """
 
 from __future__ import annotations
@@ -186,7 +190,14 @@ class _Run:
             self.emit(i, "waiting", why)
         source = self.woken_from.pop(i, None)
         if source is not None and source != claim.key:
-            self.wake(source)  # it was woken for `source` but cannot use it: pass it on
+            # Woken for `source` but blocked elsewhere: it no longer waits for `source`, so
+            # it must not hold new readers of it back (two such jobs, each holding back
+            # the other's readers, would wait forever with nothing running), and the
+            # wake-up passes on.
+            if source in self.waiting_writer.get(i, ()):
+                self.waiting_writer[i].discard(source)
+                self.table.writer_done_waiting(source)
+            self.wake(source)
 
     def wake(self, key: str) -> None:
         """Move the jobs that may now take ``key`` back to the ready heap.
