@@ -192,8 +192,13 @@ def test_prove_with_a_port_holder_and_a_service_on_that_port(tmp_path: Path, cap
 # -- 2. `inputs: [src]` covers everything under src/ -------------------------------------
 
 
-@pytest.mark.parametrize("pattern", ["src", "src/", "./src", "src/**"])
-def test_inputs_directory_covers_its_files(tmp_path: Path, capsys: Any, pattern: str) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "sandbox"),
+    [("src", "none"), ("src/", "none"), ("./src", "none"), ("src/**", "none"), ("src", "copy")],
+)
+def test_inputs_directory_covers_its_files(
+    tmp_path: Path, capsys: Any, pattern: str, sandbox: str
+) -> None:
     root = make_repo(
         tmp_path / "ws",
         {"src/pkg/mod.py": "x = 1\n", "src/top.py": "y = 1\n", "README.md": "r\n"},
@@ -213,19 +218,19 @@ def test_inputs_directory_covers_its_files(tmp_path: Path, capsys: Any, pattern:
     )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "change")
-    code, doc = prove_json(root, "c1", "--sandbox", "none", capsys=capsys)
+    code, doc = prove_json(root, "c1", "--sandbox", sandbox, capsys=capsys)
     assert code == 0 and _states(doc) == {"unit": "ran"}, doc
-    code, doc = prove_json(root, "c1", "--sandbox", "none", capsys=capsys)
+    code, doc = prove_json(root, "c1", "--sandbox", sandbox, capsys=capsys)
     assert code == 0 and _states(doc) == {"unit": "cached"}, doc
 
     (root / "README.md").write_text("outside the inputs\n")
-    code, doc = prove_json(root, "c1", "--sandbox", "none", capsys=capsys)
+    code, doc = prove_json(root, "c1", "--sandbox", sandbox, capsys=capsys)
     assert code == 0 and _states(doc) == {"unit": "cached"}, doc
 
     (root / "src/pkg/mod.py").write_text("x = 2\n")  # deep under src/
-    code, doc = prove_json(root, "c1", "--sandbox", "none", capsys=capsys)
+    code, doc = prove_json(root, "c1", "--sandbox", sandbox, capsys=capsys)
     assert code == 0 and _states(doc) == {"unit": "ran"}, doc
 
     (root / "src/pkg/new.py").write_text("z = 1\n")  # a new, untracked file under src/
-    code, doc = prove_json(root, "c1", "--sandbox", "none", capsys=capsys)
+    code, doc = prove_json(root, "c1", "--sandbox", sandbox, capsys=capsys)
     assert code == 0 and _states(doc) == {"unit": "ran"}, doc
