@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.detect.manifests import (
+    Unreadable,
     dig,
     head,
     normalize,
@@ -28,7 +29,7 @@ VENV_DIRS = (".venv", "venv", "env", ".env")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 
 
-def detect(repo: Path) -> list[Detection]:
+def detect(repo: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     """Every pytest signal in ``repo``, best first within each source."""
     out: list[Detection] = []
     lock = lock_version(repo, "pytest")
@@ -43,7 +44,7 @@ def detect(repo: Path) -> list[Detection]:
         )
     # Source imports are the weakest signal: walk the tree for them only when
     # nothing stronger spoke (a 20,000-file repository costs a full walk).
-    importer = None if out else source_importer(repo)
+    importer = None if out else source_importer(repo, unreadable)
     if importer is not None:
         out.append(
             Detection("pytest", "python", "source_import", lock or installed, f"{importer} import")
@@ -192,9 +193,9 @@ def venv_version(repo: Path, package: str) -> str | None:
 _IMPORT = re.compile(r"^\s*(?:import\s+pytest\b|from\s+pytest\b)", re.MULTILINE)
 
 
-def source_importer(repo: Path) -> str | None:
+def source_importer(repo: Path, unreadable: Unreadable | None = None) -> str | None:
     """The first test file (or conftest) that imports pytest, relative to ``repo``."""
-    for path in walk_files(repo, (".py",)):
+    for path in walk_files(repo, (".py",), unreadable=unreadable):
         name = path.name
         if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
             continue
