@@ -36,6 +36,8 @@ def configured_detection(provider: Provider) -> Detection | None:
         return None
     if "pytest" in words or "py.test" in words:
         return Detection("pytest", "python", "configured", None, evidence)
+    if "unittest" in words and ("-m" in argv or "-munittest" in argv):
+        return Detection("unittest", "python", "configured", None, evidence)
     if "vitest" in words:
         return Detection("vitest", "javascript", "configured", None, evidence)
     if "jest" in words:

@@ -1,4 +1,9 @@
-"""Python: pytest from manifests, the repository's own virtualenv, or test imports.
+"""Python: the runner the maintainers run (tox, nox, Makefile, CI), pytest from
+manifests, the repository's own virtualenv, or test imports.
+
+A command the project's own configuration runs (``python -m unittest`` in
+tox.ini) comes first among the manifest signals, so it decides the runner over
+the mere presence of pytest configuration (DESIGN.md §13 "unittest").
 
 The environment is the repository's (``.venv/``, ``venv/``), never the
 interpreter changeloop runs in: an empty repository has no signal. Installed
@@ -12,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from changeloop.detect import maintainers
 from changeloop.detect.manifests import (
     Unreadable,
     dig,
@@ -30,10 +36,19 @@ INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "too
 
 
 def detect(repo: Path, unreadable: Unreadable | None = None) -> list[Detection]:
-    """Every pytest signal in ``repo``, best first within each source."""
+    """Every Python test-runner signal in ``repo``, best first within each source."""
     out: list[Detection] = []
     lock = lock_version(repo, "pytest")
     installed = venv_version(repo, "pytest")
+    for command in maintainers.test_commands(repo):
+        if command.runner == "unittest":
+            out.append(
+                Detection("unittest", "python", "manifest", None, command.evidence, command.args)
+            )
+        else:
+            out.append(
+                Detection("pytest", "python", "manifest", lock or installed, command.evidence)
+            )
     for evidence, pin in manifest_signals(repo):
         out.append(Detection("pytest", "python", "manifest", pin or lock or installed, evidence))
     if installed is not None:
