@@ -40,10 +40,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.processes import ProcessResult
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
+from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
 from changeloop.providers.reports.model import ReportResult
@@ -149,8 +151,14 @@ async def run(ctx: RunContext) -> list[Outcome]:
         if report_path.is_file() or report_path.is_symlink():
             report_path.unlink()  # a stale report must not speak for this run
         report_path.parent.mkdir(parents=True, exist_ok=True)
+    packages = project_packages(workdir)
+    injected = inject(argv, ctx.env, ctx.run_dir, packages)
     result: ProcessResult = await ctx.run_command(
-        argv, cwd=workdir, env=ctx.env, timeout_ms=provider.timeout_ms, log_name=provider.name
+        injected.argv,
+        cwd=workdir,
+        env=injected.env,
+        timeout_ms=provider.timeout_ms,
+        log_name=provider.name,
     )
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
@@ -183,6 +191,17 @@ async def run(ctx: RunContext) -> list[Outcome]:
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
+    source = ctx.sources.get(repo, workdir)
+    foreign = outside_imports(injected.imports_dir, (workdir, source), packages, source)
+    if foreign:
+        findings[:0] = foreign.values()  # first, so the bound on findings never drops them
+        if test_status == "pass":
+            names = ", ".join(foreign)
+            test_status, test_reason = (
+                "inconclusive",
+                f"the tests imported {names} from outside the repository (an installed "
+                "copy), so they did not prove this content",
+            )
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
     )
@@ -203,6 +222,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
+            "injected": ["-p", PLUGIN] if injected.imports_dir else [],
             **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
