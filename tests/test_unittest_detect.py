@@ -73,6 +73,11 @@ def test_maintainers_pytest_command_stays_pytest(tmp_path: Path) -> None:
     assert [(d.adapter, d.evidence) for d in found] == [("pytest", "tox.ini [testenv] commands")]
 
 
+def test_first_maintainers_command_decides(tmp_path: Path) -> None:
+    write(tmp_path, {"tox.ini": "[testenv]\ncommands = pytest\n", "Makefile": MAKEFILE})
+    assert [d.adapter for d in detect_repository(tmp_path)] == ["pytest"]
+
+
 def test_pytest_config_alone_is_still_pytest(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": PYTEST_CONFIG, "Makefile": "test:\n\tpytest\n"})
     assert [d.adapter for d in detect_repository(tmp_path)] == ["pytest"]

@@ -3,7 +3,10 @@
 Findings share one shape ``{kind, message, suggested_action, playbook_command}``
 (plus ``severity``, ``repository``, ``capability`` where they apply). Only
 ``severity: error`` findings count as unresolved; ``no-tests-declared`` is
-informational (DESIGN.md §6). Doctor reads files and checks PATH; it runs nothing.
+informational (DESIGN.md §6). Doctor reads files and checks PATH; the only thing it
+runs is a test command's own interpreter (never a script of the repository's),
+asking ``find_spec`` where the project's packages would come from — no project code
+is imported (``detect/imports.py``).
 """
 
 from __future__ import annotations

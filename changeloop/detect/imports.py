@@ -82,6 +82,28 @@ def interpreter_of(repo: Path, argv: Sequence[str]) -> tuple[str, Path] | None:
     return None
 
 
+def trusted_interpreter(repo: Path, python: Path) -> bool:
+    """An interpreter, not project code: a binary, or a file outside the repository.
+
+    A virtualenv's ``bin/python`` is a symlink to the base interpreter or a copy
+    of its binary; a *script* named python inside the repository is the
+    project's own code, and bootstrap never runs that.
+    """
+    try:
+        real = python.resolve()
+        with real.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError:
+        return False
+    if magic == b"\x7fELF" or magic[:2] == b"MZ" or magic in (b"\xcf\xfa\xed\xfe",):
+        return True
+    try:
+        real.relative_to(repo.resolve())
+    except ValueError:
+        return True
+    return False
+
+
 def _resolve(repo: Path, command: str) -> Path | None:
     if "/" in command:
         path = Path(command) if Path(command).is_absolute() else repo / command
@@ -117,6 +139,8 @@ def outside_packages(repo: Path, argv: Sequence[str]) -> list[Shadowed]:
     if found is None or not packages:
         return []
     written, python = found
+    if not trusted_interpreter(repo, python):
+        return []
     extra = pytest_pythonpath(repo) if pytest_position(argv) is not None else []
     try:
         proc = subprocess.run(

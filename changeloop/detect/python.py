@@ -40,17 +40,22 @@ def detect(repo: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     out: list[Detection] = []
     lock = lock_version(repo, "pytest")
     installed = venv_version(repo, "pytest")
-    for command in maintainers.test_commands(repo):
-        if command.runner == "unittest":
-            out.append(
-                Detection("unittest", "python", "manifest", None, command.evidence, command.args)
-            )
-        else:
-            out.append(
-                Detection("pytest", "python", "manifest", lock or installed, command.evidence)
-            )
+    commands = [
+        Detection("unittest", "python", "manifest", None, c.evidence, c.args)
+        if c.runner == "unittest"
+        else Detection("pytest", "python", "manifest", lock or installed, c.evidence)
+        for c in maintainers.test_commands(repo)
+    ]
+    # The maintainers' first command decides the runner: a unittest command goes
+    # before pytest configuration; a pytest one after it (pytest's own
+    # configuration stays the evidence shown for a pytest project).
+    leads = bool(commands) and commands[0].adapter == "unittest"
+    if leads:
+        out.extend(commands)
     for evidence, pin in manifest_signals(repo):
         out.append(Detection("pytest", "python", "manifest", pin or lock or installed, evidence))
+    if not leads:
+        out.extend(commands)
     if installed is not None:
         site = venv_site_packages(repo)
         where = site.relative_to(repo).as_posix() if site else ".venv"

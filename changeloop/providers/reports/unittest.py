@@ -20,8 +20,7 @@ What unittest prints (3.11, 3.12, 3.13 alike; fixtures under
   successes=1)`` or, from 3.12, ``NO TESTS RAN`` (exit 5).
 
 ``Ran N`` is the discovered count. When the per-test lines do not add up to it
-(output without ``-v``, a test printing over its own line, 3.12.1's count of
-an unexpected success) a ``count-mismatch`` finding says so and the outcomes
+(output without ``-v``; 3.12.1 leaves skipped tests out of ``Ran N``) a ``count-mismatch`` finding says so and the outcomes
 are filled from the summary. No ``Ran`` line at all (the run died first) ⇒ the
 runner could not say: ``counts is None``. A test module that fails to import
 is unittest's own failing ``_FailedTest`` test, with finding
@@ -265,14 +264,18 @@ def _from_summary(
 ) -> TestCounts:
     """Counts that add up to ``Ran N`` when the per-test lines do not."""
     if have_lines:
-        failed, skipped = lines.failed, lines.skipped
-    else:
-        failed = (
-            numbers.get("failures", 0)
-            + numbers.get("errors", 0)
-            + numbers.get("unexpected successes", 0)
+        # Tests that ran keep their outcome; skipped takes up the difference
+        # (3.12.1 leaves skipped tests out of `Ran N`).
+        failed = min(ran, lines.failed)
+        passed = min(ran - failed, lines.passed)
+        return TestCounts(
+            discovered=ran, passed=passed, failed=failed, skipped=ran - failed - passed
         )
-        skipped = numbers.get("skipped", 0) + numbers.get("expected failures", 0)
-    failed = min(ran, failed)
-    skipped = min(ran - failed, skipped)
+    failed = min(
+        ran,
+        numbers.get("failures", 0)
+        + numbers.get("errors", 0)
+        + numbers.get("unexpected successes", 0),
+    )
+    skipped = min(ran - failed, numbers.get("skipped", 0) + numbers.get("expected failures", 0))
     return TestCounts(discovered=ran, passed=ran - failed - skipped, failed=failed, skipped=skipped)
