@@ -20,8 +20,10 @@ What unittest prints (3.11, 3.12, 3.13 alike; fixtures under
   successes=1)`` or, from 3.12, ``NO TESTS RAN`` (exit 5).
 
 ``Ran N`` is the discovered count. When the per-test lines do not add up to it
-(output without ``-v``; 3.12.1 leaves skipped tests out of ``Ran N``) a ``count-mismatch`` finding says so and the outcomes
-are filled from the summary. No ``Ran`` line at all (the run died first) ⇒ the
+(output without ``-v``; 3.12.1 leaves skipped tests out of ``Ran N``) a
+``count-mismatch`` finding says so: tests that ran keep their listed outcome
+and skipped takes up the difference, or, with no per-test lines at all, the
+outcomes come from the summary. No ``Ran`` line at all (the run died first) ⇒ the
 runner could not say: ``counts is None``. A test module that fails to import
 is unittest's own failing ``_FailedTest`` test, with finding
 ``unittest-import-error``. Claims are cited by a ``[claim:id]`` tag in the
