@@ -24,6 +24,11 @@ Rules (DESIGN.md §3, REPORTS.md):
 - With no ``report``, libtest text is read from stdout (``cargo test``), and
   unittest's ``-v`` output from the log (it writes to stderr) when ``format:
   unittest`` names it or the output looks like it.
+- A command that runs pytest itself gets changeloop's claim plugin through
+  ``-p changeloop_claims`` and ``PYTHONPATH`` (``pytest_injection.py``); the
+  plugin records where the repository's own packages were imported from, and
+  one imported from outside it (an installed copy) turns a passing ``test``
+  into ``inconclusive`` with finding ``imported-from-outside``.
 - The report is deleted before the run (a stale report must not speak for this
   run) and copied into the provider's run directory afterwards.
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
