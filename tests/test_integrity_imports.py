@@ -261,3 +261,28 @@ def test_inside_rejects_installed_copies_inside_the_repository(tmp_path: Path) -
     assert pytest_injection.inside(str(own), [tmp_path])
     assert not pytest_injection.inside(str(vendored), [tmp_path])
     assert not pytest_injection.inside("/usr/lib/python3/dist-packages/pkg/x.py", [tmp_path])
+
+
+def test_doctor_checks_a_unittest_project_too(tmp_path: Path, capsys) -> None:
+    """unittest has no plugin, so doctor's find_spec check is what catches it (DESIGN §13)."""
+    import yaml  # an installed package to be shadowed: changeloop's interpreter has it
+
+    root = tmp_path / "proj"
+    (root / "src" / "yaml").mkdir(parents=True)
+    (root / "src" / "yaml" / "__init__.py").write_text("VERSION = 'mine'\n")
+    (root / "tox.ini").write_text("[testenv]\ncommands = python -m unittest -v\n")
+    make_change(
+        root,
+        CHANGE,
+        EVIDENCE,
+        f"version: 1\nproviders:\n  test:\n    adapter: command\n"
+        f'    command: ["{sys.executable}", -m, unittest, -v]\n',
+    )
+    capsys.readouterr()
+    assert main(["evidence", "doctor", CHANGE, "--json", "--root", str(root)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    found = [f for f in doc["findings"] if f["kind"] == "imported-from-outside"]
+    assert len(found) == 1, doc
+    assert str(Path(yaml.__file__).resolve()) in found[0]["message"]
+    assert str(root / "src" / "yaml") in found[0]["message"]
+    assert found[0]["playbook_command"] == f"{sys.executable} -m pip install -e ."

@@ -22,7 +22,7 @@ from typing import Any
 from changeloop.detect import ChangeContext, javascript, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
-from changeloop.detect.imports import outside_packages
+from changeloop.detect.imports import outside_packages, runs_tests
 from changeloop.detect.manifests import dig, head, read_ini, read_toml
 from changeloop.detect.playbook import change_dir, init_command, suggest
 from changeloop.model import Provider, Repository
@@ -125,7 +125,7 @@ def _provider_findings(ctx: ChangeContext, provider: Provider, cdir: str) -> lis
     if repo is None or not provider.command:
         return out
     out.extend(_tool_findings(ctx, provider, repo))
-    if provider.adapter == "test-discovery":
+    if provider.adapter == "test-discovery" or runs_tests(provider.command or ()):
         out.extend(_import_findings(provider, repo))
     if provider.origin == "derived":
         out.extend(_config_findings(provider, repo, cdir))

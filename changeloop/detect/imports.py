@@ -24,6 +24,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from changeloop.detect.manifests import dig, read_ini, read_toml
@@ -130,6 +131,13 @@ def pytest_pythonpath(repo: Path) -> list[str]:
     if not isinstance(value, list):
         return []
     return [str((repo / str(v)).resolve()) for v in value]
+
+
+def runs_tests(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` runs pytest or ``-m unittest`` directly (a ``command`` provider may)."""
+    words = [a.rsplit("/", 1)[-1] for a in argv]
+    unittest = any(w == "-m" and n == "unittest" for w, n in pairwise(words))
+    return unittest or pytest_position(argv) is not None
 
 
 def outside_packages(repo: Path, argv: Sequence[str]) -> list[Shadowed]:
