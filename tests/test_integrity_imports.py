@@ -205,6 +205,7 @@ def test_plugin_and_adapter_agree_on_the_variables() -> None:
         (["python3", "-m", "unittest", "-v"], ["python3", "-m", "unittest", "-v"]),
         (["tox", "-e", "py"], ["tox", "-e", "py"]),
         (["pytest", "-p", "no:changeloop_claims"], ["pytest", "-p", "no:changeloop_claims"]),
+        (["pytest", "-p", "changeloop_claims"], ["pytest", "-p", "changeloop_claims"]),
     ],
 )
 def test_the_plugin_goes_only_where_pytest_runs_directly(
@@ -212,9 +213,12 @@ def test_the_plugin_goes_only_where_pytest_runs_directly(
 ) -> None:
     injected = pytest_injection.inject(argv, {"PYTHONPATH": "/x"}, tmp_path, {"pkg": "pkg"})
     assert list(injected.argv) == expected
-    if expected != argv:
+    if "pytest" in argv and "no:changeloop_claims" not in argv:
+        assert injected.imports_dir is not None
         assert injected.env["PYTHONPATH"] == f"{tmp_path / 'pytest-plugin'}:/x"
         assert (tmp_path / "pytest-plugin" / "changeloop_claims.py").is_file()
+    else:
+        assert injected.imports_dir is None and injected.env == {"PYTHONPATH": "/x"}
 
 
 @pytest.mark.parametrize(

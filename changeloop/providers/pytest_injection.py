@@ -56,7 +56,12 @@ def pytest_position(argv: Sequence[str]) -> int | None:
 
 
 def _opted_out(argv: Sequence[str]) -> bool:
-    return any(a in (f"no:{PLUGIN}", f"-pno:{PLUGIN}", PLUGIN, f"-p{PLUGIN}") for a in argv)
+    return any(a in (f"no:{PLUGIN}", f"-pno:{PLUGIN}") for a in argv)
+
+
+def _named(argv: Sequence[str]) -> bool:
+    """The command already loads the plugin (``-p changeloop_claims``)."""
+    return any(a in (PLUGIN, f"-p{PLUGIN}") for a in argv)
 
 
 def inject(
@@ -79,7 +84,7 @@ def inject(
     new_env["PYTHONPATH"] = f"{plugin_dir}:{path}" if path else str(plugin_dir)
     new_env[PACKAGES_ENV] = ",".join(sorted(packages))
     new_env[IMPORTS_ENV] = str(imports_dir)
-    new_argv = (*argv[:at], "-p", PLUGIN, *argv[at:])
+    new_argv = tuple(argv) if _named(argv) else (*argv[:at], "-p", PLUGIN, *argv[at:])
     return Injected(new_argv, new_env, imports_dir)
 
 

@@ -227,7 +227,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
-            "injected": ["-p", PLUGIN] if injected.imports_dir else [],
+            "injected": ["-p", PLUGIN] if len(injected.argv) > len(argv) else [],
             **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
