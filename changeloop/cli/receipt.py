@@ -187,6 +187,12 @@ def run_verify(args: argparse.Namespace) -> int:
 
     keys = [load_public_key_file(p) for p in args.public_key]
     data = _read(args.file, "receipt")
+    from changeloop.vsa import claims_to_be_vsa
+
+    if claims_to_be_vsa(data):  # a `changeloop summary` VSA: changeloop/cli/summary.py
+        from changeloop.cli.summary import verify_command
+
+        return verify_command(args, data, keys)
     doc: dict[str, Any] = {"version": "1", "file": str(args.file)}
     try:
         verified = verify_envelope(data, keys, Expectation(change=args.change))
