@@ -12,7 +12,8 @@ Usage::
                  effective_command=adapter.effective_command(p),
                  trees={"web": ident.tree}, inputs_digest=None, upstream={},
                  env_from_values={"DATABASE_URL": os.environ["DATABASE_URL"]},
-                 hmac_key=key, services=[], schema_version="changeloop/receipt@1")
+                 hmac_key=key, services=[], schema_version="changeloop/receipt@2",
+                 wiring=wiring_digest(plan, p))
 
 ``envFrom`` values never appear in clear: each is an HMAC-SHA256 keyed by
 bytes the caller derives from the workspace key, so a fingerprint (which is
@@ -41,7 +42,7 @@ from changeloop.model import Provider, Readiness, Service
 __all__ = ["FORMAT", "InputsIndex", "compute", "document", "glob_regex", "inputs_digest"]
 
 # Bump when the meaning of the document below changes: every old entry misses.
-FORMAT = 1
+FORMAT = 2  # 2: the wiring digest (changeloop.wiring) is part of the document
 
 
 def _secret(hmac_key: bytes, name: str, value: str) -> str:
@@ -87,6 +88,7 @@ def document(
     hmac_key: bytes,
     services: Sequence[Service],
     schema_version: str,
+    wiring: str | None = None,
 ) -> dict[str, Any]:
     """The JSON document the fingerprint hashes (exposed for tests and ``--explain``).
 
@@ -122,6 +124,7 @@ def document(
         "timeoutMs": provider.timeout_ms,
         "content": content,
         "upstream": dict(upstream),
+        "wiring": wiring,
     }
 
 
@@ -137,6 +140,7 @@ def compute(
     hmac_key: bytes,
     services: Sequence[Service],
     schema_version: str,
+    wiring: str | None = None,
 ) -> str:
     """``"sha256:<hex>"`` of the RFC 8785 form of :func:`document`."""
     doc = document(
@@ -150,6 +154,7 @@ def compute(
         hmac_key=hmac_key,
         services=services,
         schema_version=schema_version,
+        wiring=wiring,
     )
     return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
 

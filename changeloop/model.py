@@ -142,6 +142,7 @@ class Provider:
     issuer: str | None = None
     receipts: str | None = None
     max_age_s: int | None = None
+    accepts: tuple[str, ...] = ()  # providers whose prove-made receipts it accepts (§2.6)
     # provenance
     origin: Origin = "configured"
     confidence: Confidence = "high"

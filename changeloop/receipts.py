@@ -37,7 +37,8 @@ from changeloop.providers.base import Outcome
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
-EXTENSION_SCHEMA = "changeloop/receipt@1"
+EXTENSION_SCHEMA = "changeloop/receipt@2"
+SIGNED_ADAPTER = "signed"  # `receipt sign` sign-offs: no wiring ran, so `wiring` is null
 LOG_TAIL_CHARS = 4000
 LOG_TAIL_LINES = 40
 
@@ -59,6 +60,8 @@ class ReceiptFacts:
     log_sha256: str | None = None
     log_tail: str = ""
     url: str | None = None
+    # "sha256:<hex>" of the provider's wiring (changeloop.wiring); None for sign-offs
+    wiring: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
         "reason": outcome.reason,
         "claims": dict(sorted(outcome.claims.items())),
         "fingerprint": facts.fingerprint,
+        "wiring": facts.wiring,
         "command": list(outcome.command) if outcome.command is not None else None,
         "exitCode": outcome.exit_code,
         "tests": outcome.tests.to_json() if outcome.tests is not None else None,

@@ -39,8 +39,9 @@ from changeloop.receipts import (
 )
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import ReceiptView
+from changeloop.wiring import wiring_digest
 
-SCHEMA_VERSION = "changeloop/receipt@1"
+SCHEMA_VERSION = "changeloop/receipt@2"
 ProviderState = Literal["ran", "cached", "not-run"]
 
 
@@ -104,6 +105,7 @@ class RunState:
         self.box_locks: dict[str, anyio.Lock] = {}
         self.setup_ok: dict[str, bool] = {}
         self.fingerprints: dict[str, str] = {}
+        self.wirings: dict[str, str] = {}
         self.indexes: dict[str, fingerprint.InputsIndex] = {}
         self.reports: dict[str, ProviderReport] = {
             p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
@@ -181,9 +183,18 @@ class RunState:
             hmac_key=self.hmac_key,
             services=services,
             schema_version=SCHEMA_VERSION,
+            wiring=self.wiring(provider),
         )
         self.fingerprints[provider.name] = fp
         return fp
+
+    def wiring(self, provider: Provider) -> str:
+        """The provider's wiring digest (changeloop.wiring), computed once per run."""
+        if self.plan.providers.get(provider.name) is not provider:
+            return wiring_digest(self.plan, provider)  # e.g. a repository's setup pseudo-provider
+        if provider.name not in self.wirings:
+            self.wirings[provider.name] = wiring_digest(self.plan, provider)
+        return self.wirings[provider.name]
 
     # -- receipts ----------------------------------------------------------
     def seal_outcome(
@@ -219,6 +230,7 @@ class RunState:
             log_sha256=log_sha256,
             log_tail=log_tail or "",
             url=outcome.url or self.options.url,
+            wiring=self.wiring(provider),
         )
         statement = build_statement(facts, outcome)
         sealed = seal(statement, self.key)

@@ -113,7 +113,7 @@ def statement(
 ) -> dict[str, Any]:
     marks = claims if claims is not None else {"auth-boundary": "credited"}
     facts = ReceiptFacts(
-        change=change, provider=provider, adapter="receipt-sign",
+        change=change, provider=provider, adapter="signed",
         fingerprint="sha256:" + "ab" * 32, subjects=subjects, sandbox="none",
         issuer=issuer, started=finished, finished=finished,
         configuration={"evidence.yaml": "cd" * 32}, url=url,

@@ -33,7 +33,7 @@ API = ContentIdentity(tree="c" * 40, head=None, dirty=False)
 def facts(**over: object) -> ReceiptFacts:
     base: dict[str, object] = dict(
         change="add-x", provider="test", adapter="test-discovery",
-        fingerprint="sha256:" + "1" * 64, subjects={"web": WEB, "api": API}, sandbox="copy",
+        fingerprint="sha256:" + "1" * 64, wiring="sha256:" + "5" * 64, subjects={"web": WEB, "api": API}, sandbox="copy",
         issuer="local", started=T0, finished=T0 + timedelta(milliseconds=1234),
         configuration={"evidence.yaml": "2" * 64, "command": "3" * 64},
         log_sha256="4" * 64, log_tail="\n".join(f"line {i}" for i in range(100)),
@@ -64,7 +64,8 @@ def test_statement_has_the_fixed_shape() -> None:
     assert pred["passedTests"] == ["t1", "t2"] and pred["failedTests"] == []
     assert {"name": "command", "digest": {"sha256": "3" * 64}} in pred["configuration"]
     ext = pred["changeloop"]
-    assert ext["schema"] == "changeloop/receipt@1"
+    assert ext["schema"] == "changeloop/receipt@2"
+    assert ext["wiring"] == "sha256:" + "5" * 64
     assert ext["repositories"]["web"] == {"tree": "a" * 40, "head": "b" * 40, "dirty": True}
     assert ext["tests"] == {"discovered": 3, "passed": 2, "failed": 0, "skipped": 1}
     assert ext["durationMs"] == 1234

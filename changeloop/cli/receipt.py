@@ -115,6 +115,7 @@ def run_sign(args: argparse.Namespace) -> int:
     from changeloop.plan import build_plan
     from changeloop.providers.base import Observer, Outcome
     from changeloop.receipts import (
+        SIGNED_ADAPTER,
         ReceiptFacts,
         build_statement,
         configuration_digests,
@@ -149,13 +150,13 @@ def run_sign(args: argparse.Namespace) -> int:
         status=args.status,
         reason=args.reason if args.status != "pass" else None,
         claims={c: mark for c in claims},
-        observer=Observer(adapter="receipt-sign", tool="changeloop receipt sign"),
+        observer=Observer(adapter=SIGNED_ADAPTER, tool="changeloop receipt sign"),
         url=args.url,
     )
     facts = ReceiptFacts(
         change=change.id,
         provider=provider,
-        adapter="receipt-sign",
+        adapter=SIGNED_ADAPTER,  # a sign-off: no wiring ran, so `wiring` stays null
         fingerprint="sha256:" + sha256_hex(canonicalize(binding)),
         subjects=subjects,
         sandbox=args.sandbox,

@@ -100,21 +100,35 @@ def execution_from_document(doc: Document) -> Execution:
     }
     if problems:
         raise ConfigError(sorted(problems, key=position))
-    return Execution(path=doc.path, version=READS, providers=providers, services=services,
-                     setup=setup)
+    return Execution(
+        path=doc.path, version=READS, providers=providers, services=services, setup=setup
+    )
 
 
-def _trusted(name: str, role: Literal["ci", "authority"], body: dict[str, Any], *,
-             doc: Document, base: Path, problems: list[Problem]) -> TrustedKey | None:
+def _trusted(
+    name: str,
+    role: Literal["ci", "authority"],
+    body: dict[str, Any],
+    *,
+    doc: Document,
+    base: Path,
+    problems: list[Problem],
+) -> TrustedKey | None:
     where = ("providers", name, role)
     label = body.get("issuer") if role == "ci" else body.get("name")
     inline, file = body.get("publicKey"), body.get("publicKeyFile")
     if (inline is None) == (file is None):
-        problems.append(Problem(
-            code="public_key_choice",
-            message=f"{role} of provider {name!r} needs exactly one of publicKey or publicKeyFile",
-            location=doc.location(where), fix="give the PEM inline (publicKey) or a path "
-            "relative to execution.yaml (publicKeyFile)", providers=(name,)))
+        problems.append(
+            Problem(
+                code="public_key_choice",
+                message=f"{role} of provider {name!r} needs exactly one of publicKey or"
+                " publicKeyFile",
+                location=doc.location(where),
+                fix="give the PEM inline (publicKey) or a path "
+                "relative to execution.yaml (publicKeyFile)",
+                providers=(name,),
+            )
+        )
         return None
     if inline is not None:
         return TrustedKey(role=role, name=str(label), public_key_pem=str(inline), source="inline")
@@ -122,19 +136,23 @@ def _trusted(name: str, role: Literal["ci", "authority"], body: dict[str, Any], 
     try:
         pem = key_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(
-            code="public_key_file_missing",
-            message=f"publicKeyFile {file!r} of provider {name!r} cannot be read "
-            f"({getattr(exc, 'strerror', None) or exc})",
-            location=doc.location((*where, "publicKeyFile")),
-            fix="commit the PEM next to execution.yaml, or fix the path (relative to it)",
-            providers=(name,)))
+        problems.append(
+            Problem(
+                code="public_key_file_missing",
+                message=f"publicKeyFile {file!r} of provider {name!r} cannot be read "
+                f"({getattr(exc, 'strerror', None) or exc})",
+                location=doc.location((*where, "publicKeyFile")),
+                fix="commit the PEM next to execution.yaml, or fix the path (relative to it)",
+                providers=(name,),
+            )
+        )
         return None
     return TrustedKey(role=role, name=str(label), public_key_pem=pem, source=str(key_path))
 
 
-def _provider(name: str, body: dict[str, Any], doc: Document, base: Path,
-              problems: list[Problem]) -> Provider:
+def _provider(
+    name: str, body: dict[str, Any], doc: Document, base: Path, problems: list[Problem]
+) -> Provider:
     adapter = str(body.get("adapter") or "command")
     keys: list[TrustedKey] = []
     roles: tuple[Literal["ci", "authority"], ...] = ("ci", "authority")
@@ -173,6 +191,7 @@ def _provider(name: str, body: dict[str, Any], doc: Document, base: Path,
         issuer=(body.get("ci") or {}).get("issuer"),
         receipts=body.get("receipts"),
         max_age_s=None if max_age is None else parse_max_age(max_age),
+        accepts=tuple(body.get("accepts") or ()),
         origin="configured",
         keys=frozenset(body),
         location=doc.location(("providers", name), key=True),
