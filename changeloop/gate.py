@@ -139,18 +139,11 @@ class GateResult:
 
 
 # -- wiring -----------------------------------------------------------------
-def current_wiring(plan: Plan, provider: Provider) -> str | None:
-    """The wiring digest this checkout's plan gives ``provider`` (DESIGN.md §2.6).
+def current_wiring(plan: Plan, provider: Provider) -> str:
+    """The wiring digest this checkout's plan gives ``provider`` (DESIGN.md §2.6)."""
+    from changeloop.wiring import wiring_digest
 
-    WIRING-PENDING: ``changeloop.wiring`` (receipt@2) is not merged yet; until
-    it is, None means "not compared".
-    """
-    try:
-        from changeloop.wiring import wiring_digest  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    digest: str = wiring_digest(plan, provider)
-    return digest
+    return wiring_digest(plan, provider)
 
 
 def plan_provider(plan: Plan, name: str) -> Provider | None:
@@ -304,8 +297,6 @@ def _wiring_problem(plan: Plan, ext: Mapping[str, Any], what: str) -> str | None
     if provider is None:
         return f"{what} was made by provider {ext['provider']!r}, which this change no longer wires"
     current = current_wiring(plan, provider)
-    if current is None:  # WIRING-PENDING: see current_wiring
-        return None
     recorded = ext.get("wiring")
     if not isinstance(recorded, str):
         return f"{what} records no wiring digest (made before receipts carried one); prove again"

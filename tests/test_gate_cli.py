@@ -219,3 +219,37 @@ def test_console_script_exit_codes(tmp_path: Path, capsys, proven: bool) -> None
     assert proc.returncode == (0 if proven else 1)
     assert proc.stdout == ""  # human text goes to stderr
     assert ("proven" if proven else "not-proven") in proc.stderr
+
+
+def test_rewired_provider_is_stale_wiring(tmp_path: Path, capsys) -> None:
+    """Same content, another command for `check` (openspec/ is outside the content): stale."""
+    root = workspace(tmp_path)
+    assert prove(root, capsys) == 0
+    execution = root / "openspec" / "changes" / "c1" / "execution.yaml"
+    proven = execution.read_text()
+    execution.write_text(
+        proven.replace("command: [sh, check.sh]\n    claims", "command: [sh, -c, exit 0]\n    claims")
+    )
+    code, doc = gate(root, capsys)
+    assert code == 1 and codes(doc) == ["stale-wiring"]
+    assert "check" in doc["claims"]["greeting"]["reasons"][0]["message"]
+    assert doc["requires"] == {"static-analysis": {"self": "pass"}}  # its wiring is unchanged
+    execution.write_text(proven)
+    assert gate(root, capsys)[0] == 0
+
+
+def test_receipt_without_wiring_digest_is_stale_wiring(tmp_path: Path, capsys) -> None:
+    """A prove receipt from before receipts carried `wiring` (re-signed here with the workspace key)."""
+    from changeloop.jcs import canonicalize
+    from changeloop.keys import workspace_key
+    from changeloop.receipts import seal
+
+    root = workspace(tmp_path)
+    assert prove(root, capsys) == 0
+    path = root / ".changeloop" / "receipts" / "c1" / "check.check.json"
+    statement = json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+    statement["predicate"]["changeloop"].pop("wiring")
+    statement["predicate"]["changeloop"]["schema"] = "changeloop/receipt@1"
+    path.write_bytes(seal(json.loads(canonicalize(statement)), workspace_key(root)).envelope)
+    code, doc = gate(root, capsys)
+    assert code == 1 and codes(doc) == ["stale-wiring"], doc
