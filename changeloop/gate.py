@@ -75,6 +75,7 @@ class SetAside:
     message: str
     capability: str | None  # None when nothing trustworthy says which
     repositories: tuple[str, ...] = ()
+    fatal: bool = True  # an envelope that does not verify fails the gate closed
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,9 @@ class GateResult:
 
     @property
     def proven(self) -> bool:
-        return self.verdict.proven and not any(s.code == "unverified" for s in self.set_aside)
+        return self.verdict.proven and not any(
+            s.code == "unverified" and s.fatal for s in self.set_aside
+        )
 
     @property
     def status(self) -> str:
@@ -174,6 +177,55 @@ def external_keys(plan: Plan) -> list[Trusted]:
     ]
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What a committed receipt's signing key may speak for (DESIGN.md §2.6, §13).
+
+    A key named by an ``external`` provider vouches for sign-offs of that
+    provider's capability and for ``prove`` receipts of the providers it
+    ``accepts``; a ``--public-key`` given on the command line vouches for all.
+    """
+
+    by_key: Mapping[str, tuple[Provider, ...]]
+    unrestricted: frozenset[str]
+
+    def refusal(self, verified: Verified, what: str) -> str | None:
+        if verified.keyid in self.unrestricted:
+            return None
+        ext = verified.extension
+        providers = self.by_key.get(verified.keyid, ())
+        if ext.get("adapter") in SIGN_OFF_ADAPTERS:
+            if any(p.capability == ext["capability"] for p in providers):
+                return None
+            return (
+                f"{what} is a sign-off for capability {ext['capability']!r}; the key that "
+                "signed it is trusted by no external provider of that capability"
+            )
+        if any(ext["provider"] in p.accepts for p in providers):
+            return None
+        names = ", ".join(sorted(p.name for p in providers)) or "none"
+        return (
+            f"{what} was made by prove for provider {ext['provider']!r}, but no external "
+            f"provider trusting its key (trusted by: {names}) lists it in `accepts`"
+        )
+
+
+def _committed_scope(plan: Plan, extra: Sequence[Ed25519PublicKey]) -> _Scope:
+    from changeloop.keys import keyid
+
+    by_key: dict[str, list[Provider]] = {}
+    for p in plan.providers.values():
+        if p.adapter != "external":
+            continue
+        for k in p.trusted_keys:
+            kid = keyid(load_public_key(k.public_key_pem, k.source))
+            by_key.setdefault(kid, []).append(p)
+    return _Scope(
+        by_key={k: tuple(v) for k, v in by_key.items()},
+        unrestricted=frozenset(keyid(k) for k in extra),
+    )
+
+
 # -- reading ----------------------------------------------------------------
 def _uri(path: Path, root: Path) -> str:
     try:
@@ -236,7 +288,13 @@ class _Trees:
 
 
 def _check(
-    plan: Plan, env: ReadEnvelope, data: bytes, keys: Sequence[Trusted], trees: _Trees
+    plan: Plan,
+    env: ReadEnvelope,
+    data: bytes,
+    keys: Sequence[Trusted],
+    trees: _Trees,
+    *,
+    scope: _Scope | None = None,
 ) -> Kept | SetAside:
     if len(data) > MAX_ENVELOPE_BYTES:
         return SetAside(env, "unverified", f"{env.uri} is larger than 4 MiB; refused", None)
@@ -250,6 +308,10 @@ def _check(
     capability = str(ext["capability"])
     repos = tuple(sorted(ext["repositories"]))
     what = f"{env.uri} ({ext['provider']}/{capability})"
+    if scope is not None:
+        refused = scope.refusal(verified, what)
+        if refused is not None:  # verified, but addressed to no one here: ignored, not fatal
+            return SetAside(env, "unverified", refused, capability, repos, fatal=False)
     # Content: each subject against the current tree in the receipt's own sandbox mode.
     untracked = ext.get("sandbox") != "worktree"
     mode = "tracked and untracked files" if untracked else "tracked files (worktree mode)"
@@ -331,11 +393,11 @@ def evaluate(plan: Plan, public_keys: Sequence[Ed25519PublicKey] = ()) -> GateRe
     read: list[ReadEnvelope] = []
     kept: list[Kept] = []
     aside: list[SetAside] = []
-    batches: list[tuple[Source, list[Path], list[Trusted]]] = [
-        ("local", local_files(plan), local_keys),
-        ("committed", committed_files(plan), committed_keys),
+    batches: list[tuple[Source, list[Path], list[Trusted], _Scope | None]] = [
+        ("local", local_files(plan), local_keys, None),
+        ("committed", committed_files(plan), committed_keys, _committed_scope(plan, public_keys)),
     ]
-    for source, files, keys in batches:
+    for source, files, keys, scope in batches:
         for path in files:
             try:
                 data = path.read_bytes()
@@ -364,7 +426,7 @@ def evaluate(plan: Plan, public_keys: Sequence[Ed25519PublicKey] = ()) -> GateRe
                     )
                 )
                 continue
-            outcome = _check(plan, env, data, keys, trees)
+            outcome = _check(plan, env, data, keys, trees, scope=scope)
             (kept if isinstance(outcome, Kept) else aside).append(outcome)  # type: ignore[arg-type]
     current = _newest(kept)
     verdict = decide(plan, [k.view for k in current])

@@ -228,7 +228,9 @@ def test_rewired_provider_is_stale_wiring(tmp_path: Path, capsys) -> None:
     execution = root / "openspec" / "changes" / "c1" / "execution.yaml"
     proven = execution.read_text()
     execution.write_text(
-        proven.replace("command: [sh, check.sh]\n    claims", "command: [sh, -c, exit 0]\n    claims")
+        proven.replace(
+            "command: [sh, check.sh]\n    claims", "command: [sh, -c, exit 0]\n    claims"
+        )
     )
     code, doc = gate(root, capsys)
     assert code == 1 and codes(doc) == ["stale-wiring"]
@@ -253,3 +255,41 @@ def test_receipt_without_wiring_digest_is_stale_wiring(tmp_path: Path, capsys) -
     path.write_bytes(seal(json.loads(canonicalize(statement)), workspace_key(root)).envelope)
     code, doc = gate(root, capsys)
     assert code == 1 and codes(doc) == ["stale-wiring"], doc
+
+
+def _ci_workspace(tmp_path: Path, capsys, accepts: str) -> tuple[Path, Path]:
+    """`check` is proven in CI (signed with the CI key); the change trusts that key."""
+    root = workspace(tmp_path)
+    assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
+    pem = (tmp_path / "k" / "changeloop.pub").read_text()
+    change = root / "openspec" / "changes" / "c1"
+    (change / "evidence.yaml").write_text("version: 3\nclaims:\n  greeting: {requires: [check]}\n")
+    with (change / "execution.yaml").open("a") as fh:
+        fh.write(
+            f"  ci-check:\n    adapter: external\n    capability: ci-check\n{accepts}"
+            "    ci:\n      issuer: ci\n      publicKey: |\n"
+            + "".join(f"        {line}\n" for line in pem.splitlines())
+        )
+    key = str(tmp_path / "k" / "changeloop.key")
+    assert prove(root, capsys, "--sign-key", key, "--issuer", "ci") == 0
+    receipts = change / "receipts"
+    receipts.mkdir()
+    for path in (root / ".changeloop" / "receipts" / "c1").glob("check.*.json"):
+        (receipts / path.name).write_bytes(path.read_bytes())
+    import shutil
+
+    shutil.rmtree(root / ".changeloop")  # a fresh checkout: committed receipts only
+    return root, change
+
+
+def test_committed_ci_receipt_counts_for_a_provider_it_accepts(tmp_path: Path, capsys) -> None:
+    root, _change = _ci_workspace(tmp_path, capsys, "    accepts: [check]\n")
+    code, doc = gate(root, capsys)
+    assert code == 0, doc
+
+
+def test_committed_ci_receipt_without_accepts_does_not_count(tmp_path: Path, capsys) -> None:
+    root, _change = _ci_workspace(tmp_path, capsys, "")
+    code, doc = gate(root, capsys)
+    assert code == 1 and codes(doc) == ["unverified"]
+    assert "accepts" in doc["claims"]["greeting"]["reasons"][0]["message"]
