@@ -190,6 +190,30 @@ def test_drift_exits_2_naming_tool_version_and_capability(tmp_path: Path, capsys
     assert len(drift) == 1 and "--outputFile" in drift[0]["message"]
     assert "vitest" in drift[0]["suggested_action"]
     assert drift[0]["playbook_command"] == "changeloop adapters check"
+    # Upgrading the tool makes the recorded drift stale: doctor no longer reports it.
+    pkg = root / "node_modules" / "vitest" / "package.json"
+    pkg.write_text('{"name": "vitest", "version": "0.0.2"}')
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None
+    assert "tool-contract-drift" not in {f["kind"] for f in doctor["findings"]}
+
+
+def test_doctor_executes_no_tool_to_find_drift(tmp_path: Path, capsys) -> None:
+    """Doctor reads the last check's record; it never runs the repository's own binaries."""
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    _fake_vitest(root, "  --reporter <name>")
+    mark = tmp_path / "tool-ran"
+    script = root / "node_modules" / ".bin" / "vitest"
+    script.write_text(script.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\ntouch {mark}\n", 1))
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None and not mark.exists()
+    assert "tool-contract-drift" not in {f["kind"] for f in doctor["findings"]}
+    assert _check(root, capsys)[0] == 2 and mark.exists()  # the check itself asks the tool
+    mark.unlink()
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None and not mark.exists()
+    assert "tool-contract-drift" in {f["kind"] for f in doctor["findings"]}
 
 
 def test_a_repository_without_such_tools_is_ok(tmp_path: Path, capsys) -> None:

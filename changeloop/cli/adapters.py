@@ -68,7 +68,7 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
 @common.with_shape(lambda a: {"version": "1", "status": "drift", "tools": []})
 def run(args: argparse.Namespace) -> int:
     from changeloop import workspace
-    from changeloop.contracts import check_repository
+    from changeloop.contracts import check_repository, save_record
 
     root = workspace.find_root(override=common.root_arg(args))
     reports = [
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         for name, path in _repositories(root, args.change).items()
         for report in check_repository(name, path, root)
     ]
+    save_record(root, reports)  # what `evidence doctor` reports, without running anything
     drift = [r for r in reports if r.status == "drift"]
     status = "drift" if drift else "ok"
     if common.json_mode(args):

@@ -87,6 +87,8 @@ class ToolReport:
     missing: tuple[Missing, ...] = ()
     message: str = ""
     checked: tuple[str, ...] = field(default_factory=tuple)
+    repo_path: str | None = None  # absolute, for the record doctor reads
+    stamp: dict[str, Any] | None = None  # the file whose change means "another tool now"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -175,7 +177,8 @@ def _env() -> dict[str, str]:
             "COLUMNS": "200",
         }
     )
-    env.pop("NODE_OPTIONS", None)  # no --require of project code into node
+    for name in ("NODE_OPTIONS", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+        env.pop(name, None)  # no --require / -p of project code into the tool
     return env
 
 
@@ -196,37 +199,61 @@ def _run(argv: Sequence[str], cwd: Path) -> tuple[int | None, str]:
     return proc.returncode, text
 
 
-def _resolve(
-    contract: Contract, repo: Path, root: Path, scratch: Path
-) -> tuple[list[str] | None, str | None, str]:
-    """(argv prefix, version, where) or (None, None, why not)."""
+@dataclass(frozen=True)
+class _Resolved:
+    argv: list[str] | None  # None: the tool does not resolve
+    where: str  # the tool's path, or why it does not resolve
+    version: str | None = None
+    stamp_file: Path | None = None  # replaced or upgraded tool ⇒ this file changes
+
+
+def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Resolved:
     how = contract.resolve
     if "nodeBin" in how:
         found = _node_bin(repo, root, how["nodeBin"])
         if found is None:
-            return None, None, f"no node_modules/.bin/{how['nodeBin']} for this repository"
-        return [str(found)], _package_version(found, how.get("package", how["nodeBin"])), str(found)
+            return _Resolved(None, f"no node_modules/.bin/{how['nodeBin']} for this repository")
+        package = how.get("package", how["nodeBin"])
+        manifest = found.parent.parent / package / "package.json"
+        return _Resolved(
+            [str(found)],
+            str(found),
+            _package_version(found, package),
+            manifest if manifest.is_file() else found.resolve(),
+        )
     if "pythonModule" in how:
         from changeloop.detect.python import venv_python
 
         interpreter = str(venv_python(repo) or shutil.which("python3") or "python3")
         module = how["pythonModule"]
-        code, _ = _run(
+        code, text = _run(
             [
                 interpreter,
                 "-c",
-                "import importlib.util, sys;"
-                f" sys.exit(importlib.util.find_spec({module!r}) is None)",
+                "import importlib.util, sys; s = importlib.util.find_spec("
+                f"{module!r}); print(s.origin if s else ''); sys.exit(s is None)",
             ],
             scratch,
         )
         if code != 0:
-            return None, None, f"{interpreter} cannot import {module}"
-        return [interpreter, "-m", module], None, f"{interpreter} -m {module}"
+            return _Resolved(None, f"{interpreter} cannot import {module}")
+        origin = Path(text.strip().splitlines()[0]) if text.strip() else None
+        stamp = origin if origin is not None and origin.is_file() else None
+        return _Resolved([interpreter, "-m", module], f"{interpreter} -m {module}", None, stamp)
     found_path = shutil.which(how["path"])
     if found_path is None:
-        return None, None, f"{how['path']} is not on PATH"
-    return [found_path], None, found_path
+        return _Resolved(None, f"{how['path']} is not on PATH")
+    return _Resolved([found_path], found_path, None, Path(found_path).resolve())
+
+
+def _stamp(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return {"file": str(path), "size": st.st_size, "mtimeNs": st.st_mtime_ns}
 
 
 def _relevant(contract: Contract, repo: Path, root: Path) -> bool:
@@ -241,7 +268,8 @@ def check_tool(contract: Contract, name: str, repo: Path, root: Path) -> ToolRep
     """Assert one contract against the tool ``repo`` resolves; never runs project code."""
     with tempfile.TemporaryDirectory(prefix="changeloop-contract-") as tmp:
         scratch = Path(tmp)
-        prefix, version, where = _resolve(contract, repo, root, scratch)
+        resolved = _resolve(contract, repo, root, scratch)
+        prefix, version, where = resolved.argv, resolved.version, resolved.where
         if prefix is None:
             return ToolReport(contract.tool, name, "absent", message=where)
         if version is None and contract.version:
@@ -267,10 +295,21 @@ def check_tool(contract: Contract, name: str, repo: Path, root: Path) -> ToolRep
             f"{contract.tool} {version or '(version unknown)'} at {shown} lacks {names}, which "
             f"changeloop's {'/'.join(contract.adapters)} adapter relies on"
         )
-        return ToolReport(
-            contract.tool, name, "drift", shown, version, tuple(missing), message, tuple(checked)
-        )
-    return ToolReport(contract.tool, name, "ok", shown, version, (), "", tuple(checked))
+        status = "drift"
+    else:
+        status, message = "ok", ""
+    return ToolReport(
+        contract.tool,
+        name,
+        status,
+        shown,
+        version,
+        tuple(missing),
+        message,
+        tuple(checked),
+        str(repo.resolve()),
+        _stamp(resolved.stamp_file),
+    )
 
 
 def _display(where: str, root: Path) -> str:
@@ -288,24 +327,60 @@ def check_repository(name: str, repo: Path, root: Path) -> list[ToolReport]:
     return [check_tool(c, name, repo, root) for c in contracts() if _relevant(c, repo, root)]
 
 
+RECORD = Path(".changeloop") / "adapters-check.json"
+
+
+def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
+    """What the last ``adapters check`` found, for ``doctor`` (which runs nothing)."""
+    from changeloop.receipts import write_atomic
+    from changeloop.state import ensure_gitignored
+
+    ensure_gitignored(root)
+    doc = {
+        "version": 1,
+        "tools": [
+            {**r.to_json(), "repositoryPath": r.repo_path, "stamp": r.stamp}
+            for r in reports
+            if r.status != "absent"
+        ],
+    }
+    write_atomic(root / RECORD, (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def _still_same(stamp: Any) -> bool:
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("file"), str):
+        return False
+    return _stamp(Path(stamp["file"])) == stamp
+
+
 def doctor_findings(ctx: ChangeContext) -> list[DoctorFinding]:
-    """Drift between a contract and the resolved tool, as doctor findings with the fix."""
+    """Drift the last ``changeloop adapters check`` found in this change's repositories,
+    while the drifted tool is still the one installed. Doctor executes nothing, so it
+    reads the record instead of asking the tools (a repository's node_modules/.bin and
+    .venv are the project's own code)."""
     from changeloop.detect.doctor import DoctorFinding
 
+    try:
+        doc = json.loads((ctx.root / RECORD).read_text(encoding="utf-8"))
+        tools = [t for t in doc["tools"] if isinstance(t, dict)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    paths = {str(repo.path.resolve()): name for name, repo in ctx.repositories.items()}
     out: list[DoctorFinding] = []
-    for name, repo in ctx.repositories.items():
-        for report in check_repository(name, repo.path, ctx.root):
-            if report.status != "drift":
-                continue
-            out.append(
-                DoctorFinding(
-                    "tool-contract-drift",
-                    report.message,
-                    f"install a {report.tool} version that has "
-                    f"{', '.join(m.name for m in report.missing)} (pin it in the repository's "
-                    "lock file), or wire the provider's command by hand in execution.yaml",
-                    "changeloop adapters check",
-                    repository=name,
-                )
+    for tool in tools:
+        name = paths.get(str(tool.get("repositoryPath")))
+        if name is None or tool.get("status") != "drift" or not _still_same(tool.get("stamp")):
+            continue
+        missing = ", ".join(str(m.get("name")) for m in tool.get("missing") or [])
+        out.append(
+            DoctorFinding(
+                "tool-contract-drift",
+                str(tool.get("message")),
+                f"install a {tool.get('tool')} version that has {missing} (pin it in the "
+                "repository's lock file), or wire the provider's command by hand in "
+                "execution.yaml; then run `changeloop adapters check` again",
+                "changeloop adapters check",
+                repository=name,
             )
+        )
     return out
