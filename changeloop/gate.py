@@ -265,7 +265,7 @@ def _unauthenticated_hint(data: bytes) -> tuple[str | None, tuple[str, ...]]:
         capability = ext.get("capability")
         repos = tuple(str(r) for r in (ext.get("repositories") or {}))
         return (capability if isinstance(capability, str) else None), repos
-    except (VerificationError, KeyError, TypeError, AttributeError):
+    except (VerificationError, KeyError, TypeError, AttributeError, RecursionError):
         return None, ()
 
 
@@ -304,6 +304,8 @@ def _check(
         capability, repos = _unauthenticated_hint(data)
         message = f"{env.uri}: {exc.check} check failed: {exc.reason}"
         return SetAside(env, "unverified", message, capability, repos)
+    except RecursionError:
+        return SetAside(env, "unverified", f"{env.uri} nests too deeply; refused", None)
     ext = verified.extension
     capability = str(ext["capability"])
     repos = tuple(sorted(ext["repositories"]))

@@ -41,6 +41,7 @@ from changeloop.receipts import STATEMENT_TYPE, Sealed, rfc3339, sha256_hex
 from changeloop.verify import parse_time
 
 VSA_TYPE = "https://slsa.dev/verification_summary/v1"
+MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 _HEX40 = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -142,9 +143,11 @@ class VerifiedVSA:
 def claims_to_be_vsa(data: bytes) -> bool:
     """Whether an envelope *says* it carries a VSA (unauthenticated: only for dispatch;
     :func:`verify_vsa` then checks everything)."""
+    if len(data) > MAX_ENVELOPE_BYTES:
+        return False  # the receipt path refuses it by size
     try:
         payload = loads_strict(parse_envelope(data).payload, "payload")
-    except VerificationError:
+    except (VerificationError, RecursionError):
         return False
     return isinstance(payload, dict) and payload.get("predicateType") == VSA_TYPE
 
@@ -228,6 +231,15 @@ def shape_problem(statement: Any) -> str | None:
 
 def verify_vsa(data: bytes, keys: Sequence[Ed25519PublicKey]) -> VerifiedVSA:
     """Signature first, then only the verified bytes: payloadType, JCS form, shape."""
+    if len(data) > MAX_ENVELOPE_BYTES:
+        raise VerificationError("size", "the envelope is larger than 4 MiB; refused")
+    try:
+        return _verify_vsa(data, keys)
+    except RecursionError:
+        raise VerificationError("json", "the envelope nests too deeply; refused") from None
+
+
+def _verify_vsa(data: bytes, keys: Sequence[Ed25519PublicKey]) -> VerifiedVSA:
     envelope = parse_envelope(data)
     payload, key = verify_signatures(envelope, list(keys))
     if envelope.payload_type != PAYLOAD_TYPE:

@@ -170,3 +170,27 @@ def test_summary_refusals(tmp_path: Path, capsys) -> None:
         ["summary", "c1", "--root", str(root), "--sign-key", str(tmp_path / "missing.key")], capsys
     )
     assert code == 2 and "missing.key" in err
+
+
+def test_hostile_envelopes_are_refused_not_crashed(tmp_path: Path, capsys) -> None:
+    """The VSA path (dispatch and verification) and gate refuse; they never crash.
+    (The receipt path's own hardening belongs to `receipt verify`'s receipt checks.)"""
+    import pytest
+
+    from changeloop.dsse import VerificationError
+    from changeloop.vsa import claims_to_be_vsa, verify_vsa
+
+    _key, pub = _keys(tmp_path, capsys)
+    deep = b"[" * 100000 + b"]" * 100000
+    big = b'{"payload": "' + b"A" * (5 * 1024 * 1024) + b'"}'
+    public = load_public_key_file(pub)
+    for data in (deep, big):
+        assert claims_to_be_vsa(data) is False
+        with pytest.raises(VerificationError):
+            verify_vsa(data, [public])
+    root = workspace(tmp_path)
+    assert prove(root, capsys) == 0
+    (root / ".changeloop" / "receipts" / "c1" / "deep.json").write_bytes(deep)
+    code, doc, err = run(["gate", "c1", "--root", str(root), "--json"], capsys)
+    assert code == 1 and doc is not None, err
+    assert [r["code"] for r in doc["reasons"]] == ["unverified"]
