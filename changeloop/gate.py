@@ -481,9 +481,18 @@ def _claim_gate(
     if not claim.requires:
         reasons += [Reason("no-receipt", text) for text in whole.reasons]
     status = whole.status
-    unverified = [r for r in reasons if r.code == "unverified"]
-    if status == "proven" and unverified:
-        status = "inconclusive"
+    # An envelope that does not verify fails the gate closed; a claim it may have spoken
+    # for is not called proven beside it.
+    for s in aside:
+        if not (s.fatal and s.code == "unverified"):
+            continue
+        reason = Reason(s.code, s.message)
+        if reason not in reasons and any(
+            _speaks_for(s, c, claim.repository) for c in claim.requires
+        ):
+            reasons.append(reason)
+            if status == "proven":
+                status = "inconclusive"
     return ClaimGate(status=status, reasons=tuple(reasons))
 
 
@@ -507,7 +516,7 @@ def _requires(
                 code: ReasonCode = "failed" if status == "fail" else "inconclusive"
                 reasons.append(Reason(code, f"requires {capability} in {repo}: {status}"))
     for s in aside:
-        if s.code == "unverified" and Reason(s.code, s.message) not in reasons:
+        if s.code == "unverified" and s.fatal and Reason(s.code, s.message) not in reasons:
             reasons.append(Reason(s.code, s.message))
     if not plan.evidence.claims and not plan.evidence.requires:
         reasons.append(

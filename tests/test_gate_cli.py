@@ -105,6 +105,9 @@ def test_unverifiable_stray_envelope_fails_closed(tmp_path: Path, capsys) -> Non
     code, doc = gate(root, capsys)
     assert code == 1 and doc["status"] == "not-proven"
     assert [r["code"] for r in doc["reasons"]] == ["unverified"]
+    # The claim it might have spoken for is not called proven beside it.
+    assert doc["claims"]["greeting"]["status"] == "inconclusive"
+    assert codes(doc) == ["unverified"]
 
 
 def test_receipts_signed_with_another_key_need_public_key(tmp_path: Path, capsys) -> None:
