@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ import anyio
 
 from changeloop import cache
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.processes import run_process
 from changeloop.providers import registry
@@ -60,6 +61,7 @@ class ProveResult:
     providers: dict[str, ProviderReport]
     verdict: Verdict
     interrupted: bool = False
+    masker: Masker = field(default_factory=lambda: Masker(()))
 
 
 async def prove(
@@ -91,7 +93,7 @@ async def prove(
             plan,
             workdirs=_LazyWorkdirs(run),
             env=dict(os.environ),
-            secrets=_secrets(plan),
+            secrets=run.masker.secrets,
             log_dir=run.run_dir / "services",
             users=users,
         ) as services:
@@ -127,8 +129,9 @@ async def prove(
             # run_job raised (e.g. its sandbox could not be made): no receipt, but say why.
             _explain_missing(run, plan.providers[name], result.reason)
     views = [e.view for report in run.reports.values() for e in report.receipts]
-    verdict = decide(plan, views, run.notes)
-    return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict)
+    notes = {cap: run.masker.text(note) for cap, note in run.notes.items()}
+    verdict = decide(plan, views, notes)
+    return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict, masker=run.masker)
 
 
 def _identify_all(run: RunState) -> None:
@@ -139,6 +142,7 @@ def _identify_all(run: RunState) -> None:
 
 def _explain_missing(run: RunState, provider: Provider, reason: str) -> None:
     report = run.reports[provider.name]
+    reason = run.masker.text(reason)
     report.reason = reason
     for capability in registry.ADAPTERS[provider.adapter].capabilities(provider):
         why = f"{capability}: provider {provider.name} could not run: {reason}"
@@ -167,6 +171,7 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     fp = run.fingerprint(provider)
     if (
         run.options.use_cache
+        and not run.identity_open(provider)
         and not _ports_taken(run.plan, provider, services)
         and run.reuse(provider, fp)
     ):
@@ -192,10 +197,10 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
             return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
     if not adapter.RUNS_COMMAND:
         workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
-    env, own_secrets, missing = _environment(provider)
+    env, missing = _environment(provider)
     # Every process inherits the environment, so every envFrom value of the plan is
-    # masked in every log, not only the values this provider named.
-    secrets_ = tuple(dict.fromkeys((*own_secrets, *_secrets(run.plan))))
+    # masked in every log, not only the values this provider named: the run's masker.
+    secrets_ = run.masker.secrets
     if missing:
         reason = f"environment variable {missing} named in envFrom is not set"
         services.release_unused(provider.services)
@@ -225,7 +230,12 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
         provider=provider,
         workdirs=workdirs,
         sources={r: repo.path for r, repo in run.plan.repositories.items()},
-        identities={repo: run.identity(repo) for repo in repos},
+        # external judges receipts of the providers it accepts, which may live in any
+        # repository of the change: it sees every repository's content identity.
+        identities={
+            repo: run.identity(repo)
+            for repo in (repos if adapter.RUNS_COMMAND else (*repos, *run.plan.repositories))
+        },
         run_dir=provider_dir,
         env=env,
         secrets=secrets_,
@@ -278,6 +288,7 @@ def _finish(
     report.duration_ms = int((anyio.current_time() - clock) * 1000)
     run.durations[provider.name] = report.duration_ms / 1000
     log_sha, log_tail = log or (None, None)
+    outcomes = [run.masker.outcome(o) for o in outcomes]
     entries = [
         run.seal_outcome(
             provider, o, started=started, finished=finished, log_sha256=log_sha, log_tail=log_tail
@@ -287,7 +298,7 @@ def _finish(
     ok = all(o.status == "pass" for o in outcomes)
     if not ok:
         report.reason = next((o.reason for o in outcomes if o.status != "pass" and o.reason), None)
-    if ok and entries:
+    if ok and entries and not run.identity_open(provider):
         envelopes = [
             (run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries
         ]
@@ -334,7 +345,7 @@ async def _setup(run: RunState, repo: str) -> bool:
                 timeout_ms=30 * 60 * 1000,
                 log_dir=log_dir,
                 log_name=f"setup-{index}",
-                secrets=_secrets(run.plan),
+                secrets=run.masker.secrets,
             )
             if result.exit_code == 0:
                 continue
@@ -369,23 +380,15 @@ async def _setup(run: RunState, repo: str) -> bool:
         return ok
 
 
-def _environment(provider: Provider) -> tuple[dict[str, str], tuple[str, ...], str | None]:
+def _environment(provider: Provider) -> tuple[dict[str, str], str | None]:
+    """The provider's environment, or the first envFrom variable that is not set."""
     env = dict(os.environ)
     env.update(provider.env)
-    secrets_: list[str] = []
     for name in provider.env_from:
         if name not in os.environ:
-            return env, (), name
+            return env, name
         env[name] = os.environ[name]
-        if os.environ[name]:
-            secrets_.append(os.environ[name])
-    return env, tuple(secrets_), None
-
-
-def _secrets(plan: Plan) -> tuple[str, ...]:
-    names = {n for p in plan.providers.values() for n in p.env_from}
-    names |= {n for s in plan.services.values() for n in s.env_from}
-    return tuple(sorted(os.environ[n] for n in names if os.environ.get(n)))
+    return env, None
 
 
 def nothing_to_prove(plan: Plan) -> Problem | None:

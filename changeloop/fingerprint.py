@@ -39,7 +39,15 @@ from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Readiness, Service
 
-__all__ = ["FORMAT", "InputsIndex", "compute", "document", "glob_regex", "inputs_digest"]
+__all__ = [
+    "FORMAT",
+    "InputsIndex",
+    "compute",
+    "document",
+    "external_symlinks",
+    "glob_regex",
+    "inputs_digest",
+]
 
 # Bump when the meaning of the document below changes: every old entry misses.
 FORMAT = 2  # 2: the wiring digest (changeloop.wiring) is part of the document
@@ -293,6 +301,10 @@ class InputsIndex:
                 out[full.relative_to(self.workdir).as_posix()] = (mode, _blob_id(data))
         return out
 
+    def symlinks(self) -> list[str]:
+        """Paths of the symbolic links in the listing (mode 120000)."""
+        return [p for p in self._paths if self._entries[p][0] == "120000"]
+
     def matches(self, globs: Sequence[str]) -> list[str]:
         found: set[str] = set()
         for pattern in globs:
@@ -310,6 +322,27 @@ class InputsIndex:
         files = [[p, *self._entries[p]] for p in self.matches(globs)]
         doc = {"globs": sorted(globs), "files": files}
         return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
+
+
+def external_symlinks(workdir: Path, links: Sequence[str]) -> dict[str, str]:
+    """The links among ``links`` whose target resolves outside ``workdir``: path -> target.
+
+    What such a link points at is not part of the content identity (git hashes
+    the link text, not the target), so the identity of a repository holding one
+    is open: nothing proves its result still holds (DESIGN.md §2.6).
+    """
+    root = workdir.resolve()
+    out: dict[str, str] = {}
+    for rel in links:
+        link = workdir / rel
+        try:
+            target = link.resolve()
+        except (OSError, RuntimeError):  # a loop: nothing inside can be trusted either
+            out[rel] = str(link.readlink()) if link.is_symlink() else "(unresolvable)"
+            continue
+        if not target.is_relative_to(root):
+            out[rel] = str(target)
+    return out
 
 
 def inputs_digest(workdir: Path, globs: Sequence[str]) -> str:

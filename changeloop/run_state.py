@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -26,6 +26,7 @@ from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity
 from changeloop.jcs import canonicalize
 from changeloop.keys import load_private_key, workspace_key
+from changeloop.masking import Masker
 from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome
@@ -43,6 +44,7 @@ from changeloop.wiring import wiring_digest
 
 SCHEMA_VERSION = "changeloop/receipt@2"
 ProviderState = Literal["ran", "cached", "not-run"]
+MAX_SYMLINK_FINDINGS = 20
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,10 @@ class RunState:
     def __init__(self, plan: Plan, options: ProveOptions, on_event: EventSink | None) -> None:
         self.plan = plan
         self.options = options
-        self.on_event = on_event or (lambda _p, _k, _d: None)
+        # One masker for the run: every string written passes through it (DESIGN §2.6).
+        self.masker = Masker.from_plan(plan)
+        sink = on_event or (lambda _p, _k, _d: None)
+        self.on_event: EventSink = lambda p, k, d: sink(p, k, self.masker.optional(d))
         self.state = StateDir(plan.root)
         ensure_gitignored(plan.root)
         sandboxes.cleanup_stale(self.state.sandboxes)
@@ -107,6 +112,7 @@ class RunState:
         self.fingerprints: dict[str, str] = {}
         self.wirings: dict[str, str] = {}
         self.indexes: dict[str, fingerprint.InputsIndex] = {}
+        self.open_links: dict[str, dict[str, str]] = {}
         self.reports: dict[str, ProviderReport] = {
             p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
         }
@@ -151,6 +157,19 @@ class RunState:
                 self.plan.repositories[repo].path, tree=self.identity(repo).tree
             )
         return self.indexes[repo]
+
+    def external_symlinks(self, repo: str) -> dict[str, str]:
+        """Links of the repository's content that resolve outside it (its identity is open)."""
+        if repo not in self.open_links:
+            links = self.inputs_index(repo).symlinks()
+            path = self.plan.repositories[repo].path
+            self.open_links[repo] = fingerprint.external_symlinks(path, links) if links else {}
+        return self.open_links[repo]
+
+    def identity_open(self, provider: Provider) -> bool:
+        """True when some repository of the provider holds a link leaving it: never cached."""
+        adapter = registry.ADAPTERS[provider.adapter]
+        return any(self.external_symlinks(r) for r in adapter.repositories(provider, self.plan))
 
     def fingerprint(self, provider: Provider) -> str:
         adapter = registry.ADAPTERS[provider.adapter]
@@ -207,9 +226,10 @@ class RunState:
         log_sha256: str | None,
         log_tail: str | None,
     ) -> ReceiptEntry:
-        outcome = _credit_listed_claims(provider, outcome)
+        outcome = _credit_listed_claims(provider, self.masker.outcome(outcome))
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self.plan)
+        outcome = self._with_symlink_findings(outcome, repos)
         subjects = {repo: self.identity(repo) for repo in repos}
         name = outcome.provider or provider.name
         command = outcome.command or adapter.effective_command(provider)
@@ -228,11 +248,11 @@ class RunState:
             finished=finished,
             configuration=configuration,
             log_sha256=log_sha256,
-            log_tail=log_tail or "",
+            log_tail=self.masker.text(log_tail or ""),
             url=outcome.url or self.options.url,
             wiring=self.wiring(provider),
         )
-        statement = build_statement(facts, outcome)
+        statement = self.masker.json(build_statement(facts, outcome))
         sealed = seal(statement, self.key)
         return self.store(
             provider,
@@ -242,6 +262,36 @@ class RunState:
             envelope=sealed.envelope,
             outcome=outcome,
         )
+
+    def _with_symlink_findings(self, outcome: Outcome, repos: Sequence[str]) -> Outcome:
+        found = [
+            Finding(
+                kind="external-symlink",
+                message=self.masker.text(
+                    f"{repo}: {link} resolves outside the repository ({target}); what it points"
+                    " at is not part of the content identity, so this result is never reused"
+                    " from the cache"
+                ),
+                severity="warning",
+                file=link,
+            )
+            for repo in repos
+            if repo in self.plan.repositories
+            for link, target in sorted(self.external_symlinks(repo).items())
+        ]
+        if not found:
+            return outcome
+        if len(found) > MAX_SYMLINK_FINDINGS:
+            more = len(found) - MAX_SYMLINK_FINDINGS
+            found = [
+                *found[:MAX_SYMLINK_FINDINGS],
+                Finding(
+                    kind="external-symlink",
+                    message=f"… and {more} more link(s) resolving outside their repository",
+                    severity="warning",
+                ),
+            ]
+        return replace(outcome, findings=(*outcome.findings, *found))
 
     def store(
         self,
@@ -325,6 +375,7 @@ class RunState:
 
     def seal_skipped(self, provider: Provider, reason: str) -> None:
         now = datetime.now(UTC)
+        reason = self.masker.text(reason)
         outcomes = every_capability(provider, "inconclusive", f"not run: {reason}")
         report = self.reports[provider.name]
         report.reason = reason

@@ -25,7 +25,7 @@ CASES: list[tuple[str, str | None, str | None, str, str, int]] = [
      "[providers, repositories, services, version]", 2),
     ("unknown-provider-key", None, EXEC_HEAD + "    command: [pytest]\n    cmd: [x]\n",
      "unknown_key", "field(s) ['cmd'] are not defined by execution version 1 for provider "
-     "'test' — it defines [adapter, allowFlaky,", 6),
+     "'test' — it defines [accepts, adapter, allowFlaky,", 6),
     ("unknown-service-key", None,
      "version: 1\nservices:\n  web:\n    command: [serve]\n    port: 80\n", "unknown_key",
      "for service 'web' — it defines [command, env, envFrom, readiness, repository]", 5),

@@ -81,7 +81,7 @@ def test_no_envelope_means_no_receipt_and_a_reason(ws: Path) -> None:
     reason = external.missing_reason(ctx)
     assert reason is not None and "openspec/changes/add-review/receipts" in reason
     put(ws, good(ws))
-    assert external.missing_reason(ctx) is None
+    assert "is addressed to provider 'review'" in (external.missing_reason(ctx) or "")
 
 
 def _tamper_payload(root: Path) -> bytes:
@@ -143,7 +143,12 @@ def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], word
     [out] = run_external(ws)
     assert out.status == "fail"
     assert out.reason is not None and words in out.reason, out.reason
-    assert out.reason.startswith("no valid receipt for this content — openspec/changes/add-review/receipts/ci.json:")
+    # Broken envelopes (unparseable, unverifiable) fail closed; verifiable ones fail a check.
+    assert out.reason.startswith((
+        "no valid receipt for this content — openspec/changes/add-review/receipts/ci.json:",
+        "receipt envelope(s) that cannot be parsed or verified fail closed —"
+        " openspec/changes/add-review/receipts/ci.json:",
+    )), out.reason
     assert out.claims == {}
 
 
@@ -202,9 +207,16 @@ def test_failed_receipt_for_this_content_wins_over_a_passed_one(ws: Path) -> Non
 def test_one_valid_among_invalid_ones_suffices(ws: Path) -> None:
     put(ws, good(ws, change="other"), "a.json")
     put(ws, good(ws), "b.json")
-    put(ws, b"{}", "c.json")
     [out] = run_external(ws)
     assert out.status == "pass" and out.details["receipt"]["path"].endswith("b.json")
+
+
+def test_an_envelope_nobody_can_parse_fails_closed_naming_the_file(ws: Path) -> None:
+    # DESIGN §13: it may be the receipt that says FAILED, so a valid pass beside it is not enough.
+    put(ws, good(ws), "b.json")
+    put(ws, b"{}", "c.json")
+    [out] = run_external(ws)
+    assert out.status == "fail" and "receipts/c.json" in (out.reason or "")
 
 
 def test_external_reads_the_workspace_never_the_sandbox(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -12,6 +12,7 @@ import time
 from typing import Any, TextIO
 
 from changeloop.engine import ProveResult
+from changeloop.masking import Masker
 from changeloop.model import Plan
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
@@ -43,7 +44,21 @@ class Progress:
         self.out.flush()
 
 
-def render_board(result: ProveResult, out: TextIO) -> None:
+class _Masked:
+    """A text stream that passes every line through the run's masker (DESIGN §2.6)."""
+
+    def __init__(self, out: TextIO, masker: Masker) -> None:
+        self._out, self._masker = out, masker
+
+    def write(self, text: str) -> None:
+        self._out.write(self._masker.text(text))
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def render_board(result: ProveResult, stream: TextIO) -> None:
+    out = _Masked(stream, result.masker)
     verdict = result.verdict
     plan = result.plan
     out.write(f"\nchange {plan.change.id}: {verdict.status.upper()}\n")
@@ -76,8 +91,9 @@ def render_board(result: ProveResult, out: TextIO) -> None:
 
 
 def to_json(result: ProveResult) -> dict[str, Any]:
+    """The ``prove --json`` document, every string through the run's masker."""
     verdict = result.verdict
-    return {
+    doc = {
         "version": "1",
         "root": str(result.plan.root),
         "change": result.plan.change.id,
@@ -114,3 +130,5 @@ def to_json(result: ProveResult) -> dict[str, Any]:
             for r in result.providers.values()
         ],
     }
+    masked: dict[str, Any] = result.masker.json(doc)
+    return masked

@@ -113,6 +113,8 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     problems = preflight.check(plan)
     if problems:
         raise PreflightError(problems)
+    for warning in preflight.warnings(plan):
+        common.say(warning)
     return plan
 
 
@@ -151,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
     from changeloop.graph import topological_order
+    from changeloop.wiring import wiring_digest
 
     order = topological_order({p.name: p.depends_on for p in plan.providers.values()})
     providers = [
@@ -165,6 +168,8 @@ def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
             "origin": p.origin,
             "confidence": p.confidence,
             "command": list(p.command) if p.command else None,
+            # what a receipt made by this provider records as predicate.changeloop.wiring
+            "wiring": wiring_digest(plan, p),
         }
         for p in plan.providers.values()
     ]

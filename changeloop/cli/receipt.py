@@ -131,6 +131,14 @@ def run_sign(args: argparse.Namespace) -> int:
     root = workspace.find_root(override=common.root_arg(args))
     change = workspace.find_change(root, args.change)
     plan = build_plan(root, change)
+    externals = {p.name: p.capability for p in plan.providers.values() if p.adapter == "external"}
+    if externals and args.capability not in externals.values():
+        listed = ", ".join(f"{n} ({c})" for n, c in sorted(externals.items()))
+        common.say(
+            f"warning: no external provider of change {change.id} has capability"
+            f" {args.capability!r}, so its prove will ignore this sign-off (a sign-off counts"
+            f" only for an external provider's own capability; they are: {listed})"
+        )
     subjects = {
         name: content_identity(repo.path, include_untracked=args.sandbox != "worktree")
         for name, repo in sorted(plan.repositories.items())

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from changeloop.errors import Problem
+from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.processes import ProcessResult
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
@@ -192,7 +192,10 @@ def _read(ctx: RunContext, result: ProcessResult, report_path: Path | None) -> R
     if not report_path.is_file():
         return None
     with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
-        shutil.copyfile(report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}")
+        # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
+        Masker(ctx.secrets).copy_file(
+            report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}"
+        )
     return read_report(report_path, result.exit_code, fmt)
 
 
