@@ -279,7 +279,7 @@ class InputsIndex:
 
     def symlinks(self) -> list[str]:
         """Paths of the symbolic links in the listing (mode 120000)."""
-        return [p for p in self._paths if self._entries[p][0] == "120000"]
+        return sorted(p for p, (mode, _blob) in self._entries.items() if mode == "120000")
 
     def matches(self, globs: Sequence[str]) -> list[str]:
         """The listed paths git's ``ls-files -- ':(glob)<g>'…`` would name (DESIGN.md §5).

@@ -189,6 +189,12 @@ def run_verify(args: argparse.Namespace) -> int:
     doc: dict[str, Any] = {"version": "1", "file": str(args.file)}
     try:
         data = read_envelope(args.file)  # at most 4 MiB is ever read
+        from changeloop.vsa import claims_to_be_vsa
+
+        if claims_to_be_vsa(data):  # a `changeloop summary` VSA: changeloop/cli/summary.py
+            from changeloop.cli.summary import verify_command
+
+            return verify_command(args, data, keys)
         verified = verify_envelope(data, keys, Expectation(change=args.change))
     except OSError as exc:
         raise ChangeloopError(

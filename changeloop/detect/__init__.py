@@ -126,7 +126,9 @@ def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
 
 def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
     """Derived providers with their evidence, given the services execution.yaml declares."""
+    from changeloop import quality
     from changeloop.detect.derive import attach_services, derive_explained
 
     found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
+    found = quality.prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes
     return attach_services(found, ctx.execution, ctx.repositories)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from changeloop import contracts, quality
 from changeloop.detect import ChangeContext, javascript, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
@@ -89,6 +90,8 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         )
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
+    findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
+    findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
     return findings
 
 
