@@ -31,7 +31,7 @@ from pathlib import Path
 import anyio
 
 from changeloop.processes import run_process
-from changeloop.scheduler import Job, schedule
+from changeloop.scheduler import Task, schedule
 
 N = 1000
 SLOTS = 2
@@ -53,10 +53,10 @@ def overhead_make(tmp: Path) -> float:
 
 
 def overhead_changeloop(tmp: Path) -> float:
-    jobs = [Job(f"t{i}", resources=("workspace-read:self",)) for i in range(N)]
+    jobs = [Task(f"t{i}", resources=("workspace-read:self",)) for i in range(N)]
     logs = tmp / "logs"
 
-    async def run(job: Job) -> bool:
+    async def run(job: Task) -> bool:
         result = await run_process(
             ["true"], cwd=tmp, env=ENV, timeout_ms=60_000, log_dir=logs, log_name=job.name
         )
@@ -72,9 +72,9 @@ def overhead_changeloop(tmp: Path) -> float:
 
 
 def overhead_scheduler_only() -> float:
-    jobs = [Job(f"t{i}", resources=("workspace-read:self",)) for i in range(N)]
+    jobs = [Task(f"t{i}", resources=("workspace-read:self",)) for i in range(N)]
 
-    async def run(job: Job) -> bool:
+    async def run(job: Task) -> bool:
         return True
 
     async def main() -> float:
@@ -125,12 +125,12 @@ CHAIN = [(f"c{i}", 0.5, (f"c{i - 1}",) if i else ()) for i in range(4)]
 
 def makespan_changeloop(tmp: Path, *, estimate_all: bool) -> float:
     jobs = [
-        Job(name, deps, (), seconds if estimate_all or name.startswith("c") else None)
+        Task(name, deps, (), seconds if estimate_all or name.startswith("c") else None)
         for name, seconds, deps in SLEEPS + CHAIN
     ]
     seconds = {name: s for name, s, _ in SLEEPS + CHAIN}
 
-    async def run(job: Job) -> bool:
+    async def run(job: Task) -> bool:
         result = await run_process(
             ["sleep", str(seconds[job.name])],
             cwd=tmp,
@@ -161,7 +161,7 @@ def makespan_make(tmp: Path) -> float:
 POOL = ("workspace-read:a", "workspace-write:a", "workspace-read:b", "port:3000", "browser:a")
 
 
-def random_dag(seed: int) -> tuple[list[Job], dict[str, float]]:
+def random_dag(seed: int) -> tuple[list[Task], dict[str, float]]:
     rng = random.Random(seed)
     n = rng.randint(15, 30)
     jobs, durations = [], {}
@@ -172,11 +172,11 @@ def random_dag(seed: int) -> tuple[list[Job], dict[str, float]]:
             res = tuple(r for r in res if r != "workspace-write:a")
         seconds = rng.uniform(0.01, 0.08)
         durations[f"j{i}"] = seconds
-        jobs.append(Job(f"j{i}", deps, res, seconds))
+        jobs.append(Task(f"j{i}", deps, res, seconds))
     return jobs, durations
 
 
-def lower_bound(jobs: list[Job], durations: dict[str, float], slots: int) -> float:
+def lower_bound(jobs: list[Task], durations: dict[str, float], slots: int) -> float:
     finish: dict[str, float] = {}
     for job in jobs:  # listed in topological order
         finish[job.name] = durations[job.name] + max(
@@ -190,11 +190,11 @@ def random_ratios() -> list[float]:
     for seed in range(20):
         jobs, durations = random_dag(seed)
 
-        async def run(job: Job, durations: dict[str, float] = durations) -> bool:
+        async def run(job: Task, durations: dict[str, float] = durations) -> bool:
             await anyio.sleep(durations[job.name])
             return True
 
-        async def main(jobs: list[Job] = jobs) -> float:
+        async def main(jobs: list[Task] = jobs) -> float:
             start = time.perf_counter()
             await schedule(jobs, run, slots=SLOTS)
             return time.perf_counter() - start

@@ -1,46 +1,53 @@
-"""One ``prove`` run: sandboxes, scheduling, services, adapters, receipts.
+"""One ``prove`` run, composed from the stages of ``changeloop.run`` (DESIGN.md §9).
 
-The engine owns nothing clever itself; it composes the modules that do:
-content identity and sandboxes (``sandboxes/``), fingerprints and the cache,
-the resource-aware scheduler, services, the adapters, and receipt sealing.
+The engine owns no state others write into; it wires the stages together:
+``Sandboxes`` (identity, sandbox, setup), the ``Fingerprinter``, the
+scheduler, services, an ``Executor`` the adapters hand their jobs to, and the
+``ReceiptSink`` that writes every receipt. Events go to the views as typed
+``RunEvent`` records.
 
 Order of a provider's life: its dependencies finish → its fingerprint is
 computed (upstream fingerprints included) → a cached pass is reused byte for
 byte, or → its repository's sandbox and ``setup`` are made ready once → its
-services are leased → the adapter runs → each outcome is sealed into a receipt
-and written atomically. A provider that never finished (Ctrl-C) leaves no
-receipt.
+services are leased → the adapter runs (its command through the executor) →
+each outcome is sealed into a receipt and written atomically. A provider that
+never finished (Ctrl-C) leaves no receipt.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from changeloop import cache
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
-from changeloop.processes import run_process
 from changeloop.providers import registry
 from changeloop.providers.base import Outcome, RunContext
-from changeloop.run_state import (
+from changeloop.run.fingerprinter import Fingerprinter, hmac_key
+from changeloop.run.job import Executor, LocalExecutor
+from changeloop.run.records import (
     EventSink,
     ProveOptions,
     ProviderReport,
     ReceiptEntry,
-    RunState,
-    every_capability,
+    RunEvent,
 )
-from changeloop.scheduler import Job, JobEvent, JobResult, schedule
+from changeloop.run.sandboxes import Sandboxes
+from changeloop.run.setup import run_setup
+from changeloop.run.sink import ReceiptSink, Timing, every_capability
+from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
+from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import Verdict, decide
 
 __all__ = [
@@ -48,6 +55,7 @@ __all__ = [
     "ProveResult",
     "ProviderReport",
     "ReceiptEntry",
+    "RunEvent",
     "nothing_to_prove",
     "prove",
 ]
@@ -64,52 +72,132 @@ class ProveResult:
     masker: Masker = field(default_factory=lambda: Masker(()))
 
 
+@dataclass
+class _Run:
+    """The stages of one run, as composed by :func:`prove` (none writes another's state)."""
+
+    plan: Plan
+    options: ProveOptions
+    run_id: str
+    run_dir: Path
+    state: StateDir
+    boxes: Sandboxes
+    fingerprinter: Fingerprinter
+    sink: ReceiptSink
+    executor: Executor
+    emit: EventSink
+    fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
+
+    def fingerprint(self, provider: Provider) -> str:
+        if provider.name not in self.fingerprints:
+            fp = self.fingerprinter.fingerprint(provider, self.fingerprints)
+            self.fingerprints[provider.name] = fp
+        return self.fingerprints[provider.name]
+
+
 async def prove(
     plan: Plan, options: ProveOptions, on_event: EventSink | None = None
 ) -> ProveResult:
     """Run every provider of ``plan`` and decide the change."""
-    run = RunState(plan, options, on_event)
-    interrupted = False
-    users: dict[str, int] = {}
-    for provider in plan.providers.values():
-        for service in provider.services:
-            users[service] = users.get(service, 0) + 1
+    state = StateDir(plan.root)
+    ensure_gitignored(plan.root)
+    boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
+    async with boxes:
+        run = _compose(plan, options, state, boxes, on_event)
+        results = await _schedule(run)
+    for name, result in results.items():
+        provider = plan.providers[name]
+        if result.state == "skipped":
+            run.sink.skipped(provider, result.reason or "not run")
+        elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
+            run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    verdict = decide(plan, run.sink.views(), run.sink.notes())
+    return ProveResult(
+        plan, run.run_id, run.run_dir, run.sink.reports, verdict, masker=run.sink.masker
+    )
+
+
+def _compose(
+    plan: Plan,
+    options: ProveOptions,
+    state: StateDir,
+    boxes: Sandboxes,
+    on_event: EventSink | None,
+) -> _Run:
+    run_id, run_dir = state.new_run_dir()
+    key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
+    # One masker for the run: every string written passes through it (DESIGN §2.6).
+    masker = Masker.from_plan(plan)
+    fingerprinter = Fingerprinter(
+        plan, boxes.identity, sandbox=options.sandbox, issuer=options.issuer, hmac_key=hmac_key(key)
+    )
+    view = on_event or (lambda _e: None)
+
+    def emit(event: RunEvent) -> None:
+        view(RunEvent(event.provider, event.kind, masker.optional(event.detail)))
+
+    fingerprints: dict[str, str] = {}
+    sink = ReceiptSink(
+        plan,
+        state=state,
+        run_dir=run_dir,
+        key=key,
+        masker=masker,
+        sandbox=options.sandbox,
+        issuer=options.issuer,
+        url=options.url,
+        identity=boxes.identity,
+        fingerprint=lambda p: run.fingerprint(p),  # noqa: PLW0108 (run is bound below)
+        wiring=fingerprinter.wiring,
+        external_symlinks=fingerprinter.external_symlinks,
+    )
+    run = _Run(
+        plan,
+        options,
+        run_id,
+        run_dir,
+        state,
+        boxes,
+        fingerprinter,
+        sink,
+        LocalExecutor(),
+        emit,
+        fingerprints,
+    )
+    return run
+
+
+async def _schedule(run: _Run) -> dict[str, TaskResult]:
+    plan, options = run.plan, run.options
     estimates = run.state.load_durations(plan.change.id)
-    jobs = [
-        Job(
-            name=p.name,
-            depends_on=p.depends_on,
-            resources=p.resources,
-            estimate_s=estimates.get(p.name),
-        )
+    tasks = [
+        Task(p.name, p.depends_on, p.resources, estimates.get(p.name))
         for p in plan.providers.values()
     ]
-    results: dict[str, JobResult] = {}
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
     await anyio.to_thread.run_sync(_identify_all, run)
+    interrupted = False
     try:
         async with ServiceManager(
             plan,
-            workdirs=_LazyWorkdirs(run),
+            workdirs=_Workdirs(run),
             env=dict(os.environ),
-            secrets=run.masker.secrets,
+            secrets=run.sink.masker.secrets,
             log_dir=run.run_dir / "services",
-            users=users,
         ) as services:
 
-            async def run_job(job: Job) -> bool:
-                provider = plan.providers[job.name]
-                return await _run_provider(run, provider, services)
+            async def run_task(task: Task) -> bool:
+                return await _run_provider(run, plan.providers[task.name], services)
 
-            def forward(event: JobEvent) -> None:
-                run.on_event(event.job, event.kind, event.detail)
+            def forward(event: TaskEvent) -> None:
+                run.emit(RunEvent(event.task, event.kind, event.detail))
                 if event.kind == "skipped":
-                    services.release_unused(plan.providers[event.job].services)
+                    services.release_unused(plan.providers[event.task].services)
 
-            results = await schedule(
-                jobs,
-                run_job,
+            return await schedule(
+                tasks,
+                run_task,
                 slots=max(1, options.jobs),
                 fail_fast=options.fail_fast,
                 on_event=forward,
@@ -118,45 +206,24 @@ async def prove(
         interrupted = True
         raise
     finally:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(run.remove_sandboxes)
         if not interrupted:
-            run.state.save_durations(plan.change.id, run.durations)
-    for name, result in results.items():
-        if result.state == "skipped":
-            run.seal_skipped(plan.providers[name], result.reason or "not run")
-        elif result.state == "failed" and result.reason and not run.reports[name].receipts:
-            # run_job raised (e.g. its sandbox could not be made): no receipt, but say why.
-            _explain_missing(run, plan.providers[name], result.reason)
-    views = [e.view for report in run.reports.values() for e in report.receipts]
-    notes = {cap: run.masker.text(note) for cap, note in run.notes.items()}
-    verdict = decide(plan, views, notes)
-    return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict, masker=run.masker)
+            run.state.save_durations(plan.change.id, run.sink.durations())
 
 
-def _identify_all(run: RunState) -> None:
+def _identify_all(run: _Run) -> None:
     for provider in run.plan.providers.values():
         for repo in registry.ADAPTERS[provider.adapter].repositories(provider, run.plan):
-            run.identity(repo)
+            run.boxes.identity(repo)
 
 
-def _explain_missing(run: RunState, provider: Provider, reason: str) -> None:
-    report = run.reports[provider.name]
-    reason = run.masker.text(reason)
-    report.reason = reason
-    for capability in registry.ADAPTERS[provider.adapter].capabilities(provider):
-        why = f"{capability}: provider {provider.name} could not run: {reason}"
-        run.notes.setdefault(capability, why)
-
-
-class _LazyWorkdirs(Mapping[str, Path]):
+class _Workdirs(Mapping[str, Path]):
     """Services start in their repository's sandbox, which exists by then."""
 
-    def __init__(self, run: RunState) -> None:
+    def __init__(self, run: _Run) -> None:
         self._run = run
 
     def __getitem__(self, repo: str) -> Path:
-        return self._run.workdirs.get(repo) or self._run.plan.repositories[repo].path
+        return self._run.boxes.made(repo) or self._run.plan.repositories[repo].path
 
     def __iter__(self) -> Any:
         return iter(self._run.plan.repositories)
@@ -165,83 +232,88 @@ class _LazyWorkdirs(Mapping[str, Path]):
         return len(self._run.plan.repositories)
 
 
-async def _run_provider(run: RunState, provider: Provider, services: ServiceManager) -> bool:
-    report = run.reports[provider.name]
-    adapter = registry.ADAPTERS[provider.adapter]
-    fp = run.fingerprint(provider)
-    if (
-        run.options.use_cache
-        and not run.identity_open(provider)
-        and not _ports_taken(run.plan, provider, services)
-        and run.reuse(provider, fp)
-    ):
+async def _run_provider(run: _Run, provider: Provider, services: ServiceManager) -> bool:
+    """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
+    if _cached(run, provider, services):
         services.release_unused(provider.services)
-        report.state = "cached"
-        run.on_event(provider.name, "cached", None)
+        run.emit(RunEvent(provider.name, "cached"))
         return True
-    started = datetime.now(UTC)
-    clock = anyio.current_time()
+    started, clock = datetime.now(UTC), anyio.current_time()
+    ctx_or_outcomes = await _prepare(run, provider)
+    if isinstance(ctx_or_outcomes, list):
+        services.release_unused(provider.services)
+        outcomes, log = ctx_or_outcomes, None
+    else:
+        outcomes, log = await _execute(run, ctx_or_outcomes, services)
+    timing = Timing(started, datetime.now(UTC), *(log or (None, None)))
+    duration_ms = int((anyio.current_time() - clock) * 1000)
+    cacheable = not run.fingerprinter.identity_open(provider)
+    return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
+
+
+def _cached(run: _Run, provider: Provider, services: ServiceManager) -> bool:
+    fp = run.fingerprint(provider)
+    return (
+        run.options.use_cache
+        and not run.fingerprinter.identity_open(provider)
+        and not _ports_taken(run.plan, provider, services)
+        and run.sink.reuse(provider, fp)
+    )
+
+
+async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
+    """Its sandboxes made and set up, its environment complete: a context, or why not."""
+    adapter = registry.ADAPTERS[provider.adapter]
     repos = adapter.repositories(provider, run.plan)
-    workdirs: dict[str, Path] = {}
     # Its services start in their repositories' sandboxes, which must exist (and be
     # set up) first; otherwise a service would run in the user's own checkout.
     ready = [*(repos if adapter.RUNS_COMMAND else ()), *_service_repositories(run.plan, provider)]
     for repo in dict.fromkeys(ready):
-        workdir = await run.workdir(repo)
-        if adapter.RUNS_COMMAND and repo in repos:
-            workdirs[repo] = workdir
-        if not await _setup(run, repo):
+        if not await run.boxes.ready(repo, partial(_setup, run)):
             reason = f"setup of repository {repo} failed; see the setup receipt"
-            services.release_unused(provider.services)
-            outcomes = every_capability(provider, "inconclusive", reason)
-            return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
-    if not adapter.RUNS_COMMAND:
-        workdirs = {repo: run.plan.repositories[repo].path for repo in repos}
-    env, missing = _environment(provider)
-    # Every process inherits the environment, so every envFrom value of the plan is
-    # masked in every log, not only the values this provider named: the run's masker.
-    secrets_ = run.masker.secrets
+            return every_capability(provider, "inconclusive", reason)
+    missing = next((n for n in provider.env_from if n not in os.environ), None)
     if missing:
         reason = f"environment variable {missing} named in envFrom is not set"
-        services.release_unused(provider.services)
-        outcomes = every_capability(provider, "fail", reason)
-        return _finish(run, provider, outcomes, started=started, clock=clock, log=None)
+        return every_capability(provider, "fail", reason)
+    return _context(run, provider, repos)
+
+
+def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContext:
+    adapter = registry.ADAPTERS[provider.adapter]
+    plan = run.plan
+    if adapter.RUNS_COMMAND:
+        workdirs = {repo: run.boxes.made(repo) or plan.repositories[repo].path for repo in repos}
+    else:
+        workdirs = {repo: plan.repositories[repo].path for repo in repos}
     provider_dir = run.run_dir / provider.name
     provider_dir.mkdir(parents=True, exist_ok=True)
-    logs: list[tuple[str, str]] = []
-
-    async def run_command(
-        argv: Any, *, cwd: Path, env: Mapping[str, str], timeout_ms: int, log_name: str
-    ) -> Any:
-        result = await run_process(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            timeout_ms=timeout_ms,
-            log_dir=provider_dir,
-            log_name=log_name,
-            secrets=secrets_,
-        )
-        logs.append((result.log_sha256, result.log_tail))
-        return result
-
-    ctx = RunContext(
-        plan=run.plan,
+    # external judges receipts of the providers it accepts, which may live in any
+    # repository of the change: it sees every repository's content identity.
+    seen = repos if adapter.RUNS_COMMAND else (*repos, *plan.repositories)
+    return RunContext(
+        plan=plan,
         provider=provider,
         workdirs=workdirs,
-        sources={r: repo.path for r, repo in run.plan.repositories.items()},
-        # external judges receipts of the providers it accepts, which may live in any
-        # repository of the change: it sees every repository's content identity.
-        identities={
-            repo: run.identity(repo)
-            for repo in (repos if adapter.RUNS_COMMAND else (*repos, *run.plan.repositories))
-        },
+        sources={r: repo.path for r, repo in plan.repositories.items()},
+        identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
-        env=env,
-        secrets=secrets_,
-        now=started,
-        run_command=run_command,
+        env={**os.environ, **provider.env, **{n: os.environ[n] for n in provider.env_from}},
+        # Every process inherits the environment, so every envFrom value of the plan
+        # is masked in every log, not only the values this provider named.
+        secrets=run.sink.masker.secrets,
+        now=datetime.now(UTC),
+        executor=_Recording(run.executor),
+        wiring=run.fingerprinter.wiring(provider),
+        sandbox_mode=run.options.sandbox,
     )
+
+
+async def _execute(
+    run: _Run, ctx: RunContext, services: ServiceManager
+) -> tuple[list[Outcome], tuple[str, str] | None]:
+    provider = ctx.provider
+    adapter = registry.ADAPTERS[provider.adapter]
     async with services.lease(provider.services) as problems:
         if problems:
             reason = "; ".join(f.message for f in problems)
@@ -251,18 +323,27 @@ async def _run_provider(run: RunState, provider: Provider, services: ServiceMana
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue
         # no receipt at all; its claims then stay unproven, with its reason.
-        explain = getattr(adapter, "missing_reason", None)
-        why = explain(ctx) if explain is not None else None
-        run.notes[provider.capability] = (
-            f"{provider.capability}: {why or f'provider {provider.name} issued no receipt'}"
-        )
-    log = logs[-1] if logs else (None, None)
-    return _finish(run, provider, outcomes, started=started, clock=clock, log=log)
+        why = adapter.missing_reason(ctx)
+        text = why or f"provider {provider.name} issued no receipt"
+        run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
+    assert isinstance(ctx.executor, _Recording)
+    return outcomes, ctx.executor.last
 
 
-async def _call_adapter(
-    run_adapter: Callable[[RunContext], Any], ctx: RunContext, provider: Provider
-) -> list[Outcome]:
+class _Recording:
+    """The run's executor, remembering the last job's log digest and tail for the receipt."""
+
+    def __init__(self, inner: Executor) -> None:
+        self._inner = inner
+        self.last: tuple[str, str] | None = None
+
+    async def run(self, job: Any) -> Any:
+        result = await self._inner.run(job)
+        self.last = (result.log_sha256, result.log_tail)
+        return result
+
+
+async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -> list[Outcome]:
     try:
         outcomes: list[Outcome] = await run_adapter(ctx)
         return outcomes
@@ -273,37 +354,17 @@ async def _call_adapter(
     return every_capability(provider, "inconclusive", reason)
 
 
-def _finish(
-    run: RunState,
-    provider: Provider,
-    outcomes: list[Outcome],
-    *,
-    started: datetime,
-    clock: float,
-    log: tuple[str | None, str | None] | None,
-) -> bool:
-    finished = datetime.now(UTC)
-    report = run.reports[provider.name]
-    report.state = "ran"
-    report.duration_ms = int((anyio.current_time() - clock) * 1000)
-    run.durations[provider.name] = report.duration_ms / 1000
-    log_sha, log_tail = log or (None, None)
-    outcomes = [run.masker.outcome(o) for o in outcomes]
-    entries = [
-        run.seal_outcome(
-            provider, o, started=started, finished=finished, log_sha256=log_sha, log_tail=log_tail
-        )
-        for o in outcomes
-    ]
-    ok = all(o.status == "pass" for o in outcomes)
-    if not ok:
-        report.reason = next((o.reason for o in outcomes if o.status != "pass" and o.reason), None)
-    if ok and entries and not run.identity_open(provider):
-        envelopes = [
-            (run.run_dir / provider.name / Path(e.path).name).read_bytes() for e in entries
-        ]
-        cache.store(run.state.cache, run.fingerprints[provider.name], envelopes)
-    return ok
+async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
+    return await run_setup(
+        run.plan,
+        repo,
+        workdir,
+        tree=run.boxes.identity(repo).tree,
+        mode=run.options.sandbox,
+        executor=run.executor,
+        sink=run.sink,
+        run_dir=run.run_dir,
+    )
 
 
 def _service_repositories(plan: Plan, provider: Provider) -> list[str]:
@@ -324,71 +385,6 @@ def _ports_taken(plan: Plan, provider: Provider, services: ServiceManager) -> bo
         if port is not None and port_holder(port) is not None:
             return True
     return False
-
-
-async def _setup(run: RunState, repo: str) -> bool:
-    """Run the repository's setup commands once per sandbox, before its providers."""
-    lock = run.box_locks.setdefault(f"setup:{repo}", anyio.Lock())
-    async with lock:
-        if repo in run.setup_ok:
-            return run.setup_ok[repo]
-        repository = run.plan.repositories[repo]
-        ok = True
-        for index, argv in enumerate(repository.setup):
-            log_dir = run.run_dir / f"setup-{repo}"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            started = datetime.now(UTC)
-            result = await run_process(
-                list(argv),
-                cwd=run.workdirs[repo],
-                env=dict(os.environ),
-                timeout_ms=30 * 60 * 1000,
-                log_dir=log_dir,
-                log_name=f"setup-{index}",
-                secrets=run.masker.secrets,
-            )
-            if result.exit_code == 0:
-                continue
-            ok = False
-            why = result.spawn_error or f"exited {result.exit_code}"
-            pseudo = Provider(
-                name=f"setup-{repo}",
-                adapter="command",
-                capability="setup",
-                repository=repo,
-                command=tuple(argv),
-            )
-            outcome = Outcome(
-                capability="setup",
-                status="fail",
-                reason=f"setup {' '.join(argv)}: {why}",
-                exit_code=result.exit_code,
-                command=tuple(argv),
-            )
-            run.reports.setdefault(pseudo.name, ProviderReport(pseudo.name, "command", repo))
-            run.seal_outcome(
-                pseudo,
-                outcome,
-                started=started,
-                finished=datetime.now(UTC),
-                log_sha256=result.log_sha256,
-                log_tail=result.log_tail,
-            )
-            run.reports[pseudo.name].state = "ran"
-            break
-        run.setup_ok[repo] = ok
-        return ok
-
-
-def _environment(provider: Provider) -> tuple[dict[str, str], str | None]:
-    """The provider's environment, or the first envFrom variable that is not set."""
-    env = dict(os.environ)
-    env.update(provider.env)
-    for name in provider.env_from:
-        if name not in os.environ:
-            return env, name
-        env[name] = os.environ[name]
-    return env, None
 
 
 def nothing_to_prove(plan: Plan) -> Problem | None:

@@ -34,14 +34,15 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from changeloop.graph import topological_order
 from changeloop.resources import Claim, ResourceTable, parse_resources
 
-JobState = Literal["ok", "failed", "skipped"]
+TaskState = Literal["ok", "failed", "skipped"]
 EventKind = Literal["queued", "waiting", "started", "finished", "skipped"]
 
 
 @dataclass(frozen=True)
-class Job:
+class Task:
     name: str
     depends_on: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
@@ -49,25 +50,25 @@ class Job:
 
 
 @dataclass(frozen=True)
-class JobResult:
+class TaskResult:
     name: str
-    state: JobState
+    state: TaskState
     reason: str | None
     started: float | None  # time.time() seconds
     finished: float | None
 
 
 @dataclass(frozen=True)
-class JobEvent:
+class TaskEvent:
     """For the live view. ``detail``: the resource waited for, "ok"/"failed", or the skip reason."""
 
-    job: str
+    task: str
     kind: EventKind
     detail: str | None = None
     at: float = 0.0
 
 
-def priorities(jobs: Sequence[Job]) -> list[tuple[float, int, int]]:
+def priorities(jobs: Sequence[Task]) -> list[tuple[float, int, int]]:
     """Heap keys per job (smaller starts first): (-critical path, -transitive dependents, index).
 
     Raises ValueError on duplicate names, unknown dependencies or cycles
@@ -79,21 +80,14 @@ def priorities(jobs: Sequence[Job]) -> list[tuple[float, int, int]]:
     known = [j.estimate_s for j in jobs if j.estimate_s is not None]
     fallback = statistics.median(known) if known else 1.0
     dependents: list[list[int]] = [[] for _ in jobs]
-    indegree = [0] * len(jobs)
     for i, job in enumerate(jobs):
         for dep in set(job.depends_on):
             if dep not in index:
                 raise ValueError(f"{job.name!r} depends on unknown job {dep!r}")
             dependents[index[dep]].append(i)
-            indegree[i] += 1
-    order = [i for i, d in enumerate(indegree) if d == 0]
-    for i in order:  # Kahn's algorithm; `order` grows while we walk it
-        for d in dependents[i]:
-            indegree[d] -= 1
-            if indegree[d] == 0:
-                order.append(d)
-    if len(order) != len(jobs):
-        raise ValueError("dependency cycle among jobs")
+    # One graph module: the scheduler walks graph.py's order and raises its CycleError.
+    edges = {job.name: job.depends_on for job in jobs}
+    order = [index[name] for name in topological_order(edges)]
     path = [0.0] * len(jobs)
     below = [0] * len(jobs)  # bitset of transitive dependents
     for i in reversed(order):
@@ -113,11 +107,11 @@ class _Run:
 
     def __init__(
         self,
-        jobs: Sequence[Job],
-        run: Callable[[Job], Awaitable[bool]],
+        jobs: Sequence[Task],
+        run: Callable[[Task], Awaitable[bool]],
         slots: int,
         fail_fast: bool,
-        on_event: Callable[[JobEvent], None] | None,
+        on_event: Callable[[TaskEvent], None] | None,
     ) -> None:
         self.jobs = jobs
         self.run = run
@@ -141,13 +135,13 @@ class _Run:
         self.waiting_writer: dict[int, set[str]] = {}
         self.last_wait: dict[int, str] = {}
         self.started: dict[int, float] = {}
-        self.results: dict[str, JobResult] = {}
+        self.results: dict[str, TaskResult] = {}
         self.stopped = False
         self.tg: anyio.abc.TaskGroup | None = None
 
     def emit(self, i: int, kind: EventKind, detail: str | None = None) -> None:
         if self.on_event is not None:
-            self.on_event(JobEvent(self.jobs[i].name, kind, detail, time.time()))
+            self.on_event(TaskEvent(self.jobs[i].name, kind, detail, time.time()))
 
     # -- starting ---------------------------------------------------------------
     def dispatch(self) -> None:
@@ -241,7 +235,7 @@ class _Run:
 
     def finish(self, i: int, ok: bool, reason: str | None) -> None:
         name = self.jobs[i].name
-        self.results[name] = JobResult(
+        self.results[name] = TaskResult(
             name, "ok" if ok else "failed", reason, self.started[i], time.time()
         )
         self.emit(i, "finished", "ok" if ok else "failed")
@@ -263,7 +257,7 @@ class _Run:
 
     def skip(self, i: int, reason: str) -> None:
         name = self.jobs[i].name
-        self.results[name] = JobResult(name, "skipped", reason, None, None)
+        self.results[name] = TaskResult(name, "skipped", reason, None, None)
         self.emit(i, "skipped", reason)
 
     def skip_dependents(self, i: int, reason: str) -> None:
@@ -286,13 +280,13 @@ class _Run:
 
 
 async def schedule(
-    jobs: Sequence[Job],
-    run: Callable[[Job], Awaitable[bool]],
+    jobs: Sequence[Task],
+    run: Callable[[Task], Awaitable[bool]],
     *,
     slots: int,
     fail_fast: bool = False,
-    on_event: Callable[[JobEvent], None] | None = None,
-) -> dict[str, JobResult]:
+    on_event: Callable[[TaskEvent], None] | None = None,
+) -> dict[str, TaskResult]:
     """Run ``jobs`` (see module doc); returns one result per job, in listing order."""
     state = _Run(jobs, run, slots, fail_fast, on_event)
     for i in range(len(jobs)):

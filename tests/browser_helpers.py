@@ -25,7 +25,6 @@ from changeloop.model import (
     Repository,
     Service,
 )
-from changeloop.processes import ProcessResult, run_process
 from changeloop.providers.base import RunContext
 from changeloop.services.ports import port_holder
 
@@ -160,20 +159,8 @@ def playwright_provider(name: str = "browser", **kw: Any) -> Provider:
 
 
 def make_ctx(plan: Plan, provider: Provider, workdir: Path, run_dir: Path) -> RunContext:
-    """A RunContext whose run_command is a thin wrapper over run_process (no engine needed)."""
+    """A RunContext running its job with the LocalExecutor (no engine needed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-
-    async def run_command(
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        env: Mapping[str, str],
-        timeout_ms: int,
-        log_name: str,
-    ) -> ProcessResult:
-        return await run_process(
-            argv, cwd=cwd, env=env, timeout_ms=timeout_ms, log_dir=run_dir, log_name=log_name
-        )
 
     return RunContext(
         plan=plan,
@@ -185,7 +172,6 @@ def make_ctx(plan: Plan, provider: Provider, workdir: Path, run_dir: Path) -> Ru
         env={**os.environ, **provider.env, "FORCE_COLOR": "0"},
         secrets=(),
         now=datetime.now(UTC),
-        run_command=run_command,
     )
 
 

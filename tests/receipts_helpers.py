@@ -147,8 +147,9 @@ def unb64(text: str) -> bytes:
     return base64.b64decode(text)
 
 
-async def _no_command(*_args: Any, **_kwargs: Any) -> Any:
-    raise AssertionError("this adapter must run nothing")
+class _NoExecutor:
+    async def run(self, job: Any) -> Any:
+        raise AssertionError("this adapter must run nothing")
 
 
 def run_context(plan: Plan, provider_name: str, *, now: datetime,
@@ -167,5 +168,5 @@ def run_context(plan: Plan, provider_name: str, *, now: datetime,
         identities=dict(idents) if idents is not None else {
             r: content_identity(sources[r], include_untracked=True) for r in repos},
         run_dir=plan.root / ".changeloop" / "runs" / "t" / provider_name,
-        env={}, secrets=(), now=now, run_command=_no_command,
+        env={}, secrets=(), now=now, executor=_NoExecutor(),
     )

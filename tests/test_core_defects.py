@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from changeloop.resources import parse_resources
-from changeloop.scheduler import Job, JobResult, schedule
+from changeloop.scheduler import Task, TaskResult, schedule
 from tests.prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 SERVER = """\
@@ -47,7 +47,7 @@ class Recorder:
         self.running: set[str] = set()
         self.overlaps: set[frozenset[str]] = set()
 
-    async def run(self, job: Job) -> bool:
+    async def run(self, job: Task) -> bool:
         self.order.append(job.name)
         self.overlaps.update(frozenset((job.name, other)) for other in self.running)
         self.running.add(job.name)
@@ -56,15 +56,15 @@ class Recorder:
         self.running.discard(job.name)
         return True
 
-    def schedule(self, jobs: list[Job], slots: int) -> dict[str, JobResult]:
-        async def main() -> dict[str, JobResult]:
+    def schedule(self, jobs: list[Task], slots: int) -> dict[str, TaskResult]:
+        async def main() -> dict[str, TaskResult]:
             with anyio.fail_after(20):
                 return await schedule(jobs, self.run, slots=slots)
 
         return anyio.run(main)
 
 
-def _conflict(a: Job, b: Job) -> bool:
+def _conflict(a: Task, b: Task) -> bool:
     """Two jobs exclude each other when they share a lock and either takes it exclusively."""
     mine = {c.key: c.mode for c in parse_resources(a.resources)}
     return any(
@@ -75,9 +75,9 @@ def _conflict(a: Job, b: Job) -> bool:
 
 def test_port_holder_first_then_service_users_all_run() -> None:
     jobs = [
-        Job("holder", resources=("port:4173",)),
-        Job("user1", resources=("service-port:4173", "workspace-read:web")),
-        Job("user2", resources=("service-port:4173", "workspace-read:web")),
+        Task("holder", resources=("port:4173",)),
+        Task("user1", resources=("service-port:4173", "workspace-read:web")),
+        Task("user2", resources=("service-port:4173", "workspace-read:web")),
     ]
     rec = Recorder()
     results = rec.schedule(jobs, slots=3)
@@ -92,11 +92,11 @@ def test_waiting_port_holder_is_not_starved_by_new_service_users() -> None:
     # ready later (after u1 and u2) and must wait behind the holder, as readers wait
     # behind a writer of a repository.
     jobs = [
-        Job("u1", resources=("service-port:9",), estimate_s=5),
-        Job("u2", resources=("service-port:9",), estimate_s=5),
-        Job("holder", resources=("port:9",), estimate_s=1),
-        Job("u3", depends_on=("u1",), resources=("service-port:9",)),
-        Job("u4", depends_on=("u2",), resources=("service-port:9",)),
+        Task("u1", resources=("service-port:9",), estimate_s=5),
+        Task("u2", resources=("service-port:9",), estimate_s=5),
+        Task("holder", resources=("port:9",), estimate_s=1),
+        Task("u3", depends_on=("u1",), resources=("service-port:9",)),
+        Task("u4", depends_on=("u2",), resources=("service-port:9",)),
     ]
     rec = Recorder()
     results = rec.schedule(jobs, slots=3)
@@ -111,17 +111,17 @@ def test_writers_of_two_repositories_reading_each_other_all_run() -> None:
     # repository but blocked on the other still held back new readers of the first;
     # two of them held back each other's readers and nothing ran (KeyError in prove).
     jobs = [
-        Job("j0", resources=("workspace-write:b", "workspace-read:a"), estimate_s=0.5),
-        Job("j1", resources=("workspace-read:a", "workspace-write:b"), estimate_s=0.5),
-        Job("j2", resources=("workspace-write:a", "workspace-write:b")),
-        Job("j3", resources=("workspace-write:a", "workspace-read:b"), estimate_s=0.5),
-        Job("j4"),
+        Task("j0", resources=("workspace-write:b", "workspace-read:a"), estimate_s=0.5),
+        Task("j1", resources=("workspace-read:a", "workspace-write:b"), estimate_s=0.5),
+        Task("j2", resources=("workspace-write:a", "workspace-write:b")),
+        Task("j3", resources=("workspace-write:a", "workspace-read:b"), estimate_s=0.5),
+        Task("j4"),
     ]
     results = Recorder().schedule(jobs, slots=2)
     assert {r.state for r in results.values()} == {"ok"}, results
 
 
-def _random_jobs(rng: random.Random) -> list[Job]:
+def _random_jobs(rng: random.Random) -> list[Task]:
     names = [
         "port:1",
         "service-port:1",
@@ -133,11 +133,11 @@ def _random_jobs(rng: random.Random) -> list[Job]:
         "workspace-read:b",
         "workspace-write:b",
     ]
-    jobs: list[Job] = []
+    jobs: list[Task] = []
     for i in range(rng.randint(3, 12)):
         deps = tuple(j.name for j in jobs if rng.random() < 0.15)
         resources = tuple(rng.sample(names, rng.randint(0, 3)))
-        jobs.append(Job(f"j{i}", deps, resources, rng.choice([None, 0.5, 2.0])))
+        jobs.append(Task(f"j{i}", deps, resources, rng.choice([None, 0.5, 2.0])))
     return jobs
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from changeloop.cli.live import LiveBoard
 from changeloop.model import ChangeRef, Evidence, Plan, Provider
+from changeloop.run.records import RunEvent
 
 
 def _plan() -> Plan:
@@ -21,12 +22,12 @@ def _plan() -> Plan:
 def test_states_and_details_follow_events() -> None:
     out = io.StringIO()
     board = LiveBoard(_plan(), Console(file=out, force_terminal=True, width=100))
-    board.event("a", "started", None)
-    board.event("b", "waiting", "workspace-write:self")
-    board.event("c", "cached", None)
-    board.event("c", "finished", "ok")
-    board.event("a", "finished", "failed")
-    board.event("b", "skipped", "dependency 'a' failed")
+    board.event(RunEvent("a", "started", None))
+    board.event(RunEvent("b", "waiting", "workspace-write:self"))
+    board.event(RunEvent("c", "cached", None))
+    board.event(RunEvent("c", "finished", "ok"))
+    board.event(RunEvent("a", "finished", "failed"))
+    board.event(RunEvent("b", "skipped", "dependency 'a' failed"))
     text = io.StringIO()
     Console(file=text, width=100).print(board.render())
     rendered = text.getvalue()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from changeloop.resources import parse_resources
-from changeloop.scheduler import Job, JobEvent, JobResult, schedule
+from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 
 POOL = (
     "workspace-read:a",
@@ -29,7 +29,7 @@ POOL = (
 
 @dataclass(frozen=True)
 class Spec:
-    jobs: tuple[Job, ...]
+    jobs: tuple[Task, ...]
     sleeps: tuple[float, ...]
     outcome: tuple[str, ...]  # "ok" | "fail" | "raise"
 
@@ -42,7 +42,7 @@ def specs(draw: st.DrawFn) -> Spec:
         deps = draw(st.sets(st.integers(0, i - 1), max_size=3)) if i else set()
         res = draw(st.lists(st.sampled_from(POOL), max_size=3))
         est = draw(st.one_of(st.none(), st.floats(0.0, 10.0)))
-        jobs.append(Job(f"j{i}", tuple(f"j{d}" for d in sorted(deps)), tuple(res), est))
+        jobs.append(Task(f"j{i}", tuple(f"j{d}" for d in sorted(deps)), tuple(res), est))
     sleeps = tuple(draw(st.sampled_from((0.0, 0.0005, 0.001, 0.003))) for _ in range(n))
     outcome = tuple(
         draw(st.sampled_from(("ok", "ok", "ok", "ok", "fail", "raise"))) for _ in range(n)
@@ -52,14 +52,14 @@ def specs(draw: st.DrawFn) -> Spec:
 
 def execute(
     spec: Spec, slots: int, fail_fast: bool
-) -> tuple[dict[str, JobResult], dict[str, tuple[int, int]], list[JobEvent]]:
+) -> tuple[dict[str, TaskResult], dict[str, tuple[int, int]], list[TaskEvent]]:
     clock = itertools.count()
     spans: dict[str, list[int]] = {}
     running = [0, 0]  # now, max
-    events: list[JobEvent] = []
+    events: list[TaskEvent] = []
     by_name = {job.name: i for i, job in enumerate(spec.jobs)}
 
-    async def run(job: Job) -> bool:
+    async def run(job: Task) -> bool:
         i = by_name[job.name]
         spans[job.name] = [next(clock)]
         running[0] += 1
@@ -71,7 +71,7 @@ def execute(
             raise RuntimeError(f"boom in {job.name}")
         return spec.outcome[i] == "ok"
 
-    async def main() -> dict[str, JobResult]:
+    async def main() -> dict[str, TaskResult]:
         return await schedule(
             spec.jobs, run, slots=slots, fail_fast=fail_fast, on_event=events.append
         )
@@ -139,8 +139,8 @@ def test_random_dags_respect_resources_dependencies_and_report_everything(
                 assert name in spans
 
     # Events: every job queued once; started/finished exactly for those that ran.
-    kinds = {(e.job, e.kind) for e in events}
+    kinds = {(e.task, e.kind) for e in events}
     for name in jobs:
-        assert sum(1 for e in events if e.job == name and e.kind == "queued") == 1
+        assert sum(1 for e in events if e.task == name and e.kind == "queued") == 1
         assert ((name, "started") in kinds) == (name in spans)
         assert ((name, "skipped") in kinds) == (results[name].state == "skipped")

@@ -9,7 +9,6 @@ from pathlib import Path
 import anyio
 
 from changeloop.model import ChangeRef, Claim, Evidence, Plan, Provider, Repository
-from changeloop.processes import run_process
 from changeloop.providers import test_discovery
 from changeloop.providers.base import Outcome, RunContext
 
@@ -46,13 +45,9 @@ def _run(tmp_path: Path, files: dict[str, str], argv: list[str], **provider_keys
     run_dir = tmp_path / "run"
     run_dir.mkdir(exist_ok=True)
 
-    async def run_command(argv, *, cwd, env, timeout_ms, log_name):
-        return await run_process(argv, cwd=cwd, env=env, timeout_ms=timeout_ms,
-                                 log_dir=run_dir, log_name=log_name)
-
     ctx = RunContext(plan=plan, provider=provider, workdirs={"self": repo}, sources={"self": repo},
                      identities={}, run_dir=run_dir, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                     secrets=(), now=datetime.now(UTC), run_command=run_command)
+                     secrets=(), now=datetime.now(UTC))
     return anyio.run(test_discovery.run, ctx)
 
 

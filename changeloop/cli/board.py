@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from changeloop.engine import ProveResult
 from changeloop.masking import Masker
 from changeloop.model import Plan
+from changeloop.run.records import RunEvent
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
@@ -26,7 +27,8 @@ class Progress:
         self.done = 0
         self.start = time.monotonic()
 
-    def event(self, provider: str, kind: str, detail: str | None) -> None:
+    def event(self, event: RunEvent) -> None:
+        provider, kind, detail = event.provider, event.kind, event.detail
         elapsed = time.monotonic() - self.start
         if kind == "started":
             line = f"  ▶ {provider} running"

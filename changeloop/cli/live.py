@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from changeloop.model import Plan
+from changeloop.run.records import RunEvent
 
 _STYLE = {
     "queued": "dim",
@@ -48,7 +49,8 @@ class LiveBoard:
         self.live.update(self.render())
         self.live.__exit__(kind, value, tb)
 
-    def event(self, provider: str, kind: str, detail: str | None) -> None:
+    def event(self, event: RunEvent) -> None:
+        provider, kind, detail = event.provider, event.kind, event.detail
         if provider not in self.state:
             return
         now = time.monotonic()

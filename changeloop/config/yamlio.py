@@ -13,6 +13,7 @@ never contain — duplicate keys, alias bombs, non-standard tags — and keep th
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,30 @@ class Document:
         return Location(self.display, found[0], found[1])
 
 
+def _core_int(text: str) -> int:
+    """An integer of the core schema (an explicit ``!!int`` may use the same forms)."""
+    sign = -1 if text.startswith("-") else 1
+    body = text.lstrip("+-").replace("_", "")
+    if body.startswith("0o"):
+        return sign * int(body[2:], 8)
+    if body.startswith("0x"):
+        return sign * int(body[2:], 16)
+    return sign * int(body, 10)
+
+
+def _core_float(text: str) -> float:
+    lowered = text.lower()
+    if lowered.lstrip("+-") == ".inf":
+        return float("-inf") if lowered.startswith("-") else float("inf")
+    if lowered == ".nan":
+        return float("nan")
+    return float(text)
+
+
+def _core_bool(text: str) -> bool:
+    return {"true": True, "false": False}[text.lower()]
+
+
 def _problem(
     code: str,
     message: str,
@@ -109,7 +134,53 @@ def _decode(raw: bytes, display: str) -> str:
 
 
 # libyaml's composer when PyYAML was built with it (same nodes and marks, ~10x faster)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The YAML 1.2 core schema (as OpenSpec reads YAML): only these plain scalars are
+# not strings. ``yes``/``no``/``on``/``off``, ``1_000``, ``1:30`` and dates stay text.
+_CORE: tuple[tuple[str, str, str], ...] = (
+    ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+)
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """Implicit tags of the YAML 1.2 core schema (nothing else is implicit)."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (PyYAML's class registry)
+
+
+for _kind, _pattern, _first in _CORE:
+    _CoreResolver.add_implicit_resolver(f"{_TAG}{_kind}", re.compile(_pattern), list(_first))
+_CoreResolver.add_implicit_resolver(f"{_TAG}null", re.compile(r"^$"), [""])
+# Not in the core schema: recognised only so that a merge key is refused by name.
+_CoreResolver.add_implicit_resolver(f"{_TAG}merge", re.compile(r"^<<$"), ["<"])
+
+
+class _CoreLoader(_BASE_LOADER):  # type: ignore[misc]
+    """PyYAML's safe composer, resolving plain scalars by the core schema."""
+
+    yaml_implicit_resolvers = _CoreResolver.yaml_implicit_resolvers
+
+
+_LOADER = _CoreLoader
+
+
+def resolves_to_text(value: str, *, yaml11: bool = False) -> bool:
+    """True when ``value``, written as a plain scalar, reads back as the same string.
+
+    ``yaml11``: ask a YAML 1.1 reader instead (PyYAML's, where ``yes`` is true).
+    """
+    resolver = yaml.resolver.Resolver() if yaml11 else _CoreResolver()
+    tag = resolver.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    return bool(tag == f"{_TAG}str")
 
 
 class _Walker:
@@ -202,19 +273,17 @@ class _Walker:
             if kind == "int":
                 return self._integer(node, path)
             if kind == "float":
-                return self.constructor.construct_yaml_float(node)
+                return _core_float(str(node.value))
             if kind == "bool":
-                return self.constructor.construct_yaml_bool(node)
-        except (ValueError, yaml.YAMLError) as exc:
+                return _core_bool(str(node.value))
+        except (ValueError, KeyError, yaml.YAMLError) as exc:
             raise self._err("yaml_value", f"{node.value!r} is not a valid {kind}", node) from exc
         return None
 
     def _integer(self, node: yaml.ScalarNode, path: YamlPath) -> int:
         text = str(node.value).replace("_", "").lstrip("+-")
-        if len(text) > 4000:  # never build a huge int just to refuse it
-            value = MAX_INTEGER + 1
-        else:
-            value = int(self.constructor.construct_yaml_int(node))
+        # never build a huge int just to refuse it
+        value = MAX_INTEGER + 1 if len(text) > 4000 else _core_int(str(node.value))
         if abs(value) <= MAX_INTEGER:
             return value
         where = ".".join(str(p) for p in path) or "the document"

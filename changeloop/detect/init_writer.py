@@ -20,6 +20,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from changeloop.detect import ChangeContext
 from changeloop.detect.coverage import provider_covers
@@ -57,8 +58,23 @@ def _yaml() -> YAML:
     return yml
 
 
+def _text(value: str) -> str:
+    """``value`` quoted when a YAML reader could take it for something other than text.
+
+    changeloop reads YAML 1.2 (``yes`` is a string), but a YAML 1.1 reader (PyYAML,
+    older CI tools) reads ``yes``, ``on``, ``1_000`` as booleans and numbers: every
+    such string is written quoted, so the file means the same to both.
+    """
+    from changeloop.config.yamlio import resolves_to_text
+
+    if resolves_to_text(value) and resolves_to_text(value, yaml11=True):
+        return value
+    quoted: str = SingleQuotedScalarString(value)
+    return quoted
+
+
 def _flow(items: tuple[str, ...]) -> CommentedSeq:
-    seq = CommentedSeq(items)
+    seq = CommentedSeq(_text(i) for i in items)
     seq.fa.set_flow_style()
     return seq
 
@@ -71,21 +87,21 @@ def provider_yaml(provider: Provider) -> CommentedMap:
     if provider.capability not in (provider.name, default_cap):
         out["capability"] = provider.capability
     if provider.repository is not None:
-        out["repository"] = provider.repository
+        out["repository"] = _text(provider.repository)
     if provider.command:
         out["command"] = _flow(provider.command)
     if provider.report:
-        out["report"] = provider.report
+        out["report"] = _text(provider.report)
     if provider.format:
-        out["format"] = provider.format
+        out["format"] = _text(provider.format)
     if provider.discovery_provider:
-        out["discoveryProvider"] = provider.discovery_provider
+        out["discoveryProvider"] = _text(provider.discovery_provider)
     if provider.outputs:
         out["outputs"] = _flow(provider.outputs)
     if provider.services:
         out["services"] = _flow(provider.services)
     if provider.env:
-        env = CommentedMap(provider.env)
+        env = CommentedMap((_text(k), _text(v)) for k, v in provider.env.items())
         env.fa.set_flow_style()
         out["env"] = env
     return out

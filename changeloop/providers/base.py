@@ -11,15 +11,16 @@ log digest, signature) when it turns outcomes into receipts.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from changeloop.errors import Problem
-from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, Status
-from changeloop.processes import ProcessResult
+from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
+from changeloop.run.job import Executor, Job, LocalExecutor, SandboxSpec, env_delta
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,13 @@ class Outcome:
     url: str | None = None
 
 
-RunCommand = Callable[..., Awaitable[ProcessResult]]
-
-
 @dataclass(frozen=True)
 class RunContext:
-    """Everything an adapter may use while running one provider."""
+    """Everything an adapter may use while running one provider.
+
+    An adapter that runs a command builds it with :meth:`job` and hands it to
+    ``executor`` (DESIGN.md §9); it never starts a process itself.
+    """
 
     plan: Plan
     provider: Provider
@@ -106,8 +108,33 @@ class RunContext:
     env: Mapping[str, str]  # caller env + provider env + envFrom, ready to pass on
     secrets: tuple[str, ...]  # envFrom values: redact from anything written
     now: datetime
-    # run_command(argv, cwd=Path, env=Mapping, timeout_ms=int, log_name=str) -> ProcessResult
-    run_command: RunCommand
+    executor: Executor = field(default_factory=LocalExecutor)
+    wiring: str = ""  # the provider's wiring digest
+    sandbox_mode: SandboxMode = "none"
+
+    def job(self, argv: Sequence[str], *, repo: str, env: Mapping[str, str], log_name: str) -> Job:
+        """The provider's command as a :class:`Job` (env as differences from the executor's)."""
+        values, unset = env_delta(env, os.environ, self.provider.env_from)
+        identity = self.identities.get(repo)
+        return Job(
+            provider=self.provider,
+            wiring=self.wiring,
+            argv=tuple(argv),
+            sandbox=SandboxSpec(
+                repository=repo,
+                tree=identity.tree if identity else "",
+                mode=self.sandbox_mode,
+                path=str(self.workdirs[repo]),
+            ),
+            env=values,
+            unset=unset,
+            env_from=self.provider.env_from,
+            masked=_env_from_names(self.plan),
+            services=self.provider.services,
+            timeout_ms=self.provider.timeout_ms,
+            log_dir=str(self.run_dir),
+            log_name=log_name,
+        )
 
     def claims_requiring(self, capability: str) -> tuple[str, ...]:
         """Claims that need ``capability`` and may be credited from this repository."""
@@ -120,6 +147,12 @@ class RunContext:
                 continue
             out.append(claim.id)
         return tuple(sorted(out))
+
+
+def _env_from_names(plan: Plan) -> tuple[str, ...]:
+    from changeloop.masking import env_from_names  # masking reads this module's records
+
+    return env_from_names(plan)
 
 
 class Adapter(Protocol):
@@ -149,6 +182,10 @@ class Adapter(Protocol):
 
     async def run(self, ctx: RunContext) -> list[Outcome]: ...
 
+    def missing_reason(self, ctx: RunContext) -> str | None:
+        """Why it issued no receipt (only an adapter reading evidence made elsewhere may)."""
+        ...
+
 
 def missing_command(provider: Provider, example: str) -> list[Problem]:
     """The preflight problem of an adapter that runs a command but was given none."""
@@ -163,3 +200,24 @@ def missing_command(provider: Provider, example: str) -> list[Problem]:
             providers=(provider.name,),
         )
     ]
+
+
+def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
+    """The one claim rule for every adapter: a provider's own ``claims`` follow its status.
+
+    Pass ⇒ ``credited``, fail ⇒ ``failed``, inconclusive ⇒ ``uncredited``; a mark
+    the adapter set itself (e.g. a failing test citing the claim) stands.
+    """
+    if not provider.claims:
+        return outcome
+    mark: ClaimMark = (
+        "credited"
+        if outcome.status == "pass"
+        else "failed"
+        if outcome.status == "fail"
+        else "uncredited"
+    )
+    claims = dict(outcome.claims)
+    for cid in provider.claims:
+        claims.setdefault(cid, mark)
+    return replace(outcome, claims=claims)

@@ -24,6 +24,7 @@ from changeloop.providers.base import (
     RunContext,
     missing_command,
 )
+from changeloop.run.job import Job, JobResult
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -55,20 +56,23 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
+    job = prepare(ctx)
+    return read(job, await ctx.executor.run(job))
+
+
+def prepare(ctx: RunContext) -> Job:
+    """The provider's command as a job, in its repository's sandbox."""
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
-    result = await ctx.run_command(
-        list(provider.command),
-        cwd=ctx.workdirs[provider.repository],
-        env=ctx.env,
-        timeout_ms=provider.timeout_ms,
-        log_name=provider.name,
-    )
-    outcome = judge(provider, result)
-    return [outcome]
+    return ctx.job(provider.command, repo=provider.repository, env=ctx.env, log_name=provider.name)
 
 
-def judge(provider: Provider, result: ProcessResult) -> Outcome:
+def read(job: Job, result: JobResult) -> list[Outcome]:
+    """Pure: the outcome of a finished job (reads only the envelope on its stdout)."""
+    return [judge(job.provider, result)]
+
+
+def judge(provider: Provider, result: ProcessResult | JobResult) -> Outcome:
     """Turn one finished process into the provider's outcome."""
     base = Outcome(
         capability=provider.capability,
@@ -99,7 +103,7 @@ def judge(provider: Provider, result: ProcessResult) -> Outcome:
     return replace(base, status="fail", reason=f"exited {result.exit_code}{_tail_hint(result)}")
 
 
-def _judge_envelope(base: Outcome, result: ProcessResult) -> Outcome:
+def _judge_envelope(base: Outcome, result: ProcessResult | JobResult) -> Outcome:
     """The five outcomes of DESIGN.md §3 (command, envelope: true)."""
     envelope, problem = read_envelope(result)
     code = result.exit_code
@@ -135,7 +139,7 @@ def _judge_envelope(base: Outcome, result: ProcessResult) -> Outcome:
     return base
 
 
-def read_envelope(result: ProcessResult) -> tuple[dict[str, Any] | None, str | None]:
+def read_envelope(result: ProcessResult | JobResult) -> tuple[dict[str, Any] | None, str | None]:
     """Parse and schema-check stdout as a runner envelope; (envelope, None) or (None, why)."""
     from changeloop.schemas import validate_named
 
@@ -155,6 +159,11 @@ def read_envelope(result: ProcessResult) -> tuple[dict[str, Any] | None, str | N
     return data, None
 
 
-def _tail_hint(result: ProcessResult) -> str:
+def _tail_hint(result: ProcessResult | JobResult) -> str:
     tail = (result.stderr_tail or result.stdout_tail).strip().splitlines()
     return f": {tail[-1][:200]}" if tail else ""
+
+
+def missing_reason(ctx: RunContext) -> str | None:
+    """Never asked: this adapter issues a receipt for every capability it runs."""
+    return None

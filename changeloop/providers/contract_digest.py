@@ -184,3 +184,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
             observer=observer,
         )
     ]
+
+
+def missing_reason(ctx: RunContext) -> str | None:
+    """Never asked: this adapter issues a receipt for every capability it runs."""
+    return None

@@ -41,6 +41,7 @@ from changeloop.providers.base import (
 )
 from changeloop.providers.reports import playwright_json
 from changeloop.providers.reports.model import ReportResult
+from changeloop.run.job import JobResult
 
 NAME = "playwright"
 DEFAULT_CAPABILITY = "browser"
@@ -215,9 +216,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
     }
     argv = run_argv(provider, ctx.run_dir.resolve() / OUTPUT_DIR)
     assert argv is not None
-    result = await ctx.run_command(
-        list(argv), cwd=workdir, env=env, timeout_ms=provider.timeout_ms, log_name=provider.name
-    )
+    job = ctx.job(argv, repo=provider.repository, env=env, log_name=provider.name)
+    result = await ctx.executor.run(job)
     parsed = playwright_json.read(report, result.exit_code) if report.is_file() else None
     return judge(ctx, result, parsed, report_path(provider))
 
@@ -232,7 +232,7 @@ class _RunVerdict:
 
 
 def judge(
-    ctx: RunContext, result: ProcessResult, parsed: ReportResult | None, report: str
+    ctx: RunContext, result: ProcessResult | JobResult, parsed: ReportResult | None, report: str
 ) -> list[Outcome]:
     """One Outcome per capability (``browser`` first, then each of ``outputs``)."""
     provider = ctx.provider
@@ -273,7 +273,7 @@ def judge(
 
 
 def _run_verdict(
-    result: ProcessResult, parsed: ReportResult | None, report: str, timeout_ms: int
+    result: ProcessResult | JobResult, parsed: ReportResult | None, report: str, timeout_ms: int
 ) -> _RunVerdict:
     tail = _tail_hint(result)
     if result.spawn_error is not None:
@@ -381,8 +381,13 @@ def _ran(counts: TestCounts | None) -> int | None:
     return None if counts is None else counts.passed + counts.failed
 
 
-def _tail_hint(result: ProcessResult) -> str:
+def _tail_hint(result: ProcessResult | JobResult) -> str:
     tail = result.log_tail.strip()
     if not tail:
         return ""
     return "\n" + "\n".join(tail.splitlines()[-15:])
+
+
+def missing_reason(ctx: RunContext) -> str | None:
+    """Never asked: this adapter issues a receipt for every capability it runs."""
+    return None

@@ -48,13 +48,13 @@ from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
-from changeloop.processes import ProcessResult
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
 from changeloop.providers.reports.model import ReportResult
 from changeloop.providers.reports.sniff import sniff
+from changeloop.run.job import JobResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -158,13 +158,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
         report_path.parent.mkdir(parents=True, exist_ok=True)
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
-    result: ProcessResult = await ctx.run_command(
-        injected.argv,
-        cwd=workdir,
-        env=injected.env,
-        timeout_ms=provider.timeout_ms,
-        log_name=provider.name,
-    )
+    job = ctx.job(injected.argv, repo=repo, env=injected.env, log_name=provider.name)
+    result = await ctx.executor.run(job)
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
         finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
@@ -259,7 +254,7 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def _read(ctx: RunContext, result: ProcessResult, report_path: Path | None) -> ReportResult | None:
+def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> ReportResult | None:
     """The normalized report, or None when the named report was not written."""
     fmt = canonical_format(ctx.provider.format) if ctx.provider.format else None
     if report_path is None:
@@ -369,3 +364,8 @@ def _version_from_output(tool: str | None, output: str) -> str | None:
     pattern = _VERSION_PATTERNS.get(tool or "")
     match = pattern.search(output) if pattern else None
     return match.group(1) if match else None
+
+
+def missing_reason(ctx: RunContext) -> str | None:
+    """Never asked: this adapter issues a receipt for every capability it runs."""
+    return None

@@ -1,0 +1,127 @@
+"""``Fingerprinter``: what a provider's result depends on, as one digest (DESIGN.md §2.4).
+
+Pure given the repositories' content identities (passed in as a function), the
+environment and the run's HMAC key; it only memoises what it computed itself
+(one listing per repository, one wiring digest per provider).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from changeloop import fingerprint as fingerprints
+from changeloop.model import ContentIdentity, Plan, Provider
+from changeloop.providers import registry
+from changeloop.wiring import wiring_digest
+
+SCHEMA_VERSION = "changeloop/receipt@2"
+
+
+class Fingerprinter:
+    def __init__(
+        self,
+        plan: Plan,
+        identity: Callable[[str], ContentIdentity],
+        *,
+        sandbox: str,
+        issuer: str,
+        hmac_key: bytes,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._plan = plan
+        self._identity = identity
+        self._sandbox = sandbox
+        self._issuer = issuer
+        self._hmac_key = hmac_key
+        self._environ = os.environ if environ is None else environ
+        self._indexes: dict[str, fingerprints.InputsIndex] = {}
+        self._open_links: dict[str, dict[str, str]] = {}
+        self._wirings: dict[str, str] = {}
+
+    def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
+        """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
+        adapter = registry.ADAPTERS[provider.adapter]
+        repos = adapter.repositories(provider, self._plan)
+        inputs_digest = None
+        if provider.inputs and provider.repository:
+            inputs_digest = self._index(provider.repository).digest(provider.inputs)
+        return fingerprints.compute(
+            provider=provider,
+            adapter_inputs=self._adapter_inputs(provider, repos),
+            effective_command=adapter.effective_command(provider),
+            trees={repo: self._identity(repo).tree for repo in repos},
+            inputs_digest=inputs_digest,
+            upstream={d: upstream.get(d, "") for d in provider.depends_on},
+            env_from_values={n: self._environ.get(n, "") for n in provider.env_from},
+            hmac_key=self._hmac_key,
+            services=[
+                self._plan.services[s] for s in provider.services if s in self._plan.services
+            ],
+            schema_version=SCHEMA_VERSION,
+            wiring=self.wiring(provider),
+        )
+
+    def _adapter_inputs(self, provider: Provider, repos: tuple[str, ...]) -> dict[str, Any]:
+        adapter = registry.ADAPTERS[provider.adapter]
+        setup = [list(cmd) for repo in repos for cmd in self._plan.repositories[repo].setup]
+        return {
+            **adapter.fingerprint_inputs(provider),
+            "change": self._plan.change.id,
+            "capabilities": list(adapter.capabilities(provider)),
+            "claims": _claims_wiring(self._plan),
+            "providerClaims": sorted(provider.claims),
+            "sandbox": self._sandbox,
+            "setup": setup,
+            "issuer": self._issuer,
+        }
+
+    def wiring(self, provider: Provider) -> str:
+        """The provider's wiring digest (changeloop.wiring), computed once per run."""
+        if self._plan.providers.get(provider.name) is not provider:
+            return wiring_digest(self._plan, provider)  # e.g. a repository's setup pseudo-provider
+        if provider.name not in self._wirings:
+            self._wirings[provider.name] = wiring_digest(self._plan, provider)
+        return self._wirings[provider.name]
+
+    def external_symlinks(self, repo: str) -> dict[str, str]:
+        """Links of the repository's content that resolve outside it (its identity is open)."""
+        if repo not in self._open_links:
+            links = self._index(repo).symlinks()
+            path = self._plan.repositories[repo].path
+            self._open_links[repo] = fingerprints.external_symlinks(path, links) if links else {}
+        return self._open_links[repo]
+
+    def identity_open(self, provider: Provider) -> bool:
+        """True when some repository of the provider holds a link leaving it: never cached."""
+        adapter = registry.ADAPTERS[provider.adapter]
+        return any(self.external_symlinks(r) for r in adapter.repositories(provider, self._plan))
+
+    def _index(self, repo: str) -> fingerprints.InputsIndex:
+        """One listing of the repository per run, shared by every provider's ``inputs``."""
+        if repo not in self._indexes:
+            self._indexes[repo] = fingerprints.InputsIndex(
+                self._plan.repositories[repo].path, tree=self._identity(repo).tree
+            )
+        return self._indexes[repo]
+
+
+def hmac_key(key: Any) -> bytes:
+    """The fingerprint HMAC key, derived from the signing key (never stored)."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = key.private_bytes(
+        serialization.Encoding.Raw,
+        serialization.PrivateFormat.Raw,
+        serialization.NoEncryption(),
+    )
+    return hashlib.sha256(b"changeloop fingerprint hmac\0" + raw).digest()
+
+
+def _claims_wiring(plan: Plan) -> dict[str, Any]:
+    return {
+        cid: {"requires": list(c.requires), "repository": c.repository, "inputMode": c.input_mode}
+        for cid, c in sorted(plan.evidence.claims.items())
+    }

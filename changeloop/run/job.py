@@ -1,0 +1,142 @@
+"""What one provider's command is (``Job``), what came of it (``JobResult``), who runs it.
+
+A :class:`Job` is frozen and picklable: it names the sandbox by its content
+tree, carries the environment as *differences* from the executor's own
+(literal values, names to unset) plus the ``envFrom`` names whose values the
+executor reads from its own environment, so no secret value and no open handle
+travels with it. That is the seam a remote executor (DESIGN.md §10) plugs into:
+anything with ``async run(job) -> JobResult`` will do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from changeloop.model import Provider, SandboxMode
+from changeloop.processes import ProcessResult, run_process
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Where a job runs: a repository at one content tree (``path`` is its local copy)."""
+
+    repository: str
+    tree: str
+    mode: SandboxMode
+    path: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """One command to run for one provider, as data."""
+
+    provider: Provider  # its wiring, as planned
+    wiring: str  # the provider's wiring digest (changeloop.wiring)
+    argv: tuple[str, ...]  # the effective command, as run
+    sandbox: SandboxSpec
+    env: tuple[tuple[str, str], ...] = ()  # literal values set on top of the executor's env
+    unset: tuple[str, ...] = ()  # names removed from the executor's env
+    env_from: tuple[str, ...] = ()  # names whose values the executor reads from its env
+    masked: tuple[str, ...] = ()  # names whose values are masked in every log
+    services: tuple[str, ...] = ()
+    timeout_ms: int = 600_000
+    log_dir: str = "."
+    log_name: str = "job"
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The process environment this job gets on top of ``base``."""
+        env = {k: v for k, v in base.items() if k not in self.unset}
+        env.update(self.env)
+        for name in self.env_from:
+            if name in base:
+                env[name] = base[name]
+        return env
+
+    def secrets(self, base: Mapping[str, str]) -> tuple[str, ...]:
+        """The values masked in its logs: those of ``masked``, as the run's masker takes them."""
+        from changeloop.masking import Masker  # masking imports the adapters' records
+
+        return Masker(base[n] for n in self.masked if base.get(n)).secrets
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """The record of one finished job; the same attribute names as a ``ProcessResult``."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None
+    timed_out: bool
+    spawn_error: str | None
+    duration_ms: int
+    log_path: Path
+    stdout_path: Path
+    log_sha256: str
+    stdout_tail: str
+    stderr_tail: str
+    log_tail: str
+    started: datetime
+    finished: datetime
+    signal: int | None = None
+    leftovers: bool = False
+
+    @classmethod
+    def of(cls, result: ProcessResult, started: datetime, finished: datetime) -> JobResult:
+        return cls(
+            argv=result.argv,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            spawn_error=result.spawn_error,
+            duration_ms=result.duration_ms,
+            log_path=result.log_path,
+            stdout_path=result.stdout_path,
+            log_sha256=result.log_sha256,
+            stdout_tail=result.stdout_tail,
+            stderr_tail=result.stderr_tail,
+            log_tail=result.log_tail,
+            started=started,
+            finished=finished,
+            signal=result.signal,
+            leftovers=result.leftovers,
+        )
+
+
+class Executor(Protocol):
+    async def run(self, job: Job) -> JobResult: ...
+
+
+class LocalExecutor:
+    """Runs jobs as process groups on this machine (``changeloop.processes``)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+
+    async def run(self, job: Job) -> JobResult:
+        base = os.environ if self._environ is None else self._environ
+        log_dir = Path(job.log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        started = datetime.now(UTC)
+        result = await run_process(
+            list(job.argv),
+            cwd=Path(job.sandbox.path),
+            env=job.environment(base),
+            timeout_ms=job.timeout_ms,
+            log_dir=log_dir,
+            log_name=job.log_name,
+            secrets=job.secrets(base),
+        )
+        return JobResult.of(result, started, datetime.now(UTC))
+
+
+def env_delta(
+    env: Mapping[str, str], base: Mapping[str, str], env_from: Sequence[str]
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """``env`` as (values set, names unset) relative to ``base``; envFrom names never as values."""
+    secret = set(env_from)
+    values = tuple((k, v) for k, v in sorted(env.items()) if k not in secret and base.get(k) != v)
+    unset = tuple(sorted(k for k in base if k not in env and k not in secret))
+    return values, unset

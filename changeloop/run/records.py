@@ -1,0 +1,67 @@
+"""The records a run hands out: its options, typed events, and per-provider reports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from changeloop.model import SandboxMode
+from changeloop.verdict import ReceiptView
+
+ProviderState = Literal["ran", "cached", "not-run"]
+EventKind = Literal["queued", "waiting", "started", "cached", "finished", "skipped"]
+
+
+@dataclass(frozen=True)
+class ProveOptions:
+    jobs: int = os.cpu_count() or 2
+    sandbox: SandboxMode = "none"
+    fail_fast: bool = False
+    use_cache: bool = True
+    keep_sandbox: bool = False
+    sign_key: Path | None = None
+    issuer: str = "local"
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One step of a provider's life, for the views (live table, progress lines).
+
+    ``detail``: the resource waited for (``waiting``), ``ok``/``failed``
+    (``finished``), or the reason (``skipped``); masked before it is sent.
+    """
+
+    provider: str
+    kind: EventKind
+    detail: str | None = None
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+@dataclass(frozen=True)
+class ReceiptEntry:
+    capability: str
+    provider: str
+    status: str
+    reason: str | None
+    id: str
+    path: str  # relative to the workspace root
+    view: ReceiptView
+
+
+@dataclass
+class ProviderReport:
+    """What the board shows of one provider; written only by the ``ReceiptSink``."""
+
+    name: str
+    adapter: str
+    repository: str | None
+    state: ProviderState = "not-run"
+    duration_ms: int = 0
+    reason: str | None = None
+    receipts: list[ReceiptEntry] = field(default_factory=list)

@@ -1,0 +1,67 @@
+"""A repository's ``setup`` commands, run once in its sandbox before its providers.
+
+The first failing command is sealed as a ``setup`` receipt under the pseudo
+provider ``setup-<repository>``; the repository's providers are then
+inconclusive ("setup of repository … failed").
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from changeloop.masking import env_from_names
+from changeloop.model import Plan, Provider, SandboxMode
+from changeloop.providers.base import Outcome
+from changeloop.run.job import Executor, Job, SandboxSpec
+from changeloop.run.sink import ReceiptSink, Timing
+
+SETUP_TIMEOUT_MS = 30 * 60 * 1000
+
+
+async def run_setup(
+    plan: Plan,
+    repo: str,
+    workdir: Path,
+    *,
+    tree: str,
+    mode: SandboxMode,
+    executor: Executor,
+    sink: ReceiptSink,
+    run_dir: Path,
+) -> bool:
+    repository = plan.repositories[repo]
+    masked = tuple(env_from_names(plan))
+    for index, argv in enumerate(repository.setup):
+        pseudo = Provider(
+            name=f"setup-{repo}",
+            adapter="command",
+            capability="setup",
+            repository=repo,
+            command=tuple(argv),
+        )
+        job = Job(
+            provider=pseudo,
+            wiring="",
+            argv=tuple(argv),
+            sandbox=SandboxSpec(repo, tree, mode, str(workdir)),
+            masked=masked,
+            timeout_ms=SETUP_TIMEOUT_MS,
+            log_dir=str(run_dir / f"setup-{repo}"),
+            log_name=f"setup-{index}",
+        )
+        result = await executor.run(job)
+        if result.exit_code == 0:
+            continue
+        why = result.spawn_error or f"exited {result.exit_code}"
+        outcome = Outcome(
+            capability="setup",
+            status="fail",
+            reason=f"setup {' '.join(argv)}: {why}",
+            exit_code=result.exit_code,
+            command=tuple(argv),
+        )
+        timing = Timing(result.started, datetime.now(UTC), result.log_sha256, result.log_tail)
+        sink.setup_failed(pseudo, outcome, timing)
+        return False
+    return True

@@ -1,0 +1,315 @@
+"""``ReceiptSink``: the one writer of a run's receipts.
+
+Every outcome passes through here: its provider's listed claims are marked
+(``providers.base.mark_listed_claims``), links leaving a repository become
+findings, everything written is masked, the statement is sealed and signed,
+written to the run directory and ``latest/``, and a provider's all-pass
+envelopes go to the cache from the bytes in hand. A cached pass is reused byte
+for byte. The per-provider reports and the notes for unproven capabilities
+are the sink's; others read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from changeloop import cache
+from changeloop.dsse import parse_envelope, verify_signatures
+from changeloop.errors import ChangeloopError
+from changeloop.jcs import canonicalize
+from changeloop.masking import Masker
+from changeloop.model import ContentIdentity, Plan, Provider, Status
+from changeloop.providers import registry
+from changeloop.providers.base import Finding, Outcome, mark_listed_claims
+from changeloop.receipts import (
+    ReceiptFacts,
+    build_statement,
+    configuration_digests,
+    seal,
+    sha256_hex,
+    write_atomic,
+)
+from changeloop.run.records import ProviderReport, ReceiptEntry
+from changeloop.state import StateDir
+from changeloop.verdict import ReceiptView
+
+MAX_SYMLINK_FINDINGS = 20
+
+
+@dataclass(frozen=True)
+class Timing:
+    started: datetime
+    finished: datetime
+    log_sha256: str | None = None
+    log_tail: str | None = None
+
+    @classmethod
+    def now(cls) -> Timing:
+        now = datetime.now(UTC)
+        return cls(now, now)
+
+
+class ReceiptSink:
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        state: StateDir,
+        run_dir: Path,
+        key: Any,
+        masker: Masker,
+        sandbox: str,
+        issuer: str,
+        url: str | None,
+        identity: Callable[[str], ContentIdentity],
+        fingerprint: Callable[[Provider], str],
+        wiring: Callable[[Provider], str],
+        external_symlinks: Callable[[str], Mapping[str, str]],
+    ) -> None:
+        self._plan = plan
+        self._state = state
+        self._run_dir = run_dir
+        self._key = key
+        self._public_key = key.public_key()
+        self.masker = masker
+        self._sandbox, self._issuer, self._url = sandbox, issuer, url
+        self._identity = identity
+        self._fingerprint = fingerprint
+        self._wiring = wiring
+        self._external_symlinks = external_symlinks
+        self._config_digests = configuration_digests(plan, None)
+        self._reports = {
+            p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
+        }
+        self._notes: dict[str, str] = {}
+
+    # -- what others read ----------------------------------------------------
+    @property
+    def reports(self) -> dict[str, ProviderReport]:
+        return self._reports
+
+    def notes(self) -> dict[str, str]:
+        return {cap: self.masker.text(note) for cap, note in self._notes.items()}
+
+    def views(self) -> list[ReceiptView]:
+        return [e.view for report in self._reports.values() for e in report.receipts]
+
+    def durations(self) -> dict[str, float]:
+        return {
+            name: r.duration_ms / 1000
+            for name, r in self._reports.items()
+            if r.state == "ran" and name in self._plan.providers
+        }
+
+    # -- what the engine tells it --------------------------------------------
+    def note(self, capability: str, text: str, *, replace_: bool = False) -> None:
+        if replace_ or capability not in self._notes:
+            self._notes[capability] = text
+
+    def finish(
+        self,
+        provider: Provider,
+        outcomes: Sequence[Outcome],
+        timing: Timing,
+        *,
+        duration_ms: int,
+        cacheable: bool,
+    ) -> bool:
+        """Seal a provider's outcomes; cache them when all passed. True when all passed."""
+        report = self._report(provider)
+        report.state = "ran"
+        report.duration_ms = duration_ms
+        masked = [self.masker.outcome(o) for o in outcomes]
+        envelopes = [self.seal(provider, o, timing) for o in masked]
+        ok = all(o.status == "pass" for o in masked)
+        if not ok:
+            report.reason = next(
+                (o.reason for o in masked if o.status != "pass" and o.reason), None
+            )
+        if ok and envelopes and cacheable:
+            cache.store(self._state.cache, self._fingerprint(provider), envelopes)
+        return ok
+
+    def setup_failed(self, pseudo: Provider, outcome: Outcome, timing: Timing) -> None:
+        self.seal(pseudo, outcome, timing)
+        self._report(pseudo).state = "ran"
+
+    def skipped(self, provider: Provider, reason: str) -> None:
+        reason = self.masker.text(reason)
+        self._report(provider).reason = reason
+        for outcome in every_capability(provider, "inconclusive", f"not run: {reason}"):
+            self.seal(provider, outcome, Timing.now())
+
+    def could_not_run(self, provider: Provider, reason: str) -> None:
+        """A provider whose job raised (e.g. its sandbox could not be made): no receipt, a note."""
+        reason = self.masker.text(reason)
+        self._report(provider).reason = reason
+        for capability in registry.ADAPTERS[provider.adapter].capabilities(provider):
+            self.note(capability, f"{capability}: provider {provider.name} could not run: {reason}")
+
+    def seal(self, provider: Provider, outcome: Outcome, timing: Timing) -> bytes:
+        """Seal and store one outcome; returns the envelope written."""
+        outcome = mark_listed_claims(provider, self.masker.outcome(outcome))
+        adapter = registry.ADAPTERS[provider.adapter]
+        repos = adapter.repositories(provider, self._plan)
+        outcome = self._with_symlink_findings(outcome, repos)
+        command = outcome.command or adapter.effective_command(provider)
+        configuration = dict(self._config_digests)
+        if command:
+            configuration["command"] = sha256_hex(canonicalize(list(command)))
+        facts = ReceiptFacts(
+            change=self._plan.change.id,
+            provider=outcome.provider or provider.name,
+            adapter=provider.adapter,
+            fingerprint=self._fingerprint(provider),
+            subjects={repo: self._identity(repo) for repo in repos},
+            sandbox=self._sandbox,
+            issuer=self._issuer,  # who signs this receipt; an accepted one is in details
+            started=timing.started,
+            finished=timing.finished,
+            configuration=configuration,
+            log_sha256=timing.log_sha256,
+            log_tail=self.masker.text(timing.log_tail or ""),
+            url=outcome.url or self._url,
+            wiring=self._wiring(provider),
+        )
+        sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
+        self._store(provider, outcome, sealed.id, sealed.envelope)
+        return sealed.envelope
+
+    def reuse(self, provider: Provider, fp: str) -> bool:
+        """Reuse a cached pass: the original receipts, byte for byte.
+
+        Only what this run's key signed is reused (a cache entry edited on disk,
+        or signed with another key, runs the provider again).
+        """
+        parsed = self._verified_cache(fp)
+        if parsed is None:
+            return False
+        for envelope, payload, ext in parsed:
+            outcome = Outcome(
+                capability=ext["capability"],
+                status="pass",
+                provider=ext["provider"],
+                claims=ext.get("claims") or {},
+                input_mode=ext.get("inputMode"),
+            )
+            receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
+            self._store(provider, outcome, receipt_id, envelope, cached=True)
+        self._report(provider).state = "cached"
+        return True
+
+    # -- inside ----------------------------------------------------------------
+    def _verified_cache(self, fp: str) -> list[tuple[bytes, bytes, dict[str, Any]]] | None:
+        envelopes = cache.load(self._state.cache, fp)
+        if not envelopes:
+            return None
+        parsed = []
+        for envelope in envelopes:
+            try:
+                payload, _key = verify_signatures(parse_envelope(envelope), [self._public_key])
+                ext = json.loads(payload)["predicate"]["changeloop"]
+            except (ChangeloopError, ValueError, KeyError, TypeError):
+                return None
+            if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
+                return None
+            parsed.append((envelope, payload, ext))
+        return parsed
+
+    def _report(self, provider: Provider) -> ProviderReport:
+        if provider.name not in self._reports:  # a repository's setup pseudo-provider
+            self._reports[provider.name] = ProviderReport(
+                provider.name, provider.adapter, provider.repository
+            )
+        return self._reports[provider.name]
+
+    def _store(
+        self,
+        provider: Provider,
+        outcome: Outcome,
+        receipt_id: str,
+        envelope: bytes,
+        *,
+        cached: bool = False,
+    ) -> None:
+        name = outcome.provider or provider.name
+        filename = f"{name}.{outcome.capability}.json"
+        run_path = self._run_dir / provider.name / filename
+        run_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(run_path, envelope, durable=not cached)
+        latest = self._state.latest(self._plan.change.id) / filename
+        if not (cached and _same_bytes(latest, envelope)):
+            write_atomic(latest, envelope, durable=not cached)
+        view = ReceiptView(
+            provider=name,
+            capability=outcome.capability,
+            status=outcome.status,
+            repositories=registry.ADAPTERS[provider.adapter].repositories(provider, self._plan),
+            reason=outcome.reason,
+            claims=dict(outcome.claims),
+            input_mode=outcome.input_mode,
+        )
+        entry = ReceiptEntry(
+            capability=outcome.capability,
+            provider=name,
+            status=outcome.status,
+            reason=outcome.reason,
+            id=receipt_id,
+            path=str(run_path.relative_to(self._plan.root)),
+            view=view,
+        )
+        self._report(provider).receipts.append(entry)
+
+    def _with_symlink_findings(self, outcome: Outcome, repos: Sequence[str]) -> Outcome:
+        found = [
+            Finding(
+                kind="external-symlink",
+                message=self.masker.text(
+                    f"{repo}: {link} resolves outside the repository ({target}); what it points"
+                    " at is not part of the content identity, so this result is never reused"
+                    " from the cache"
+                ),
+                severity="warning",
+                file=link,
+            )
+            for repo in repos
+            if repo in self._plan.repositories
+            for link, target in sorted(self._external_symlinks(repo).items())
+        ]
+        if not found:
+            return outcome
+        if len(found) > MAX_SYMLINK_FINDINGS:
+            more = len(found) - MAX_SYMLINK_FINDINGS
+            found = [
+                *found[:MAX_SYMLINK_FINDINGS],
+                Finding(
+                    kind="external-symlink",
+                    message=f"… and {more} more link(s) resolving outside their repository",
+                    severity="warning",
+                ),
+            ]
+        return replace(outcome, findings=(*outcome.findings, *found))
+
+
+def every_capability(
+    provider: Provider, status: Status, reason: str, findings: tuple[Finding, ...] = ()
+) -> list[Outcome]:
+    """The same verdict for every receipt the provider would have issued."""
+    adapter = registry.ADAPTERS[provider.adapter]
+    return [
+        Outcome(capability=c, status=status, reason=reason, findings=findings)
+        for c in adapter.capabilities(provider)
+    ]
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
