@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath
 
 from changeloop import graph
 from changeloop.config.schema import position
@@ -23,6 +23,7 @@ from changeloop.config.yamlio import Document, load_yaml
 from changeloop.errors import ChangeloopError, Location, PreflightError, Problem
 from changeloop.model import Plan, Provider, Service
 from changeloop.plan import MULTI_REPOSITORY_ADAPTERS, display_path
+from changeloop.providers.base import escapes
 from changeloop.workspace import git_work_tree_refusal
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
@@ -60,18 +61,6 @@ class _Locator:
 
     def in_execution(self, *keys: str | int, key: bool = False) -> Location | None:
         return self.execution.location(keys, key=key) if self.execution else None
-
-
-def escapes(path: str) -> bool:
-    """A path that is absolute or climbs out with ``..`` — visible without running."""
-    posix, windows = PurePosixPath(path), PureWindowsPath(path)
-    return (
-        posix.is_absolute()
-        or windows.is_absolute()
-        or bool(windows.drive)
-        or ".." in posix.parts
-        or ".." in windows.parts
-    )
 
 
 def _repositories(plan: Plan, at: _Locator) -> Iterable[Problem]:

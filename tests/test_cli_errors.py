@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 
 def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -138,7 +138,7 @@ NEGATIVE: list[tuple[str, Callable[[Path], bytes], str]] = [
 
 
 @pytest.mark.parametrize(("case", "make", "words"), NEGATIVE, ids=[c for c, _, _ in NEGATIVE])
-def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], words: str) -> None:
+def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], words: str) -> None:  # noqa: ARG001 (the case id)
     put(ws, make(ws))
     [out] = run_external(ws)
     assert out.status == "fail"
@@ -185,7 +185,7 @@ BAD_KEYS: list[tuple[str, Callable[[], str], str]] = [
 
 
 @pytest.mark.parametrize(("case", "pem", "words"), BAD_KEYS, ids=[c for c, _, _ in BAD_KEYS])
-def test_configured_key_refusals(tmp_path: Path, case: str, pem: Callable[[], str], words: str) -> None:
+def test_configured_key_refusals(tmp_path: Path, case: str, pem: Callable[[], str], words: str) -> None:  # noqa: ARG001 (the case id)
     make_workspace(tmp_path, pub_pem=pem())
     put(tmp_path, good(tmp_path))
     plan = plan_of(tmp_path)

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import git, make_repo, reference_tree, user_state, write
 
 from changeloop import sandboxes
 from changeloop.identity import content_identity
 from changeloop.model import Repository, SandboxMode
 from changeloop.sandboxes.base import owner_alive
-from tests.sandbox_helpers import git, make_repo, reference_tree, user_state, write
 
 FILES = {
     "src/app.py": "print('hi')\n",

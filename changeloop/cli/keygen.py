@@ -25,8 +25,13 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory to write changeloop.key and changeloop.pub into")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="directory to write changeloop.key and changeloop.pub into",
+    )
     common.add_common(parser)
     parser.set_defaults(func=run)
 

@@ -42,12 +42,25 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sign.add_argument("--change", required=True, metavar="ID")
-    sign.add_argument("--claims", required=True, metavar="A,B",
-                      help="claims this receipt credits (comma-separated)")
-    sign.add_argument("--key", required=True, type=Path, metavar="PATH",
-                      help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)")
-    sign.add_argument("--issuer", required=True, metavar="NAME",
-                      help="the issuer the verifying provider expects (ci.issuer / authority.name)")
+    sign.add_argument(
+        "--claims",
+        required=True,
+        metavar="A,B",
+        help="claims this receipt credits (comma-separated)",
+    )
+    sign.add_argument(
+        "--key",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)",
+    )
+    sign.add_argument(
+        "--issuer",
+        required=True,
+        metavar="NAME",
+        help="the issuer the verifying provider expects (ci.issuer / authority.name)",
+    )
     sign.add_argument("--status", choices=("pass", "fail"), default="pass")
     sign.add_argument("--reason", metavar="TEXT", help="why it fails (with --status fail)")
     sign.add_argument("--url", metavar="URL", help="the CI run or review this receipt records")
@@ -70,10 +83,17 @@ def register(sub: Any) -> None:
         description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
     )
     verify.add_argument("file", type=Path, metavar="FILE")
-    verify.add_argument("--public-key", required=True, type=Path, action="append",
-                        metavar="PEM", help="trusted Ed25519 public key file (repeatable)")
-    verify.add_argument("--change", metavar="ID",
-                        help="also require the receipt to name this change")
+    verify.add_argument(
+        "--public-key",
+        required=True,
+        type=Path,
+        action="append",
+        metavar="PEM",
+        help="trusted Ed25519 public key file (repeatable)",
+    )
+    verify.add_argument(
+        "--change", metavar="ID", help="also require the receipt to name this change"
+    )
     common.add_common(verify)
     verify.set_defaults(func=run_verify)
 
@@ -171,8 +191,15 @@ def run_sign(args: argparse.Namespace) -> int:
     else:
         write_atomic(args.out, sealed.envelope)
         if common.json_mode(args):
-            common.emit_json({"version": "1", "id": sealed.id, "path": str(args.out),
-                              "keyid": sealed.keyid, "subjects": binding["trees"]})
+            common.emit_json(
+                {
+                    "version": "1",
+                    "id": sealed.id,
+                    "path": str(args.out),
+                    "keyid": sealed.keyid,
+                    "subjects": binding["trees"],
+                }
+            )
     common.say(f"signed {sealed.id} for change {change.id} ({args.status}; content {trees})")
     return 0
 
@@ -277,26 +304,44 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             data = read_envelope(path)  # bounded: never more than 4 MiB is read
         except OSError as exc:  # an unreadable file is one more refusal: nothing is copied
-            refused.append(Problem(code="unreadable", message=f"cannot read receipt {path}: "
-                                   f"{exc.strerror}", location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code="unreadable",
+                    message=f"cannot read receipt {path}: {exc.strerror}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         except VerificationError as exc:
-            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
-                                   message=f"{exc.check} check failed: {exc.reason}",
-                                   location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code=f"receipt_{exc.check.lower()}",
+                    message=f"{exc.check} check failed: {exc.reason}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         try:
             verified = verify_envelope(data, keys, Expectation(change=change.id))
         except VerificationError as exc:
-            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
-                                   message=f"{exc.check} check failed: {exc.reason}",
-                                   location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code=f"receipt_{exc.check.lower()}",
+                    message=f"{exc.check} check failed: {exc.reason}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         accepted.append((path, data, verified.id))
     if refused:
         raise ChangeloopError(
-            [*refused, Problem(code="nothing_imported",
-                               message="nothing was imported (one refusal copies nothing)")],
+            [
+                *refused,
+                Problem(
+                    code="nothing_imported",
+                    message="nothing was imported (one refusal copies nothing)",
+                ),
+            ],
             exit_code=1,
         )
     target = change.path / "receipts"

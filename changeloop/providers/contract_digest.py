@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext
+from changeloop.providers.base import Finding, Observer, Outcome, RunContext, escape_reason
 
 NAME = "contract-digest"
 DEFAULT_CAPABILITY = "cross-repo-contract"
@@ -46,15 +46,8 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
 
 
 def static_escape(path: str) -> str | None:
-    """Why ``path`` escapes its repository on paper, or None."""
-    if not path:
-        return "is empty"
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or path.startswith("\\") or (len(path) > 1 and path[1] == ":"):
-        return "is absolute"
-    if ".." in pure.parts or ".." in path.split("\\"):
-        return "climbs out with '..'"
-    return None
+    """Why ``path`` escapes its repository on paper, or None (``base.escape_reason``)."""
+    return "is empty" if not path else escape_reason(path)
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:

@@ -3,8 +3,8 @@
 Example::
 
     from changeloop.providers.reports import read_report
-    result = read_report(Path("test-results/unit.xml"), exit_code=0)          # sniffed
-    result = read_report(b"...", exit_code=1, format="vitest")                 # named
+    result = read_report(Path("test-results/unit.xml"))                 # sniffed
+    result = read_report(b"...", format="vitest")                       # named
 
 Every reader returns :class:`changeloop.providers.reports.model.ReportResult`.
 Readers never raise on bad input: an unreadable or truncated report is a result
@@ -30,7 +30,7 @@ from changeloop.providers.reports import (
 from changeloop.providers.reports.model import ReportResult, unreadable
 from changeloop.providers.reports.sniff import sniff
 
-Reader = Callable[[Path | bytes, int | None], ReportResult]
+Reader = Callable[[Path | bytes], ReportResult]
 
 READERS: dict[str, Reader] = {
     "junit": junit.read,
@@ -67,9 +67,7 @@ def canonical_format(name: str) -> str | None:
     return key if key in READERS else None
 
 
-def read_report(
-    source: Path | bytes, exit_code: int | None = None, format: str | None = None
-) -> ReportResult:
+def read_report(source: Path | bytes, format: str | None = None) -> ReportResult:
     """Read one report (a path or its bytes) with the named or sniffed reader."""
     try:
         data = source.read_bytes() if isinstance(source, Path) else source
@@ -86,7 +84,7 @@ def read_report(
         )
         return unreadable(format or "unknown", why)
     try:
-        return READERS[fmt](data, exit_code)
+        return READERS[fmt](data)
     except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
         # Valid JSON/XML of the wrong shape (a list where a runner writes objects).
         return unreadable(fmt, f"{fmt} report has an unexpected shape: {exc}")
