@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from changeloop.errors import FileRefused
+from changeloop.fsio import MIB, read_regular
 from changeloop.providers.reports import (
     jest_vitest_json,
     junit,
@@ -42,14 +44,21 @@ READERS: dict[str, Reader] = {
 }
 # What users may write in ``format:`` (runner names read naturally there).
 ALIASES: dict[str, str] = {
-    "junit-xml": "junit", "xml": "junit", "nextest": "junit",
+    "junit-xml": "junit",
+    "xml": "junit",
+    "nextest": "junit",
     "pytest-json-report": "pytest-json",
-    "jest": "jest-json", "vitest": "vitest-json",
+    "jest": "jest-json",
+    "vitest": "vitest-json",
     "playwright": "playwright-json",
     "node-tap": "tap",
-    "cargo": "libtest", "cargo-test": "libtest",
+    "cargo": "libtest",
+    "cargo-test": "libtest",
 }
 FORMATS = tuple(sorted({*READERS, *ALIASES}))
+# The largest report read: big suites write tens of MiB of JUnit XML; beyond
+# this a report is refused (inconclusive) rather than read into memory.
+REPORT_LIMIT = 64 * MIB
 
 
 def canonical_format(name: str) -> str | None:
@@ -59,19 +68,31 @@ def canonical_format(name: str) -> str | None:
     return key if key in READERS else None
 
 
-def read_report(source: Path | bytes, exit_code: int | None = None,
-                format: str | None = None) -> ReportResult:
-    """Read one report (a path or its bytes) with the named or sniffed reader."""
+def read_report(
+    source: Path | bytes, exit_code: int | None = None, format: str | None = None
+) -> ReportResult:
+    """Read one report (a path or its bytes) with the named or sniffed reader.
+
+    A path must be a regular file of at most :data:`REPORT_LIMIT` bytes: a FIFO
+    or a device named as the report is refused, never waited on or read forever.
+    """
     try:
-        data = source.read_bytes() if isinstance(source, Path) else source
-    except OSError as exc:
-        return unreadable(format or "unknown", f"cannot read report: {exc}")
+        data = (
+            read_regular(source, limit=REPORT_LIMIT, what="report")
+            if isinstance(source, Path)
+            else source
+        )
+    except FileRefused as exc:
+        return unreadable(format or "unknown", f"cannot read report: {exc.problems[0].message}")
     if not data.strip():
         return unreadable(format or "unknown", "the report is empty")
     fmt = canonical_format(format) if format else sniff(data)
     if fmt is None:
-        why = f"unknown report format {format!r}" if format else \
-            "report format not recognised (name it with `format:`)"
+        why = (
+            f"unknown report format {format!r}"
+            if format
+            else "report format not recognised (name it with `format:`)"
+        )
         return unreadable(format or "unknown", why)
     try:
         return READERS[fmt](data, exit_code)
