@@ -56,6 +56,8 @@ def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
             fd = os.open(tmp, _TEMP_FLAGS, mode)
         except FileExistsError:  # taken (or planted): pick another name
             continue
+        except OSError as exc:  # name the file the caller asked for, not our temporary
+            raise OSError(exc.errno, exc.strerror, str(directory / name)) from exc
         return fd, tmp
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory / name))
 
