@@ -134,8 +134,10 @@ def check_state(root: Path) -> None:
     state = root / STATE
     if not _check_dir(state):
         return
+    _check_access(state)
     for name in SUBDIRS:
-        _check_dir(state / name)
+        if _check_dir(state / name):
+            _check_access(state / name)
     receipts = state / "receipts"
     for entry in _entries(receipts):
         _check_dir(entry)
@@ -166,6 +168,17 @@ def _check_dir(path: Path) -> bool:
             f"move or delete {path}; changeloop makes the directory on the next run",
         )
     return True
+
+
+def _check_access(directory: Path) -> None:
+    """A state directory we cannot list or write is refused now, not met mid-run."""
+    if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+        raise StateRefused(
+            directory,
+            f"cannot use {directory}: permission denied (changeloop reads and writes its state"
+            " there)",
+            f"run changeloop as the user who owns {directory}, or fix its permissions",
+        )
 
 
 def _entries(directory: Path) -> list[Path]:

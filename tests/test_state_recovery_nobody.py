@@ -208,3 +208,19 @@ def test_a_receipt_that_cannot_be_written_at_run_time_is_exit_1_naming_it(
     assert doc["status"] == "not-proven"
     text = json.dumps(doc)
     assert str(latest / "test.test.json") in text and "Permission denied" in text
+
+
+@pytest.mark.parametrize("sub", ["sandboxes", "cache", "keys", "receipts"])
+def test_a_state_directory_nobody_can_open_is_refused_naming_it(
+    nobody_site: Path, workspace: Path, sub: str
+) -> None:
+    """A root-owned 0700 directory in the state (the sandbox sweep listed it and crashed)."""
+    code, _doc, _err = _prove(nobody_site, workspace)
+    assert code == 0
+    locked = workspace / ".changeloop" / sub
+    locked.mkdir(exist_ok=True)
+    os.chown(locked, 0, 0)
+    os.chmod(locked, 0o700)
+    code, doc, err = _prove(nobody_site, workspace)
+    assert code == 2, (doc, err)
+    assert doc["errors"][0]["path"] == str(locked)  # type: ignore[index]
