@@ -250,3 +250,15 @@ def test_a_cli_that_meets_damaged_state_never_exits_3(
     capsys.readouterr()
     assert main(["prove", "c1", "--root", str(root)]) == 0
     assert latest.is_file()
+
+
+@pytest.mark.parametrize("name", ["evidence.yaml", "execution.yaml"])
+def test_a_change_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path, name: str) -> None:
+    root = _workspace(tmp_path)
+    path = root / "openspec" / "changes" / "c1" / name
+    path.unlink()
+    os.mkfifo(path)
+    done = _cli(root, "prove", "c1", "--dry-run")
+    assert done.returncode == 2, done.stderr
+    (error,) = json.loads(done.stdout)["errors"]
+    assert name in error["message"] and name in error["path"]

@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from changeloop.errors import ConfigError, Location, Problem
+from changeloop.errors import ConfigError, FileRefused, Location, Problem
+from changeloop.fsio import read_regular
 
 # Nodes visited a second time (through an alias) before we call it a bomb.
 ALIAS_BUDGET = 10_000
@@ -195,12 +196,11 @@ class _Walker:
 def load_yaml(path: Path, display: str | None = None) -> Document:
     """Read ``path`` safely; every refusal is a ConfigError with file, line and column."""
     shown = display or str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise _problem("unreadable_file", f"cannot read {shown}: {exc.strerror}", shown) from exc
-    if len(raw) > MAX_BYTES:
-        raise _problem("file_too_large", f"{shown} is larger than {MAX_BYTES} bytes", shown)
+    try:  # a regular file, read without blocking and with a cap (a FIFO never hangs us)
+        raw = read_regular(path, limit=MAX_BYTES, what=shown)
+    except FileRefused as exc:
+        code = "file_too_large" if "larger than" in exc.reason else "unreadable_file"
+        raise _problem(code, f"cannot read {shown}: {exc.reason}", shown) from exc
     return parse_yaml(_decode(raw, shown), path, shown)
 
 
