@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from changeloop import fsio
 from changeloop.errors import ChangeloopError, FileRefused, Location, Problem
-from changeloop.state import check_state
+from changeloop.state import check_state, clear_non_file, unusable
 
 KEY_FILE_LIMIT = 64 * fsio.KIB  # a PEM key is a few hundred bytes
 _PEM_BEGIN = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
@@ -217,10 +217,15 @@ def workspace_key(root: Path) -> Ed25519PrivateKey:
     if os.path.lexists(key_path):
         return load_private_key(key_path, follow_symlinks=False)
     key = generate_private_key()
-    key_dir.mkdir(parents=True, exist_ok=True)
+    pub_path = key_dir / "local.pub"
     try:
-        fsio.create_new(key_path, private_pem(key), mode=0o600)
-    except FileExistsError:  # another process made it first: use theirs
-        return load_private_key(key_path, follow_symlinks=False)
-    fsio.write_atomic(key_dir / "local.pub", public_pem(key.public_key()))
+        key_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fsio.create_new(key_path, private_pem(key), mode=0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            return load_private_key(key_path, follow_symlinks=False)
+        clear_non_file(pub_path)  # a directory squatting there: damaged state, rebuilt
+        fsio.write_atomic(pub_path, public_pem(key.public_key()))
+    except OSError as exc:
+        raise unusable(key_dir, exc) from exc
     return key

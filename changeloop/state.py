@@ -75,7 +75,7 @@ class StateDir:
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
-            raise _unwritable(path, exc) from exc
+            raise unusable(path, exc) from exc
         return run_id, path
 
     # -- durations remembered between runs (critical-path weights) --------
@@ -152,7 +152,7 @@ def _check_dir(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise _unwritable(path, exc) from exc
+        raise unusable(path, exc) from exc
     if stat.S_ISLNK(info.st_mode):
         target = path.readlink()
         raise StateRefused(
@@ -187,7 +187,7 @@ def _entries(directory: Path) -> list[Path]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise _unwritable(directory, exc) from exc
+        raise unusable(directory, exc) from exc
 
 
 def _check_tracked(root: Path) -> None:
@@ -224,7 +224,7 @@ def _check_workspace_key(path: Path) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise _unwritable(path, exc) from exc
+        raise unusable(path, exc) from exc
     if not stat.S_ISREG(info.st_mode):
         raise StateRefused(
             path,
@@ -270,7 +270,7 @@ def _repair_receipts(receipts: Path) -> None:
                     entry.unlink()
 
 
-def _unwritable(path: Path, exc: OSError) -> StateRefused:
+def unusable(path: Path, exc: OSError) -> StateRefused:
     """A filesystem error on the state, as a refusal naming the path it hit (exit 2)."""
     where = Path(exc.filename) if exc.filename else path
     return StateRefused(
@@ -291,4 +291,4 @@ def ensure_gitignored(root: Path) -> None:
         if not ignore.exists() or ignore.is_symlink():
             fsio.write_atomic(ignore, b"*\n")
     except OSError as exc:
-        raise _unwritable(state, exc) from exc
+        raise unusable(state, exc) from exc

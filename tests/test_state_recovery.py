@@ -262,3 +262,52 @@ def test_a_change_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path, n
     assert done.returncode == 2, done.stderr
     (error,) = json.loads(done.stdout)["errors"]
     assert name in error["message"] and name in error["path"]
+
+
+def _pub_dir(state: Path) -> None:
+    (state / "keys" / "local.key").unlink()
+    (state / "keys" / "local.pub").unlink()
+    (state / "keys" / "local.pub" / "x").mkdir(parents=True)
+
+
+def _gitignore_dir(state: Path) -> None:
+    (state / ".gitignore").unlink()
+    (state / ".gitignore").mkdir()
+
+
+def _latest_to_dev_zero(state: Path) -> None:
+    latest = state / "receipts" / "c1" / "test.test.json"
+    latest.unlink()
+    latest.symlink_to("/dev/zero")
+
+
+def _cache_junk(state: Path) -> None:
+    (state / "cache" / "README").write_text("not an entry")
+    (state / "cache" / ("0" * 64 + ".json")).write_bytes(b"\x00" * 100)
+
+
+def _runs_junk(state: Path) -> None:
+    (state / "runs" / "20260101T000000Z-abcdef").write_text("a file where a run dir goes")
+
+
+@pytest.mark.parametrize(
+    "damage", [_pub_dir, _gitignore_dir, _latest_to_dev_zero, _cache_junk, _runs_junk]
+)
+def test_odd_state_is_worked_around_and_the_run_proves(
+    tmp_path: Path, damage: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path)
+    _proven(root, capsys)
+    damage(root / ".changeloop")
+    _proven(root, capsys)
+
+
+def test_a_damaged_workspace_key_is_a_refusal_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path)
+    _proven(root, capsys)
+    key = root / ".changeloop" / "keys" / "local.key"
+    key.write_bytes(b"garbage")
+    code, doc = prove_json(root, "c1", capsys=capsys)
+    assert code == 2 and doc["errors"][0]["path"] == str(key)
