@@ -64,7 +64,7 @@ def _refuse_unignored(out_dir: Path) -> None:
         return  # no git here: nothing can commit the key
     if top.returncode != 0 or not top.stdout.strip():
         return  # not inside a work tree
-    key = (out_dir / "changeloop.key").absolute()
+    key = out_dir.resolve() / "changeloop.key"  # the physical path, as git sees the tree
     done = subprocess.run(
         ["git", "check-ignore", "-q", "--", str(key)],
         cwd=probe,
