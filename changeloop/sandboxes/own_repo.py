@@ -78,10 +78,15 @@ def content_commit(root: Path, tree: str, lay: GitLayout) -> str:
     """The sandbox's commit of ``tree``: parent the user's HEAD, reproducible id."""
     date = "@0 +0000"  # "@": git reads the number as seconds since the epoch, even 0
     if lay.head is not None:
-        shown = git(
-            ["show", "-s", "--format=%cd", "--date=raw", lay.head], cwd=root, env=own_env(root)
-        )
-        date = "@" + shown.stdout.decode().strip()
+        # The raw header, not `git show --format` (which config such as
+        # log.showSignature could add to): "committer <ident> <seconds> <zone>".
+        raw = git(["cat-file", "commit", lay.head], cwd=root, env=own_env(root)).stdout
+        for line in raw.split(b"\n"):
+            if not line:
+                break  # end of the headers
+            if line.startswith(b"committer "):
+                seconds, zone = line.decode(errors="replace").rsplit(" ", 2)[1:]
+                date = f"@{seconds} {zone}"
     env = own_env(root, {**IDENT, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
     env = with_config(env, {"i18n.commitEncoding": "UTF-8"})
     parents = ["-p", lay.head] if lay.head else []
