@@ -204,30 +204,27 @@ def identity_from_tree(
             ["rev-parse", "-q", "--verify", f"{full_tree}:{prefix}"], cwd=cwd, env=env, check=False
         )
         sub = found.stdout.decode().strip()
-    entries = (
-        []
-        if not sub
-        else [
-            e
-            for e in git(["ls-tree", "--full-tree", "-z", sub], cwd=cwd, env=env).stdout.split(
-                b"\0"
-            )
-            if e
-        ]
-    )
+    entries = _entries(cwd, env, sub) if sub else []
     kept = [e for e in entries if e.split(b"\t", 1)[1] != OPENSPEC.encode()]
     if not sub or len(kept) != len(entries):
         # --missing: the entries' objects exist already (or are submodule commits).
         listing = b"".join(e + b"\0" for e in kept)
         mktree = git(["mktree", "-z", "--missing"], cwd=cwd, env=env, input_bytes=listing)
         sub = mktree.stdout.decode().strip()
-    dirty = _differs_from_head(cwd, env, sub, kept, head_prefix, head)
+    dirty = _differs_from_head(cwd, env, tree=sub, ours=kept, prefix=head_prefix, head=head)
     return ContentIdentity(tree=sub, head=head, dirty=dirty)
 
 
-def _differs_from_head(  # noqa: PLR0917 -- one private call site, names at the call
+def _entries(cwd: Path, env: Mapping[str, str], tree: str) -> list[bytes]:
+    """``tree``'s top-level entries as ``git ls-tree -z`` prints them."""
+    listed = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd, env=env).stdout
+    return [e for e in listed.split(b"\0") if e]
+
+
+def _differs_from_head(
     cwd: Path,
     env: Mapping[str, str],
+    *,
     tree: str,
     ours: list[bytes],
     prefix: str,
@@ -248,8 +245,7 @@ def _differs_from_head(  # noqa: PLR0917 -- one private call site, names at the 
         return bool(ours)
     if head_tree == tree:
         return False
-    theirs = git(["ls-tree", "--full-tree", "-z", head_tree], cwd=cwd, env=env).stdout.split(b"\0")
-    theirs = [e for e in theirs if e and not e.endswith(b"\t" + OPENSPEC.encode())]
+    theirs = [e for e in _entries(cwd, env, head_tree) if not e.endswith(b"\t" + OPENSPEC.encode())]
     return sorted(ours) != sorted(theirs)
 
 
