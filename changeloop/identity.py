@@ -33,7 +33,8 @@ __all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
 
 OPENSPEC = "openspec"
 # Variables that would redirect git away from the repository we name with -C.
-_REDIRECTS = (
+# Variables that point git somewhere other than the working directory's repository.
+GIT_REDIRECTS = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -48,7 +49,7 @@ def git_env(
     index_file: Path | None = None, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The caller's environment minus git redirections, plus our own settings."""
-    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
+    env = {k: v for k, v in os.environ.items() if k not in GIT_REDIRECTS}
     # Never let a read-only helper refresh the user's index as a side effect.
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["LC_ALL"] = "C"

@@ -207,3 +207,33 @@ def test_subdirectory_repository_sandbox_is_isolated(tmp_path: Path) -> None:
         finally:
             box.remove()
     assert user_bytes(mono) == before
+
+
+@pytest.mark.parametrize("mode", ["copy", "worktree"])
+def test_git_variables_inherited_from_a_hook_do_not_lead_a_provider_home(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: SandboxMode,
+) -> None:
+    """changeloop run from a git hook inherits GIT_DIR/GIT_WORK_TREE/GIT_INDEX_FILE.
+
+    A provider must still find its sandbox's own repository, not the user's one
+    those variables point at.
+    """
+    ws = _workspace(tmp_path)
+    before = user_bytes(ws)
+    monkeypatch.setenv("GIT_DIR", str(ws / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(ws))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(ws / ".git" / "index"))
+
+    code, doc = prove_json(ws, "c1", "--sandbox", mode, "--no-cache", capsys=capsys)
+
+    assert (tmp_path / "out" / "done").read_text() == "ok\n", doc
+    assert code == 0, doc
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert {k for k, v in user_bytes(ws).items() if before.get(k) != v} == set()
+    toplevel = Path((tmp_path / "out" / "toplevel").read_text().strip())
+    assert toplevel.parent == (ws / ".changeloop" / "sandboxes").resolve()
