@@ -219,6 +219,17 @@ def test_an_envelope_nobody_can_parse_fails_closed_naming_the_file(ws: Path) -> 
     assert out.status == "fail" and "receipts/c.json" in (out.reason or "")
 
 
+def test_a_fifo_among_the_receipts_is_refused_never_waited_on(ws: Path) -> None:
+    # Nobody writes to it: reading it would block prove forever.
+    import os
+
+    put(ws, good(ws), "b.json")
+    os.mkfifo(ws / "openspec/changes/add-review/receipts/pipe.json")
+    [out] = run_external(ws)
+    assert out.status == "fail" and "receipts/pipe.json" in (out.reason or "")
+    assert "regular file" in (out.reason or "")
+
+
 def test_external_reads_the_workspace_never_the_sandbox(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     put(ws, good(ws))
     elsewhere = tmp_path_factory.mktemp("sandbox")
