@@ -273,13 +273,17 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from changeloop import workspace
     from changeloop.dsse import read_envelope
+    from changeloop.fsio import write_all
     from changeloop.keys import load_public_key, load_public_key_file
     from changeloop.plan import build_plan
-    from changeloop.receipts import write_atomic
+    from changeloop.state import check_state
     from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
 
     root = workspace.find_root(override=common.root_arg(args))
+    check_state(root)
     change = workspace.find_change(root, args.change)
+    target = change.path / "receipts"
+    _refuse_symlinked(target, root)
     plan = build_plan(root, change)
     keys = [
         Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
@@ -344,16 +348,67 @@ def run_import(args: argparse.Namespace) -> int:
             ],
             exit_code=1,
         )
-    target = change.path / "receipts"
+    _refuse_symlinked(target, root)  # again, just before writing
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="unwritable",
+                message=f"cannot create {target}: {exc.strerror or exc}",
+                location=Location(str(target)),
+                fix="run as a user who can write the change's directory",
+            ),
+            exit_code=1,
+        ) from exc
+    items = [(target / f"{rid.removeprefix('sha256:')}.json", data) for _p, data, rid in accepted]
+    try:  # write all, fsync all, rename all, fsync the directory (DESIGN.md §13)
+        write_all(items)
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="unwritable",
+                message=f"cannot write into {target}: {exc.strerror or exc}",
+                location=Location(str(exc.filename or target)),
+                fix="run as a user who can write the change's directory",
+            ),
+            exit_code=1,
+        ) from exc
     imported = []
-    for path, data, receipt_id in accepted:
-        dest = target / f"{receipt_id.removeprefix('sha256:')}.json"
-        write_atomic(dest, data)
+    for (path, _data, receipt_id), (dest, _bytes) in zip(accepted, items, strict=True):
         imported.append({"file": str(path), "id": receipt_id, "path": _rel(dest, root)})
         common.say(f"imported {path} → {_rel(dest, root)}")
     if common.json_mode(args):
         common.emit_json({"version": "1", "imported": imported})
     return 0
+
+
+def _refuse_symlinked(target: Path, root: Path) -> None:
+    """Refuse a ``receipts/`` directory that is, or lies under, a symlink (exit 1, nothing copied).
+
+    Writing through it would put verified receipts wherever the link points
+    (DESIGN.md §2.6).
+    """
+    from changeloop.fsio import symlink_under
+
+    link = symlink_under(target, root)
+    if link is None:
+        return
+    raise ChangeloopError(
+        [
+            Problem(
+                code="receipts_symlinked",
+                message=f"{link} is a symlink; receipts are imported only into a real"
+                f" directory {target}",
+                location=Location(str(link)),
+                fix=f"replace the symlink {link} with a real directory, then import again",
+            ),
+            Problem(
+                code="nothing_imported", message="nothing was imported (one refusal copies nothing)"
+            ),
+        ],
+        exit_code=1,
+    )
 
 
 def _rel(path: Path, root: Path) -> str:
