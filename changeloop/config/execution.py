@@ -102,7 +102,12 @@ def execution_from_document(doc: Document) -> Execution:
     if problems:
         raise ConfigError(sorted(problems, key=position))
     return Execution(
-        path=doc.path, version=READS, providers=providers, services=services, setup=setup
+        path=doc.path,
+        version=READS,
+        providers=providers,
+        services=services,
+        setup=setup,
+        marks=doc,
     )
 
 
