@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import repo_helpers
+from adapter_helpers import adapter_context
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from changeloop.identity import content_identity
@@ -38,11 +40,7 @@ def git(repo: Path, *args: str) -> str:
 
 def init_repo(repo: Path, files: Mapping[str, str | bytes]) -> None:
     """A real git repository with ``files`` committed."""
-    repo.mkdir(parents=True, exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    write_files(repo, files)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "init")
+    repo_helpers.make_repo(repo, files)
 
 
 def commit_all(repo: Path, message: str = "change") -> None:
@@ -158,15 +156,10 @@ def run_context(plan: Plan, provider_name: str, *, now: datetime,
     from changeloop.providers import registry
 
     provider = plan.providers[provider_name]
-    adapter = registry.ADAPTERS[provider.adapter]
-    repos = adapter.repositories(provider, plan)
-    sources = {r: repo.path for r, repo in plan.repositories.items()}
-    return RunContext(
-        plan=plan, provider=provider,
-        workdirs=dict(workdirs) if workdirs is not None else {r: sources[r] for r in repos},
-        sources=sources,
-        identities=dict(idents) if idents is not None else {
-            r: content_identity(sources[r], include_untracked=True) for r in repos},
-        run_dir=plan.root / ".changeloop" / "runs" / "t" / provider_name,
-        env={}, secrets=(), now=now, executor=_NoExecutor(),
-    )
+    repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+    if idents is None:
+        idents = {r: content_identity(plan.repositories[r].path, include_untracked=True)
+                  for r in repos}
+    return adapter_context(plan, provider, workdirs=workdirs, identities=idents, env={}, now=now,
+                           run_dir=plan.root / ".changeloop" / "runs" / "t" / provider_name,
+                           executor=_NoExecutor())
