@@ -43,7 +43,9 @@ def adapter_context(
         provider=provider,
         workdirs=dict(workdirs) if workdirs is not None else {r: sources[r] for r in repos},
         sources=sources,
-        identities=dict(identities) if identities is not None else dict.fromkeys(repos, PLACEHOLDER),
+        identities=dict(identities)
+        if identities is not None
+        else dict.fromkeys(repos, PLACEHOLDER),
         run_dir=run_dir,
         env=dict(env) if env is not None else {**os.environ, **provider.env},
         secrets=(),

@@ -44,8 +44,13 @@ def git_init(path: Path) -> None:
     repo_helpers.make_repo(path, commit=False)
 
 
-def make_workspace(root: Path, change: str = "demo", evidence: str | None = VALID_EVIDENCE,
-                   execution: str | None = None, git: bool = True) -> ChangeRef:
+def make_workspace(
+    root: Path,
+    change: str = "demo",
+    evidence: str | None = VALID_EVIDENCE,
+    execution: str | None = None,
+    git: bool = True,
+) -> ChangeRef:
     """A workspace at ``root`` with one change; returns its ChangeRef."""
     if git:
         git_init(root)

@@ -25,9 +25,7 @@ def make_repo(path: Path, files: dict[str, str] | None = None, commit: bool = Tr
     return repo_helpers.make_repo(path, texts, commit=commit)
 
 
-def make_change(
-    root: Path, change: str, evidence: str, execution: str | None = None
-) -> Path:
+def make_change(root: Path, change: str, evidence: str, execution: str | None = None) -> Path:
     directory = root / "openspec" / "changes" / change
     directory.mkdir(parents=True, exist_ok=True)
     (root / "openspec" / "specs").mkdir(parents=True, exist_ok=True)
@@ -54,5 +52,6 @@ def receipts_of(doc: dict[str, Any], provider: str) -> dict[str, dict[str, Any]]
 def provider_entry(doc: dict[str, Any], provider: str) -> dict[str, Any]:
     for entry in doc["providers"]:
         if entry["name"] == provider:
-            return entry
+            found: dict[str, Any] = entry
+            return found
     raise AssertionError(f"no provider {provider}")
