@@ -38,6 +38,7 @@ from changeloop.run_state import (
     RunState,
     every_capability,
 )
+from changeloop.runlog import RunLog
 from changeloop.scheduler import Job, JobEvent, JobResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
@@ -85,6 +86,15 @@ async def prove(
         for p in plan.providers.values()
     ]
     results: dict[str, JobResult] = {}
+    runlog = RunLog(
+        run_id=run.run_id,
+        change=plan.change.id,
+        slots=options.jobs,
+        sandbox=options.sandbox,
+        providers=[
+            (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
+        ],
+    )
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
     await anyio.to_thread.run_sync(_identify_all, run)
@@ -103,6 +113,7 @@ async def prove(
                 return await _run_provider(run, provider, services)
 
             def forward(event: JobEvent) -> None:
+                runlog.event(event)
                 run.on_event(event.job, event.kind, event.detail)
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.job].services)
@@ -128,10 +139,27 @@ async def prove(
         elif result.state == "failed" and result.reason and not run.reports[name].receipts:
             # run_job raised (e.g. its sandbox could not be made): no receipt, but say why.
             _explain_missing(run, plan.providers[name], result.reason)
+    _record_run(run, runlog)
     views = [e.view for report in run.reports.values() for e in report.receipts]
     notes = {cap: run.masker.text(note) for cap, note in run.notes.items()}
     verdict = decide(plan, views, notes)
     return ProveResult(plan, run.run_id, run.run_dir, run.reports, verdict, masker=run.masker)
+
+
+def _record_run(run: RunState, runlog: RunLog) -> None:
+    """Write ``runs/<id>/run.json`` (slots, start/end, states) for the report's timeline."""
+    runlog.settle(
+        {
+            name: (
+                r.state,
+                r.duration_ms,
+                run.masker.optional(r.reason),
+                [e.path for e in r.receipts],
+            )
+            for name, r in run.reports.items()
+        }
+    )
+    runlog.write(run.run_dir)
 
 
 def _identify_all(run: RunState) -> None:

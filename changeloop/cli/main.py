@@ -18,7 +18,7 @@ from changeloop import __version__
 from changeloop.cli import common
 from changeloop.errors import ChangeloopError
 
-VERBS = ("prove", "evidence", "receipt", "keygen")
+VERBS = ("prove", "evidence", "receipt", "keygen", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_common(parser)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
-    from changeloop.cli import evidence, keygen, prove, receipt
+    from changeloop.cli import evidence, keygen, prove, receipt, report
 
-    for module in (prove, evidence, receipt, keygen):
+    for module in (prove, evidence, receipt, keygen, report):
         module.register(sub)
     return parser
 

@@ -1,0 +1,38 @@
+"""``changeloop report``: one self-contained HTML page of a change's evidence (DESIGN.md §12).
+
+:mod:`~changeloop.report.collect` gathers (verification is ``gate``'s),
+:mod:`~changeloop.report.model` holds the records, :mod:`~changeloop.report.render`
+writes the page, :mod:`~changeloop.report.timeline` draws the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from changeloop.model import Plan
+from changeloop.receipts import write_atomic
+from changeloop.report.model import Report
+
+
+def default_path(plan: Plan) -> Path:
+    return plan.root / ".changeloop" / "report" / f"{plan.change.id}.html"
+
+
+def write_report(
+    plan: Plan,
+    *,
+    out: Path | None = None,
+    run_id: str | None = None,
+    public_keys: Sequence[Ed25519PublicKey] = (),
+) -> tuple[Path, Report]:
+    """Verify, render and write the page atomically; returns where it went and what it says."""
+    from changeloop.report.collect import collect
+    from changeloop.report.render import render
+
+    target = (out if out is not None else default_path(plan)).absolute()
+    report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
+    write_atomic(target, render(report).encode("utf-8"))
+    return target, report
