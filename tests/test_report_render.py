@@ -82,6 +82,7 @@ def report(**over: object) -> Report:
                 tests=Counts(4, 3, 0, 1),
                 findings=1,
                 log=".changeloop/runs/r/unit/unit.log",
+                log_href="../runs/r/unit/unit.log",
                 issuer="local",
                 verified="verified",
                 receipts=(REF,),

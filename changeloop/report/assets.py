@@ -49,7 +49,8 @@ tbody th { font-weight: 600; }
 .ref { display: block; font-weight: 400; font-size: 0.85em; color: var(--muted); }
 .cell { position: relative; min-width: 150px; }
 .cell:focus { outline: 3px solid var(--focus); outline-offset: -3px; }
-.badge { display: inline-block; font-weight: 600; padding: 1px 8px; border-radius: 10px; }
+.badge { display: inline-block; font-weight: 600; padding: 1px 8px; border-radius: 10px;
+  white-space: nowrap; }
 .st-proven .badge, .st-pass { background: var(--ok-bg); color: var(--ok-fg); }
 .st-failed .badge, .st-fail { background: var(--bad-bg); color: var(--bad-fg); }
 .st-inconclusive .badge, .st-inconclusive-s { background: var(--warn-bg); color: var(--warn-fg); }

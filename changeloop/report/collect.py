@@ -43,6 +43,11 @@ from changeloop.verdict import decide
 from changeloop.verify import parse_time
 
 STATUS_RANK = {"pass": 0, "inconclusive": 1, "fail": 2}
+ASIDE_STATUS: dict[str, CellStatus] = {
+    "unverified": "not-verified",
+    "stale-content": "stale-content",
+    "stale-wiring": "stale-wiring",
+}
 
 
 # -- which run -----------------------------------------------------------------
@@ -68,14 +73,18 @@ def find_run(plan: Plan, run_id: str | None) -> Path | None:
         return path
     if not runs.is_dir():
         return None
-    for path in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True):
+    # Run ids sort by second only; within one second the recorded start decides.
+    newest: tuple[str, str, Path] | None = None
+    for path in (p for p in runs.iterdir() if p.is_dir()):
         try:
             data = json.loads((path / runlog.RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("change") == plan.change.id:
-            return path
-    return None
+            key = (str(data.get("startedOn") or ""), path.name, path)
+            if newest is None or key[:2] > newest[:2]:
+                newest = key
+    return newest[2] if newest else None
 
 
 # -- the report ----------------------------------------------------------------
@@ -220,7 +229,7 @@ def _cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, re
         status = "not-verified"
     elif status == "unproven" and aside:
         first = fatal[0] if fatal else aside[0]
-        status = "not-verified" if first.code == "unverified" else first.code  # type: ignore[assignment]
+        status = ASIDE_STATUS.get(first.code, "unproven")
         reasons = []
     reasons += [s.message for s in aside if s.message not in reasons]
     scoped = [
@@ -341,6 +350,7 @@ def _providers(
             verified = "verified"
         else:
             verified = "no receipt"
+        log = _log(plan, record, name, links)
         duration = run.get("durationMs")
         if duration is None and exts:
             duration = exts[0].get("durationMs")
@@ -360,7 +370,8 @@ def _providers(
                 duration_ms=duration if isinstance(duration, int) else None,
                 tests=tests,
                 findings=sum(len(e.get("findings") or []) for e in exts),
-                log=_log(plan, record, name, links),
+                log=log,
+                log_href=links.href(log) if log else None,
                 issuer=", ".join(sorted({str(e.get("issuer")) for e in exts})) or None,
                 verified=verified,  # type: ignore[arg-type]
                 receipts=tuple(refs.kept[id(k)] for k in kept) + tuple(aside),

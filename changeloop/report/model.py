@@ -104,6 +104,7 @@ class ProviderRow:
     tests: Counts | None
     findings: int
     log: str | None  # relative to the workspace root
+    log_href: str | None  # relative to the report file
     issuer: str | None
     verified: Literal["verified", "not verified", "stale", "no receipt"]
     receipts: tuple[ReceiptRef, ...] = ()

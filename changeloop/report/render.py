@@ -245,7 +245,11 @@ def _providers(report: Report) -> str:
     rows = []
     for p in report.providers:
         klass, word = PROVIDER_STATUS.get(p.status or "", ("st-none", "∅ none"))
-        log = f'<a href="{_e(p.log)}">{_e(p.log)}</a>' if p.log else '<span class="na">—</span>'
+        log = (
+            f'<a href="{_e(p.log_href or p.log)}">{_e(p.log)}</a>'
+            if p.log
+            else '<span class="na">—</span>'
+        )
         rows.append(
             f'<tr data-provider="{_e(p.name)}"><th scope="row">{_e(p.name)}</th>'
             f"<td>{_e(p.adapter or '?')}</td><td>{_e(p.repository or '—')}</td>"

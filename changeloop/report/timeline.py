@@ -101,9 +101,9 @@ def svg(timeline: Timeline) -> str:
             f"{escape(_seconds(tick))}</text>"
         )
     for lane in range(lanes):
-        y = AXIS_H + lane * LANE_H
+        top = AXIS_H + lane * LANE_H
         parts.append(
-            f'<text class="lane" x="4" y="{y + LANE_H / 2 + 4:.1f}">slot {lane + 1}</text>'
+            f'<text class="lane" x="4" y="{top + LANE_H / 2 + 4:.1f}">slot {lane + 1}</text>'
         )
     for bar in timeline.bars:
         x = LABEL_W + bar.start_s * scale

@@ -1,0 +1,172 @@
+"""`changeloop report` end to end: real prove runs, real receipts, the page's content as text."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_helpers import CHANGE, workspace
+
+from changeloop.cli.main import main
+
+
+def _prove(root: Path, *extra: str) -> int:
+    return main(["prove", CHANGE, "--root", str(root), "--jobs", "2", *extra])
+
+
+def _runs(root: Path) -> list[dict[str, Any]]:
+    runs = [json.loads((r / "run.json").read_text()) for r in (root / ".changeloop/runs").iterdir()]
+    return sorted(runs, key=lambda r: str(r["startedOn"]))  # oldest first
+
+
+def _cells(page: str) -> dict[tuple[str, str], str]:
+    """(claim, capability) -> the status words the cell shows."""
+    out = {}
+    for row in re.findall(r'<tr data-claim="([^"]+)">(.*?)</tr>', page, re.S):
+        for cap, words in re.findall(
+            r'data-capability="([^"]+)"[^>]*><span class="badge"><span aria-hidden="true">'
+            r"[^<]*</span> ([^<]+)</span>",
+            row[1],
+        ):
+            out[(row[0], cap)] = words
+    return out
+
+
+def _bars(page: str) -> list[str]:
+    return re.findall(r'<g class="bar [^"]*"[^>]*data-provider="([^"]+)"', page)
+
+
+@pytest.fixture
+def proved(tmp_path: Path) -> Path:
+    root = workspace(tmp_path)
+    assert _prove(root) == 1  # lint fails: not proven
+    assert _prove(root) == 1  # unit and review reused from the cache
+    return root
+
+
+def test_report_writes_one_page_and_exits_0_when_not_proven(
+    proved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == f".changeloop/report/{CHANGE}.html"
+    assert "NOT PROVEN" in err
+    page = (proved / out.strip()).read_text()
+    assert 'class="verdict not-proven"' in page and "Verdict: NOT PROVEN" in page
+    assert _cells(page) == {
+        ("greeting", "test"): "proven",
+        ("lint-clean", "static-analysis"): "failed",
+        ("reviewed", "test"): "proven",
+        ("reviewed", "review"): "inconclusive",
+    }
+    latest = _runs(proved)[-1]
+    assert {p["name"]: p["state"] for p in latest["providers"]} == {
+        "unit": "cached",
+        "lint": "ran",
+        "review": "cached",
+    }
+    assert latest["runId"] in page
+    # One bar per provider that ran in the latest run; the cached ones are named, not drawn.
+    assert _bars(page) == ["lint"]
+    assert "unit (cached: reused a pass)" in page
+    assert re.search(r'<tr data-provider="unit"><th scope="row">unit</th>.*?<td>cached</td>', page)
+    # The crediting, the reason and the signer are in the cell's detail.
+    assert "provider review passed but nothing in its run cites claim reviewed" in page
+    assert "signed by issuer <strong>local</strong>" in page
+    # Findings by kind, with a link relative to the page.
+    assert "<h3>style (1)</h3><ul class='findings'><li><a href=\"../../app.py\">" in page
+    assert "&lt;b&gt;carefully&lt;/b&gt;" in page
+
+
+def test_report_json_and_out(
+    proved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "elsewhere" / "r.html"
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved), "--out", str(target), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {
+        "version": "1",
+        "change": CHANGE,
+        "status": "not-proven",
+        "runId": _runs(proved)[-1]["runId"],
+        "path": str(target),
+    }
+    page = target.read_text()
+    # Links stay relative to where the page is.
+    assert '<a href="../ws/app.py">' in page
+
+
+def test_report_of_an_earlier_run_draws_every_provider_and_the_critical_path(
+    proved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _runs(proved)[0]
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved), "--run", first["runId"]]) == 0
+    page = (proved / capsys.readouterr().out.strip()).read_text()
+    assert first["runId"] in page
+    assert sorted(_bars(page)) == ["lint", "review", "unit"]
+    assert "Critical path: unit → review." in page
+    assert _cells(page)[("greeting", "test")] == "proven"
+
+
+def test_unknown_run_is_refused_naming_the_runs(
+    proved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved), "--run", "nope", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["path"] is None and doc["change"] == CHANGE
+    (error,) = doc["errors"]
+    assert error["code"] == "unknown_run"
+    assert _runs(proved)[-1]["runId"] in error["message"]
+    assert main(["report", CHANGE, "--root", str(proved), "--run", "../../etc"]) == 2
+
+
+def _tamper(path: Path, **changes: Any) -> None:
+    envelope = json.loads(path.read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["changeloop"].update(changes)
+    if changes.get("status") == "pass":
+        statement["predicate"]["result"] = "PASSED"
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    path.write_text(json.dumps(envelope))
+
+
+def test_a_tampered_receipt_is_not_verified_never_a_pass(
+    proved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    latest = proved / ".changeloop" / "receipts" / CHANGE
+    _tamper(latest / "lint.static-analysis.json", status="pass", reason=None)
+    _tamper(latest / "unit.test.json", durationMs=1)
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved)]) == 0
+    page = (proved / capsys.readouterr().out.strip()).read_text()
+    cells = _cells(page)
+    assert cells[("lint-clean", "static-analysis")] == "not verified"
+    assert cells[("greeting", "test")] == "not verified"
+    assert "proven" not in cells.values()
+    assert "Verdict: NOT PROVEN" in page
+    for name in ("lint", "unit"):
+        row = re.search(rf'<tr data-provider="{name}">(.*?)</tr>', page, re.S)
+        assert row and "not verified" in row.group(1) and "✓ pass" not in row.group(1)
+    assert "Receipts not counted" in page and "lint.static-analysis.json" in page
+
+
+def test_prove_report_writes_the_page_of_that_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(tmp_path)
+    capsys.readouterr()
+    assert main(["prove", CHANGE, "--root", str(root), "--json", "--report"]) == 1
+    out, err = capsys.readouterr()
+    doc = json.loads(out)  # still exactly one JSON document
+    assert f"report: .changeloop/report/{CHANGE}.html" in err
+    page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
+    assert doc["runId"] in page
+    assert sorted(_bars(page)) == ["lint", "review", "unit"]
