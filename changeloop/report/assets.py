@@ -31,6 +31,7 @@ a { color: var(--link); }
 h1 { font-size: 1.5rem; margin: 0 0 8px; }
 h2 { font-size: 1.2rem; margin: 28px 0 8px; border-bottom: 1px solid var(--line); }
 h3 { font-size: 1rem; margin: 16px 0 6px; }
+td.mono { overflow-wrap: anywhere; min-width: 12em; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   font-size: 0.9em; }
 .verdict { display: inline-block; font-weight: 700; font-size: 1.25rem; padding: 4px 14px;

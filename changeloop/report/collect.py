@@ -244,7 +244,9 @@ def _cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, re
     for k in mentioning:
         ext = k.verified.extension
         if k.view.claims.get(cid) == "credited":
-            tests += _crediting_tests(cid, k.verified.statement, ext)
+            planned = gate.plan_provider(plan, k.view.provider)
+            listed = planned is not None and cid in planned.claims
+            tests += _crediting_tests(cid, k.verified.statement, ext, listed=listed)
         grounding = grounding or _grounding(cid, ext)
         mutation = mutation or _mutation(cid, ext)
     return Cell(
@@ -259,18 +261,25 @@ def _cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, re
     )
 
 
-def _crediting_tests(cid: str, statement: Mapping[str, Any], ext: Mapping[str, Any]) -> list[str]:
-    cited = (
-        (ext.get("citations") or {}).get(cid) if isinstance(ext.get("citations"), dict) else None
-    )
-    if isinstance(cited, list):
-        names = [c.get("test") if isinstance(c, dict) else c for c in cited]
-        return [str(n) for n in names if n]
-    passed = statement.get("predicate", {}).get("passedTests") or []
-    named = [str(t) for t in passed if cid in str(t)]
-    if named:
-        return named
-    return [f"listed by provider {ext.get('provider')}"] if not passed else []
+def _crediting_tests(
+    cid: str, statement: Mapping[str, Any], ext: Mapping[str, Any], *, listed: bool
+) -> list[str]:
+    """What credited ``cid``: cited tests where the receipt names them, else how it was credited."""
+    cited = ext.get("citations")
+    entries = cited.get(cid) if isinstance(cited, dict) else None
+    if isinstance(entries, list):
+        names = [c.get("test") if isinstance(c, dict) else c for c in entries]
+        if any(names):
+            return [str(n) for n in names if n]
+    passed = [str(t) for t in statement.get("predicate", {}).get("passedTests") or []]
+    tagged = [t for t in passed if f"[claim:{cid}]" in t]
+    if tagged:
+        return tagged
+    if listed:
+        return [f"listed by provider {ext.get('provider')}"]
+    if passed:
+        return [f"cited by a passing test ({len(passed)} passed)"]
+    return []
 
 
 def _grounding(cid: str, ext: Mapping[str, Any]) -> str | None:

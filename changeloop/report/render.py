@@ -142,7 +142,7 @@ def _cell(cell: Cell | None, cid: str, index: int) -> str:
         shown = ", ".join(cell.tests[:3]) + (
             f" +{len(cell.tests) - 3}" if len(cell.tests) > 3 else ""
         )
-        sub.append(f"tests: {_e(shown)}")
+        sub.append(f"credited: {_e(shown)}")
     if cell.grounding:
         sub.append(f"grounding: {_e(cell.grounding)}")
     if cell.mutation:
