@@ -46,7 +46,7 @@ def _extension_field(envelope: bytes, key: str) -> str | None:
         doc = json.loads(envelope)
         payload = base64.b64decode(doc["payload"])
         value = json.loads(payload)["predicate"]["changeloop"][key]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # deep JSON: a miss
         return None
     return value if isinstance(value, str) else None
 
@@ -98,7 +98,7 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
         if doc.get("fingerprint") != fingerprint:
             return None
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     if not envelopes or any(_status(e) != "pass" or _never_cached(e) for e in envelopes):
         return None

@@ -26,7 +26,6 @@ import bisect
 import hashlib
 import hmac
 import os
-import re
 import stat
 import subprocess
 import tempfile
@@ -38,6 +37,7 @@ from changeloop.errors import ChangeloopError
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Readiness, Service
+from changeloop.pathspec import Pathspec
 
 __all__ = [
     "FORMAT",
@@ -45,7 +45,6 @@ __all__ = [
     "compute",
     "document",
     "external_symlinks",
-    "glob_regex",
     "inputs_digest",
 ]
 
@@ -167,51 +166,28 @@ def compute(
     return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
 
 
-# -- inputs globs ---------------------------------------------------------------
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Git ``:(glob)`` semantics: ``*`` stays within a directory, ``**/`` spans any."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("/.*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def _literal_dir(pattern: str) -> str:
-    """The directory prefix before the first wildcard (narrows the candidates)."""
-    cut = min((pattern.find(c) for c in "*?[" if c in pattern), default=len(pattern))
-    head = pattern[:cut]
-    return head[: head.rfind("/") + 1] if "/" in head else ""
+# -- inputs pathspecs ------------------------------------------------------------
 
 
 def _blob_id(data: bytes) -> str:
     """Git's blob id of ``data`` (for content outside a git work tree)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _under(paths: list[bytes], text: bytes) -> list[bytes]:
+    """Sorted ``paths`` equal to ``text`` or under the directory ``text`` (two bisections)."""
+    if not text:
+        return paths
+    out: list[bytes] = []
+    if not text.endswith(b"/"):
+        at = bisect.bisect_left(paths, text)
+        if at < len(paths) and paths[at] == text:
+            out.append(text)
+        text += b"/"
+    # "/" + 1 is "0": the paths starting with ``text`` sort between the two bounds.
+    upper = text[:-1] + b"0"
+    out.extend(paths[bisect.bisect_left(paths, text) : bisect.bisect_left(paths, upper)])
+    return out
 
 
 class InputsIndex:
@@ -230,7 +206,7 @@ class InputsIndex:
         listed = self._from_tree(tree) if tree is not None else self._from_git()
         self._git = listed is not None
         entries = listed if listed is not None else self._walk()
-        self._paths = sorted(entries)
+        self._bpaths = sorted(os.fsencode(p) for p in entries)  # git compares bytes
         self._entries = entries
 
     def _from_git(self) -> dict[str, tuple[str, str]] | None:
@@ -303,19 +279,28 @@ class InputsIndex:
 
     def symlinks(self) -> list[str]:
         """Paths of the symbolic links in the listing (mode 120000)."""
-        return [p for p in self._paths if self._entries[p][0] == "120000"]
+        return sorted(p for p, (mode, _blob) in self._entries.items() if mode == "120000")
 
     def matches(self, globs: Sequence[str]) -> list[str]:
-        found: set[str] = set()
+        """The listed paths git's ``ls-files -- ':(glob)<g>'…`` would name (DESIGN.md §5).
+
+        ``src`` covers everything under ``src/``; see :mod:`changeloop.pathspec`.
+        Each pattern only looks at the paths that start with its literal prefix.
+        """
+        found: set[bytes] = set()
+        paths = self._bpaths
         for pattern in globs:
-            regex, prefix = glob_regex(pattern), _literal_dir(pattern)
-            start = bisect.bisect_left(self._paths, prefix)
-            for path in self._paths[start:]:
-                if not path.startswith(prefix):
+            spec = Pathspec.parse(pattern)
+            if spec.regex is None:  # literal: the path itself and everything under it
+                found.update(_under(paths, spec.text))
+                continue
+            for k in range(bisect.bisect_left(paths, spec.prefix), len(paths)):
+                path = paths[k]
+                if not path.startswith(spec.prefix):
                     break
-                if regex.match(path):
+                if spec.matches(path):
                     found.add(path)
-        return sorted(found)
+        return sorted(os.fsdecode(p) for p in found)
 
     def digest(self, globs: Sequence[str]) -> str:
         """``"sha256:<hex>"`` over path, mode and content id of the files ``globs`` match."""

@@ -14,6 +14,7 @@ Configured providers replace derived ones of the same name entirely
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,8 +34,11 @@ def display_path(root: Path, path: Path) -> str:
     """Paths in messages and JSON are relative to the workspace root (DESIGN.md §2.5)."""
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            return str(path)
 
 
 def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Execution | None]:
@@ -42,7 +46,7 @@ def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Executi
     evidence_path = change.path / EVIDENCE_FILE
     execution_path = change.path / EXECUTION_FILE
     shown = display_path(root, evidence_path)
-    if not evidence_path.is_file():
+    if not os.path.lexists(evidence_path):  # anything else there is read and refused
         raise ConfigError(Problem(
             code="evidence_missing",
             message=f"change {change.id!r} has no {EVIDENCE_FILE} ({shown})",
@@ -57,7 +61,7 @@ def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Executi
         evidence = load_evidence(evidence_path, shown)
     except ConfigError as exc:
         problems += exc.problems
-    if execution_path.exists():
+    if os.path.lexists(execution_path):
         try:
             execution = load_execution(execution_path, display_path(root, execution_path))
         except ConfigError as exc:

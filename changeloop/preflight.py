@@ -13,7 +13,6 @@ execution.yaml / evidence.yaml where the plan came from a file, and says the fix
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -24,6 +23,7 @@ from changeloop.config.yamlio import Document, load_yaml
 from changeloop.errors import ChangeloopError, Location, PreflightError, Problem
 from changeloop.model import Plan, Provider, Service
 from changeloop.plan import MULTI_REPOSITORY_ADAPTERS, display_path
+from changeloop.workspace import git_work_tree_refusal
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
 
@@ -74,20 +74,6 @@ def escapes(path: str) -> bool:
     )
 
 
-def _is_git_worktree(path: Path) -> bool:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and done.stdout.strip() == "true"
-
-
 def _repositories(plan: Plan, at: _Locator) -> Iterable[Problem]:
     for name, checkout in plan.repositories.items():
         where = (
@@ -102,13 +88,24 @@ def _repositories(plan: Plan, at: _Locator) -> Iterable[Problem]:
                 where,
                 fix=f"clone it there, or fix the path of {name!r} in evidence.yaml",
             )
-        elif not _is_git_worktree(checkout.path):
-            yield Problem(
-                "not_a_git_worktree",
-                f"repository {name!r} ({checkout.relpath}) is not a git work tree: {checkout.path}",
-                where,
-                fix=f"run `git init` in {checkout.path}, or point {name!r} at a checkout",
-            )
+        elif (refusal := git_work_tree_refusal(checkout.path)) is not None:
+            reason, git_fix = refusal
+            if git_fix is not None:  # git refuses a repository it found: say why, as git does
+                yield Problem(
+                    "git_refused",
+                    f"repository {name!r} ({checkout.relpath}): git "
+                    f"refuses {checkout.path}: {reason}",
+                    where,
+                    fix=git_fix,
+                )
+            else:
+                yield Problem(
+                    "not_a_git_worktree",
+                    f"repository {name!r} ({checkout.relpath}) "
+                    f"is not a git work tree: {checkout.path} ({reason})",
+                    where,
+                    fix=f"run `git init` in {checkout.path}, or point {name!r} at a checkout",
+                )
     known = sorted(plan.repositories)
 
     def unknown(

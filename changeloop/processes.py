@@ -17,8 +17,14 @@ the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
 Secret values are redacted before any byte reaches a file or a tail. Tails keep
 the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES``).
 
+When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, the group is
+recorded there (``pgroups/<pgid>.json``, with its leader's start time) until it
+ends, and its processes carry ``CHANGELOOP_OWNER``: if changeloop itself is
+killed with -9, the next ``prove`` ends them (``process_groups.sweep``).
+
 Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
-ours to find; if it keeps the output pipe open we stop reading after
+ours to find by group (its inherited ``CHANGELOOP_OWNER`` still finds it after a
+crash); if it keeps the output pipe open we stop reading after
 :data:`DRAIN_S` seconds and say so in the log instead of hanging.
 """
 
@@ -35,7 +41,14 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from changeloop.process_groups import end_group
+from changeloop.process_groups import (
+    OWNER_ENV,
+    end_group,
+    forget_group,
+    owner_marker,
+    record_group,
+    run_dir_of,
+)
 from changeloop.process_output import Output
 
 DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
@@ -93,8 +106,10 @@ class RunningProcess:
         fds: tuple[int, int],
         output: Output,
         argv: Sequence[str],
+        record: Path | None = None,
     ) -> None:
         self._proc = proc
+        self._record = record  # .changeloop/runs/<id>/pgroups/<pgid>.json, while the group runs
         self._fds = fds
         self.output = output
         self.argv = tuple(argv)
@@ -136,6 +151,8 @@ class RunningProcess:
             await end_group(self.pid, grace_s)
             code = await self.wait()
             await self._finish_output()
+            forget_group(self._record)
+            self._record = None
         return code
 
     def tail(self, stream: str = "log") -> str:
@@ -195,13 +212,17 @@ async def _spawn(
     if not argv:
         output.close()
         raise SpawnError("empty command")
+    run_dir = run_dir_of(log_dir)
+    env = dict(env)
+    if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
+        env[OWNER_ENV] = owner_marker()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=dict(env),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=err_w,
@@ -217,9 +238,10 @@ async def _spawn(
     finally:
         os.close(out_w)
         os.close(err_w)
+    record = record_group(run_dir, proc.pid, argv) if run_dir is not None else None
     os.set_blocking(out_r, False)
     os.set_blocking(err_r, False)
-    return RunningProcess(proc, (out_r, err_r), output, argv)
+    return RunningProcess(proc, (out_r, err_r), output, argv, record)
 
 
 async def start_process(

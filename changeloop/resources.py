@@ -2,10 +2,12 @@
 
 DESIGN.md §4: ``workspace-read:<repo>`` is shared, ``workspace-write:<repo>`` is
 exclusive against every reader and writer of that repository, and any other
-name is a mutex. A job takes all its resources at once or none (no
-hold-and-wait, so no deadlock), and once a writer has been refused, new
-readers of that repository are refused too, so a stream of readers cannot
-starve it.
+name is a mutex; ``service-port:<n>`` (the users of a service) is a shared
+claim on the lock ``port:<n>`` names. A claim's ``mode`` alone says whether it
+is shared (``read``) or exclusive (``write``, ``mutex``), whatever its key. A
+job takes all its resources at once or none (no hold-and-wait, so no
+deadlock), and once an exclusive claim has been refused, new readers of that
+lock are refused too, so a stream of readers cannot starve it.
 
 The table is synchronous on purpose: the scheduler decides what to start in
 one step, without awaiting, so "check then take" is atomic.
@@ -99,7 +101,7 @@ class ResourceTable:
                 self._exclusive.discard(claim.key)
 
     def writer_waits(self, key: str) -> None:
-        """A writer was refused ``key``: from now on new readers of it wait."""
+        """An exclusive claim (write or mutex) was refused ``key``: new readers of it wait."""
         self._writers_waiting[key] = self._writers_waiting.get(key, 0) + 1
 
     def writer_done_waiting(self, key: str) -> None:

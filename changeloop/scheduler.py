@@ -16,6 +16,10 @@ ties go to the job with more transitive dependents, then to listing order.
 A job that has a slot but not its resources is parked on the first refused
 lock and woken when that lock is released, so the cost per event is a few
 heap operations, never a rescan of all jobs (issue 3: ≤ 0.3 ms per job).
+Shared and exclusive claims are told apart by their mode alone (issue 12). An
+exclusive waiter holds back new readers only of the lock it is parked on:
+once woken for it and blocked elsewhere it lets go, so waiters never hold
+back each other's readers in a cycle while nothing runs.
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ class _Run:
                 self.missing[i] += 1
         self.table = ResourceTable()
         self.ready: list[tuple[float, int, int]] = []
-        # Parked jobs per lock key; repositories keep writers and readers apart.
+        # Parked jobs per (lock key, "read" | "exclusive").
         self.parked: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
         self.woken_from: dict[int, str] = {}
         self.waiting_writer: dict[int, set[str]] = {}
@@ -171,30 +175,42 @@ class _Run:
 
     def park(self, key: tuple[float, int, int], claim: Claim) -> None:
         i = key[2]
-        if claim.mode == "write":
+        side = "read" if claim.mode == "read" else "exclusive"
+        if side == "exclusive":
             mine = self.waiting_writer.setdefault(i, set())
             if claim.key not in mine:
                 mine.add(claim.key)
                 self.table.writer_waits(claim.key)
-        heapq.heappush(self.parked.setdefault((claim.key, claim.mode), []), key)
+        heapq.heappush(self.parked.setdefault((claim.key, side), []), key)
         if self.last_wait.get(i) != claim.name:
             self.last_wait[i] = claim.name
             why = claim.name
-            if claim.mode == "read" and not self.table.held_exclusively(claim.key):
+            if side == "read" and not self.table.held_exclusively(claim.key):
                 why += " (a writer is waiting)"
             self.emit(i, "waiting", why)
         source = self.woken_from.pop(i, None)
         if source is not None and source != claim.key:
-            self.wake(source)  # it was woken for `source` but cannot use it: pass it on
+            # Woken for `source` but blocked elsewhere: it no longer waits for `source`, so
+            # it must not hold new readers of it back (two such jobs, each holding back
+            # the other's readers, would wait forever with nothing running), and the
+            # wake-up passes on.
+            if source in self.waiting_writer.get(i, ()):
+                self.waiting_writer[i].discard(source)
+                self.table.writer_done_waiting(source)
+            self.wake(source)
 
     def wake(self, key: str) -> None:
-        """Move the jobs that may now take ``key`` back to the ready heap."""
+        """Move the jobs that may now take ``key`` back to the ready heap.
+
+        Only the modes of the parked claims decide (issue 12): one exclusive
+        waiter (a writer or a mutex holder) once no reader holds the lock,
+        otherwise every parked reader, unless an exclusive waiter is queued.
+        A lock may have readers and exclusive holders of either kind: a
+        service's users share ``port:<n>`` that a provider naming it takes alone.
+        """
         if self.table.held_exclusively(key):
             return
-        if key.startswith("mutex:"):
-            self._wake_one((key, "mutex"), key)
-            return
-        if self.table.readers(key) == 0 and self._wake_one((key, "write"), key):
+        if self.table.readers(key) == 0 and self._wake_one((key, "exclusive"), key):
             return
         if not self.table.writers_waiting(key):
             readers = self.parked.pop((key, "read"), [])
@@ -286,4 +302,7 @@ async def schedule(
         state.ready = [state.keys[i] for i in range(len(jobs)) if state.missing[i] == 0]
         heapq.heapify(state.ready)
         state.dispatch()
+    lost = [job.name for job in jobs if job.name not in state.results]
+    if lost:  # every job ends in a result; anything else is a bug in this module
+        raise RuntimeError(f"scheduler ended without running {', '.join(lost)}")
     return {job.name: state.results[job.name] for job in jobs}

@@ -66,10 +66,21 @@ async def _watch(
 async def cancel_on_signals(
     signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
 ) -> AsyncIterator[Interruption]:
-    """Run the body; on the first of ``signals`` cancel it and record the signal."""
+    """Run the body; on the first of ``signals`` cancel it and record the signal.
+
+    The handlers in place before (the CLI's, installed at its first moment) are
+    put back afterwards: the event loop would otherwise leave SIGTERM at its
+    default, and a SIGTERM while the answer is printed would kill the process.
+    """
     state = Interruption()
-    async with anyio.create_task_group() as tg:
-        with anyio.CancelScope() as work:
-            await tg.start(_watch, work, state, signals)
-            yield state
-        tg.cancel_scope.cancel()
+    before = {sig: signal.getsignal(sig) for sig in signals}
+    try:
+        async with anyio.create_task_group() as tg:
+            with anyio.CancelScope() as work:
+                await tg.start(_watch, work, state, signals)
+                yield state
+            tg.cancel_scope.cancel()
+    finally:
+        for sig, handler in before.items():
+            if handler is not None:
+                signal.signal(sig, handler)

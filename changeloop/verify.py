@@ -26,10 +26,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from changeloop.dsse import (
     PAYLOAD_TYPE,
     VerificationError,
+    decode_utf8,
     loads_strict,
     parse_envelope,
     verify_signatures,
 )
+from changeloop.jcs import CanonicalizationError, canonicalize
 from changeloop.keys import keyid
 from changeloop.receipts import PREDICATE_TYPE, STATEMENT_TYPE, extension_problem, sha256_hex
 
@@ -79,6 +81,11 @@ class Verified:
     def finished(self) -> datetime:
         return parse_time(str(self.extension["finishedOn"]))
 
+    @property
+    def subjects(self) -> dict[str, str]:
+        """Repository -> gitTree as the *signed statement's* subjects name them."""
+        return _subject_trees(self.statement)
+
 
 def short(value: str | None) -> str:
     return f"{value[:7]}…" if value else "(unknown)"
@@ -108,7 +115,7 @@ def verify_envelope(
             "payloadType",
             f"payloadType is {envelope.payload_type!r}, expected exactly {PAYLOAD_TYPE!r}",
         )
-    statement = loads_strict(payload, "the signed statement")  # only verified bytes
+    statement = parse_payload(payload)  # only verified bytes, and only their canonical form
     extension = _check_statement(statement)
     _check_bindings(statement, extension, expect, signer_issuers)
     _check_time(extension, expect)
@@ -130,6 +137,37 @@ def verify_envelope(
         status=status,
         claims=dict(extension["claims"]),
     )
+
+
+def parse_payload(payload: bytes) -> Any:
+    """The verified payload as JSON, refusing any byte sequence but its own RFC 8785 form.
+
+    changeloop signs only canonical UTF-8 statements (the receipt id hashes those
+    bytes). Accepting another spelling of the same statement — a BOM, UTF-16,
+    other key order, whitespace, escapes, ``1.0`` for ``1`` — would give one
+    statement several ids, and lets a reader that parses differently see
+    different fields; so a signed payload that is not canonical is refused.
+    """
+    text = decode_utf8(payload, "the signed payload", check="payload")
+    statement = loads_strict(text, "the signed statement")
+    try:
+        canonical = canonicalize(statement)
+    except CanonicalizationError as exc:
+        raise VerificationError(
+            "payload", f"the signed statement has no RFC 8785 form: {ascii(str(exc))[:120]}"
+        ) from None
+    if canonical != payload:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(canonical, payload, strict=False)) if a != b),
+            min(len(canonical), len(payload)),
+        )
+        raise VerificationError(
+            "payload",
+            f"the signed payload is not in its RFC 8785 (JCS) form (first difference at byte"
+            f" {at}); changeloop signs only canonical UTF-8 statements, so these bytes were"
+            " not written by changeloop — have the issuer sign the canonical form",
+        )
+    return statement
 
 
 def _check_statement(statement: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ changeloop is "one more verb" of an OpenSpec tree, so a directory that
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from changeloop.errors import ConfigError, Location, Problem
@@ -153,3 +154,36 @@ def find_change(root: Path, change_id: str) -> ChangeRef:
             "(`openspec new change <id>`)",
         )
     )
+
+
+def git_work_tree_refusal(path: Path) -> tuple[str, str | None] | None:
+    """None when ``path`` is inside a git work tree; else (git's reason, git's fix).
+
+    git may refuse a real repository — "detected dubious ownership" when it
+    belongs to another user (``safe.directory``) — and that is not the same
+    answer as "not a git work tree": the reason and the fix git prints are
+    passed through so the user can act on them.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return ("git rev-parse did not answer within 30 s", None)
+    except OSError as exc:
+        return (f"git could not be run: {exc.strerror or exc}", "install git and put it on PATH")
+    if done.returncode == 0 and done.stdout.strip() == "true":
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    fatal = [line.removeprefix("fatal:").strip() for line in lines if line.startswith("fatal:")]
+    reason = fatal[0] if fatal else (lines[0] if lines else "not a git work tree")
+    fix = next((line for line in lines if line.startswith("git config")), None)
+    if "dubious ownership" in reason and fix is None:
+        fix = f"git config --global --add safe.directory {path}"
+    if fix is not None and not fix.startswith("run"):
+        fix = f"if you trust this repository, run `{fix}`"
+    return (reason, fix)

@@ -30,4 +30,10 @@ if command -v npm >/dev/null 2>&1; then
   done
 fi
 
-exec python3 -m pytest "$@"
+python3 -m pytest "$@"
+
+# changeloop proves itself after the suite (.ci/run sets CHANGELOOP_SELF_PROVE=1):
+# one of its own changes is proven and gated, or CI fails (scripts/self-prove.sh).
+if [ "${CHANGELOOP_SELF_PROVE:-0}" = 1 ]; then
+  bash scripts/self-prove.sh "${CHANGELOOP_SELF_CHANGE:-add-gate-verb}"
+fi

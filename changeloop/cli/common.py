@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import ChangeloopError
+from changeloop.text import escape_controls, escape_json_text
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -45,13 +46,20 @@ def json_mode(args: argparse.Namespace) -> bool:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    """One JSON document on stdout; characters a terminal would act on are escaped
+    (``\\uXXXX``, the same value to any JSON reader: signed strings end up here)."""
+    text = json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+    sys.stdout.write(escape_json_text(text) + "\n")
     sys.stdout.flush()
 
 
 def say(text: str = "") -> None:
-    """Human text: always stderr, so stdout stays machine-readable."""
-    sys.stderr.write(text + "\n")
+    """Human text: always stderr, so stdout stays machine-readable.
+
+    Control characters other than newline and tab are escaped: messages quote
+    signed strings and file contents, which must never drive the terminal.
+    """
+    sys.stderr.write(escape_controls(text, keep="\n\t") + "\n")
 
 
 def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]) -> int:

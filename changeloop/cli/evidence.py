@@ -49,6 +49,7 @@ def _empty(verb: str) -> dict[str, Any]:
     base: dict[str, Any] = {"version": "1", "root": None, "change": None}
     if verb == "detect":
         base["repositories"] = {}
+        base["unreadable"] = {}
     elif verb == "doctor":
         base.update({"findings": [], "unresolved": 0})
     else:
@@ -95,6 +96,8 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
                 "repositories": {
                     name: [d.to_json() for d in dets] for name, dets in ctx.detections.items()
                 },
+                # Directories the source scan could not open (skipped, not fatal).
+                "unreadable": {name: list(paths) for name, paths in ctx.unreadable.items()},
             }
         )
         return 0
@@ -109,6 +112,8 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             common.say(
                 f"  {d.test_type:<10} {d.adapter}{version}  [{d.detection_source}] {d.evidence}"
             )
+        for path in ctx.unreadable.get(name, ()):
+            common.say(f"  skipped {path}/ (cannot be read; nothing in it was scanned)")
     common.say("\nNext steps:")
     common.say(f"  changeloop evidence init {ctx.change.id}          preview the derived wiring")
     common.say(f"  changeloop evidence init {ctx.change.id} --write  write it to execution.yaml")

@@ -20,6 +20,7 @@ from changeloop.errors import ChangeloopError, PreflightError
 from changeloop.model import Plan
 from changeloop.sandboxes import DEFAULT_MODE, MODES
 from changeloop.signals import cancel_on_signals
+from changeloop.text import TerminalText
 
 EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
 
@@ -226,8 +227,9 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         url=args.url,
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
+    terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
     progress: Progress | LiveBoard = (
-        LiveBoard(plan, Console(stderr=True)) if live else Progress(plan, sys.stderr)
+        LiveBoard(plan, Console(stderr=True)) if live else Progress(plan, terminal.as_textio())
     )
     outcome: dict[str, ProveResult] = {}
     interrupted = False
@@ -266,7 +268,7 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     result = outcome["result"]
     if common.json_mode(args):
         common.emit_json(to_json(result))
-    render_board(result, sys.stderr)
+    render_board(result, terminal.as_textio())
     if args.report:
         _write_report(plan, result.run_id)
     return 0 if result.verdict.proven else 1

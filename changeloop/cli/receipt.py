@@ -94,17 +94,6 @@ def register(sub: Any) -> None:
     imp.set_defaults(func=run_import)
 
 
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ChangeloopError(
-            Problem(code="unreadable", message=f"cannot read {what} {path}: {exc.strerror}",
-                    location=Location(str(path))),
-            exit_code=2,
-        ) from exc
-
-
 # -- sign ------------------------------------------------------------------
 def run_sign(args: argparse.Namespace) -> int:
     from changeloop import workspace
@@ -191,19 +180,41 @@ def run_sign(args: argparse.Namespace) -> int:
 # -- verify ----------------------------------------------------------------
 @common.with_shape(lambda a: {"version": "1", "file": str(a.file), "valid": False})
 def run_verify(args: argparse.Namespace) -> int:
+    from changeloop.dsse import read_envelope
     from changeloop.keys import load_public_key_file
+    from changeloop.text import escape_controls as esc
     from changeloop.verify import Expectation, VerificationError, verify_envelope
 
     keys = [load_public_key_file(p) for p in args.public_key]
-    data = _read(args.file, "receipt")
     doc: dict[str, Any] = {"version": "1", "file": str(args.file)}
     try:
+        data = read_envelope(args.file)  # at most 4 MiB is ever read
+        from changeloop.vsa import claims_to_be_vsa
+
+        if claims_to_be_vsa(data):  # a `changeloop summary` VSA: changeloop/cli/summary.py
+            from changeloop.cli.summary import verify_command
+
+            return verify_command(args, data, keys)
         verified = verify_envelope(data, keys, Expectation(change=args.change))
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="unreadable",
+                message=f"cannot read receipt {args.file}: {exc.strerror}",
+                location=Location(str(args.file)),
+            ),
+            exit_code=2,
+        ) from exc
     except VerificationError as exc:
-        doc.update(valid=False, check=exc.check, reason=exc.reason)
+        problem = Problem(
+            code=f"receipt_{exc.check.lower()}",
+            message=f"{exc.check} check failed: {exc.reason}",
+            location=Location(str(args.file)),
+        )
+        doc.update(valid=False, check=exc.check, reason=exc.reason, errors=[problem.to_json()])
         if common.json_mode(args):
             common.emit_json(doc)
-        common.say(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}")
+        common.say(esc(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}"))
         return 1
     ext = verified.extension
     doc.update(
@@ -218,13 +229,14 @@ def run_verify(args: argparse.Namespace) -> int:
         issuer=ext["issuer"],
         claims=ext["claims"],
         finishedOn=ext["finishedOn"],
-        subjects={r: v["tree"] for r, v in ext["repositories"].items()},
+        subjects=verified.subjects,  # what the signature covers, not the extension's copy
     )
     if common.json_mode(args):
         common.emit_json(doc)
     common.say(
-        f"valid: {verified.id} — change {ext['change']}, provider {ext['provider']},"
-        f" capability {ext['capability']}, status {ext['status']}, issuer {ext['issuer']}"
+        f"valid: {verified.id} — change {esc(ext['change'])}, provider {esc(ext['provider'])},"
+        f" capability {esc(ext['capability'])}, status {esc(ext['status'])},"
+        f" issuer {esc(ext['issuer'])}"
     )
     return 0
 
@@ -233,6 +245,7 @@ def run_verify(args: argparse.Namespace) -> int:
 @common.with_shape(lambda a: {"version": "1", "change": a.change, "imported": []})
 def run_import(args: argparse.Namespace) -> int:
     from changeloop import workspace
+    from changeloop.dsse import read_envelope
     from changeloop.keys import load_public_key, load_public_key_file
     from changeloop.plan import build_plan
     from changeloop.receipts import write_atomic
@@ -262,10 +275,15 @@ def run_import(args: argparse.Namespace) -> int:
     refused: list[Problem] = []
     for path in args.files:
         try:
-            data = path.read_bytes()
+            data = read_envelope(path)  # bounded: never more than 4 MiB is read
         except OSError as exc:  # an unreadable file is one more refusal: nothing is copied
             refused.append(Problem(code="unreadable", message=f"cannot read receipt {path}: "
                                    f"{exc.strerror}", location=Location(str(path))))
+            continue
+        except VerificationError as exc:
+            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
+                                   message=f"{exc.check} check failed: {exc.reason}",
+                                   location=Location(str(path))))
             continue
         try:
             verified = verify_envelope(data, keys, Expectation(change=change.id))

@@ -20,6 +20,13 @@ from changeloop import schemas
 from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
 
+# Durations past these are a typo, not a plan (DESIGN.md §5; docs/processes.md):
+# a command may run up to a week, and a receipt may be accepted up to a century
+# old. Beyond them a timer or a date computation would overflow or never fire.
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+MAX_AGE_S = 100 * 365 * 24 * 3600
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
 _JSON_TYPES = {
     "object": "a mapping",
     "array": "a list",
@@ -51,42 +58,55 @@ def check_version(doc: Document, *, file: str, reads: int) -> None:
     """Refuse a missing, malformed, newer or older ``version`` before any schema talk."""
     data = doc.data
     if not isinstance(data, dict):
-        raise ConfigError(Problem(
-            code="not_a_mapping",
-            message=f"{file} must be a mapping with at least `version: {reads}`, "
-            f"not {type_name(data)}",
-            location=doc.location(()),
-            fix=f"start the file with `version: {reads}`",
-        ))
+        raise ConfigError(
+            Problem(
+                code="not_a_mapping",
+                message=f"{file} must be a mapping with at least `version: {reads}`, "
+                f"not {type_name(data)}",
+                location=doc.location(()),
+                fix=f"start the file with `version: {reads}`",
+            )
+        )
     if "version" not in data:
-        raise ConfigError(Problem(
-            code="version_missing",
-            message=f"{file} has no `version` (this changeloop reads: {reads})",
-            location=doc.location(()),
-            fix=f"add `version: {reads}` as the first line",
-        ))
+        raise ConfigError(
+            Problem(
+                code="version_missing",
+                message=f"{file} has no `version` (this changeloop reads: {reads})",
+                location=doc.location(()),
+                fix=f"add `version: {reads}` as the first line",
+            )
+        )
     version = data["version"]
     where = doc.location(("version",))
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ConfigError(Problem(
-            code="version_invalid",
-            message=f"{file} version must be an integer, not {version!r} (reads: {reads})",
-            location=where, fix=f"write `version: {reads}`",
-        ))
+        raise ConfigError(
+            Problem(
+                code="version_invalid",
+                message=f"{file} version must be an integer, not {version!r} (reads: {reads})",
+                location=where,
+                fix=f"write `version: {reads}`",
+            )
+        )
     if version > reads:
-        raise ConfigError(Problem(
-            code="version_newer",
-            message=f"{file} version {version} is newer than this changeloop reads "
-            f"(reads: {reads})",
-            location=where, fix="upgrade changeloop (pip install -U changeloop)",
-        ))
+        raise ConfigError(
+            Problem(
+                code="version_newer",
+                message=f"{file} version {version} is newer than this changeloop reads "
+                f"(reads: {reads})",
+                location=where,
+                fix="upgrade changeloop (pip install -U changeloop)",
+            )
+        )
     if version < reads:
-        raise ConfigError(Problem(
-            code="version_older",
-            message=f"{file} version {version} is older than this changeloop reads "
-            f"(reads: {reads})",
-            location=where, fix=f"rewrite the file for version {reads} (see docs/)",
-        ))
+        raise ConfigError(
+            Problem(
+                code="version_older",
+                message=f"{file} version {version} is older than this changeloop reads "
+                f"(reads: {reads})",
+                location=where,
+                fix=f"rewrite the file for version {reads} (see docs/)",
+            )
+        )
 
 
 def level_name(path: YamlPath, family: str, version: int) -> str:
@@ -98,8 +118,12 @@ def level_name(path: YamlPath, family: str, version: int) -> str:
     if len(path) >= 2:
         name = path[1]
         rest = path[2:]
-        single = {"providers": "provider", "services": "service", "claims": "claim",
-                  "repositories": "repository"}.get(str(head))
+        single = {
+            "providers": "provider",
+            "services": "service",
+            "claims": "claim",
+            "repositories": "repository",
+        }.get(str(head))
         if single:
             base = f"{single} {name!r}"
             if not rest:
@@ -148,7 +172,8 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
                 fix=f"remove or rename {', '.join(extra)}",
             )
     argv_key = key in ("command", "setup") or (
-        isinstance(key, int) and len(path) >= 2 and path[-2] == "setup")
+        isinstance(key, int) and len(path) >= 2 and path[-2] == "setup"
+    )
     if argv_key and isinstance(instance, str) and keyword == "type":
         what = f"setup entry {key}" if isinstance(key, int) else str(key)
         return Problem(
@@ -168,8 +193,7 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
             fix=f"give {_dotted(path)} {words}",
         )
     if keyword == "required":
-        missing = [k for k in wanted if isinstance(instance, dict)
-                   and k not in instance]
+        missing = [k for k in wanted if isinstance(instance, dict) and k not in instance]
         return Problem(
             code="missing_key",
             message=f"{level_name(path, family, version)} is missing {', '.join(missing)}",
@@ -181,27 +205,31 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
         return Problem(
             code="invalid_value",
             message=f"{_dotted(path)} must be one of [{options}], not {instance!r}",
-            location=doc.location(path), fix=f"use one of: {options}",
+            location=doc.location(path),
+            fix=f"use one of: {options}",
         )
     if "propertyNames" in error.absolute_schema_path and isinstance(instance, str):
         return Problem(
             code="invalid_name",
             message=f"{instance!r} under {_dotted(path)} is not a valid name (letters, digits, "
             "'.', '_', '-'; starting with a letter or digit)",
-            location=doc.location((*path, instance), key=True), fix="rename it",
+            location=doc.location((*path, instance), key=True),
+            fix="rename it",
         )
     if keyword == "pattern" and len(path) >= 1 and wanted.startswith("^[A-Za-z0-9]"):
         return Problem(
             code="invalid_name",
             message=f"{instance!r} at {_dotted(path)} is not a valid name (letters, digits, "
             "'.', '_', '-'; starting with a letter or digit)",
-            location=doc.location(path), fix="rename it",
+            location=doc.location(path),
+            fix="rename it",
         )
     if keyword == "propertyNames":
         return Problem(
             code="invalid_name",
             message=f"{instance!r} under {_dotted(path)} is not a valid name",
-            location=doc.location(path), fix="rename it",
+            location=doc.location(path),
+            fix="rename it",
         )
     return Problem(
         code="invalid_value",
@@ -210,19 +238,87 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
     )
 
 
-def schema_problems(doc: Document, schema_file: str, *, family: str,
-                    version: int) -> list[Problem]:
+def schema_problems(doc: Document, schema_file: str, *, family: str, version: int) -> list[Problem]:
     """Every schema error as a Problem, one per offending node, sorted by position."""
     validator = schemas.validator(schema_file)
     errors: Sequence[ValidationError] = list(validator.iter_errors(doc.data))
     problems: dict[tuple[str, str | None, int | None, int | None], Problem] = {}
+    for problem in bound_problems(doc):
+        loc = problem.location
+        problems[
+            (
+                problem.message,
+                loc.path if loc else None,
+                loc.line if loc else None,
+                loc.column if loc else None,
+            )
+        ] = problem
     for error in errors:
         problem = _one(error, doc, family, version)
         loc = problem.location
-        ident = (problem.message, loc.path if loc else None, loc.line if loc else None,
-                 loc.column if loc else None)
+        ident = (
+            problem.message,
+            loc.path if loc else None,
+            loc.line if loc else None,
+            loc.column if loc else None,
+        )
         problems.setdefault(ident, problem)
     return sorted(problems.values(), key=position)
+
+
+def _age_seconds(value: Any) -> int | None:
+    """``maxAge`` in seconds when it has a readable shape (the schema judges the rest)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value[-1:] in _AGE_UNITS and value[:-1].isdigit():
+        digits = value[:-1]
+        if len(digits) > 30:
+            return MAX_AGE_S + 1
+        return int(digits) * _AGE_UNITS[value[-1]]
+    return None
+
+
+def bound_problems(doc: Document) -> list[Problem]:
+    """``timeoutMs`` (anywhere, readiness included) and ``maxAge`` beyond their sane bounds."""
+    found: list[Problem] = []
+
+    def visit(node: Any, path: YamlPath) -> None:
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                visit(item, (*path, index))
+            return
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            here = (*path, key)
+            if key == "timeoutMs" and isinstance(value, int) and not isinstance(value, bool):
+                if value > MAX_TIMEOUT_MS:
+                    found.append(
+                        Problem(
+                            code="duration_out_of_range",
+                            message=f"{_dotted(here)}: {value} ms is more than a week "
+                            f"(at most {MAX_TIMEOUT_MS} ms)",
+                            location=doc.location(here),
+                            fix=f"give {_dotted(here)} at most {MAX_TIMEOUT_MS} (7 days)",
+                        )
+                    )
+            elif key == "maxAge":
+                seconds = _age_seconds(value)
+                if seconds is not None and seconds > MAX_AGE_S:
+                    found.append(
+                        Problem(
+                            code="duration_out_of_range",
+                            message=f"{_dotted(here)}: {value!r} is more than 100 years "
+                            f"(at most {MAX_AGE_S} seconds)",
+                            location=doc.location(here),
+                            fix=f"give {_dotted(here)} at most {MAX_AGE_S} seconds, e.g. 5200w",
+                        )
+                    )
+            else:
+                visit(value, here)
+
+    visit(doc.data, ())
+    return found
 
 
 def position(problem: Problem) -> tuple[str, int, int, str]:

@@ -12,6 +12,8 @@ never contain — duplicate keys, alias bombs, non-standard tags — and keep th
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,9 @@ from changeloop.errors import ConfigError, Location, Problem
 # Nodes visited a second time (through an alias) before we call it a bomb.
 ALIAS_BUDGET = 10_000
 MAX_BYTES = 4 * 1024 * 1024
+# Integers must be exact in every JSON reader (I-JSON, RFC 7493) because they end
+# up in canonicalized receipts and fingerprints: refused when read (DESIGN.md §5).
+MAX_INTEGER = 2**53 - 1
 
 YamlPath = tuple[str | int, ...]
 
@@ -61,18 +66,30 @@ class Document:
         return Location(self.display, found[0], found[1])
 
 
-def _problem(code: str, message: str, display: str, *, line: int | None = None,
-             column: int | None = None, fix: str | None = None) -> ConfigError:
-    return ConfigError(Problem(code=code, message=message,
-                               location=Location(display, line, column), fix=fix))
+def _problem(
+    code: str,
+    message: str,
+    display: str,
+    *,
+    line: int | None = None,
+    column: int | None = None,
+    fix: str | None = None,
+) -> ConfigError:
+    return ConfigError(
+        Problem(code=code, message=message, location=Location(display, line, column), fix=fix)
+    )
 
 
 def _decode(raw: bytes, display: str) -> str:
     if b"\x00" in raw:
         line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise _problem("binary_file", f"{display} is a binary file, not a UTF-8 text file "
-                       "(it contains NUL bytes)", display, line=line,
-                       fix="write the file as plain UTF-8 YAML text")
+        raise _problem(
+            "binary_file",
+            f"{display} is a binary file, not a UTF-8 text file (it contains NUL bytes)",
+            display,
+            line=line,
+            fix="write the file as plain UTF-8 YAML text",
+        )
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -80,9 +97,15 @@ def _decode(raw: bytes, display: str) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise _problem("not_utf8", f"{display} is not a UTF-8 text file "
-                       f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})", display,
-                       line=line, column=column, fix="re-save the file as UTF-8") from exc
+        raise _problem(
+            "not_utf8",
+            f"{display} is not a UTF-8 text file "
+            f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            display,
+            line=line,
+            column=column,
+            fix="re-save the file as UTF-8",
+        ) from exc
 
 
 # libyaml's composer when PyYAML was built with it (same nodes and marks, ~10x faster)
@@ -103,14 +126,24 @@ class _Walker:
         self.constructor = SafeConstructor()
 
     def _err(self, code: str, message: str, node: yaml.Node, fix: str | None = None) -> ConfigError:
-        return _problem(code, message, self.display, line=node.start_mark.line + 1,
-                        column=node.start_mark.column + 1, fix=fix)
+        return _problem(
+            code,
+            message,
+            self.display,
+            line=node.start_mark.line + 1,
+            column=node.start_mark.column + 1,
+            fix=fix,
+        )
 
     def walk(self, node: yaml.Node, path: YamlPath, record: bool = True) -> Any:
         ident = id(node)
         if ident in self.stack:
-            raise self._err("recursive_alias", "a YAML alias refers to itself (recursive anchor)",
-                            node, fix="replace the alias with the value it stands for")
+            raise self._err(
+                "recursive_alias",
+                "a YAML alias refers to itself (recursive anchor)",
+                node,
+                fix="replace the alias with the value it stands for",
+            )
         if ident in self.seen:
             if record:  # the outermost alias: blame the place it is used, not its anchor
                 self.alias_use = self._nearest(path)
@@ -118,15 +151,20 @@ class _Walker:
             self.revisits += 1
             if self.revisits > ALIAS_BUDGET:
                 line, column = self.alias_use
-                raise _problem("alias_bomb", f"YAML anchors and aliases expand to more than "
-                               f"{ALIAS_BUDGET} nodes (an alias bomb?)", self.display,
-                               line=line, column=column,
-                               fix="write the values out instead of nesting aliases")
+                raise _problem(
+                    "alias_bomb",
+                    f"YAML anchors and aliases expand to more than "
+                    f"{ALIAS_BUDGET} nodes (an alias bomb?)",
+                    self.display,
+                    line=line,
+                    column=column,
+                    fix="write the values out instead of nesting aliases",
+                )
         self.seen.add(ident)
         if record:
             self.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.ScalarNode):
-            return self._scalar(node)
+            return self._scalar(node, path)
         self.stack.add(ident)
         try:
             if isinstance(node, yaml.SequenceNode):
@@ -147,18 +185,22 @@ class _Walker:
         return (1, 1)
 
     def _tag(self, node: yaml.Node) -> ConfigError:
-        return self._err("yaml_tag", f"the YAML tag {node.tag!r} is not allowed here",
-                         node, fix="remove the tag; only plain YAML values are read")
+        return self._err(
+            "yaml_tag",
+            f"the YAML tag {node.tag!r} is not allowed here",
+            node,
+            fix="remove the tag; only plain YAML values are read",
+        )
 
-    def _scalar(self, node: yaml.ScalarNode) -> Any:
+    def _scalar(self, node: yaml.ScalarNode, path: YamlPath = ()) -> Any:
         if node.tag not in _SCALAR_TAGS:
             raise self._tag(node)
-        kind = node.tag[len(_TAG):]
+        kind = node.tag[len(_TAG) :]
         if kind in ("str", "timestamp"):  # dates stay text: we never interpret them
             return str(node.value)
         try:
             if kind == "int":
-                return self.constructor.construct_yaml_int(node)
+                return self._integer(node, path)
             if kind == "float":
                 return self.constructor.construct_yaml_float(node)
             if kind == "bool":
@@ -166,6 +208,25 @@ class _Walker:
         except (ValueError, yaml.YAMLError) as exc:
             raise self._err("yaml_value", f"{node.value!r} is not a valid {kind}", node) from exc
         return None
+
+    def _integer(self, node: yaml.ScalarNode, path: YamlPath) -> int:
+        text = str(node.value).replace("_", "").lstrip("+-")
+        if len(text) > 4000:  # never build a huge int just to refuse it
+            value = MAX_INTEGER + 1
+        else:
+            value = int(self.constructor.construct_yaml_int(node))
+        if abs(value) <= MAX_INTEGER:
+            return value
+        where = ".".join(str(p) for p in path) or "the document"
+        shown = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+        raise self._err(
+            "integer_out_of_range",
+            f"{where}: {shown} is beyond ±2^53-1 "
+            f"({MAX_INTEGER}), the largest integer every JSON reader keeps exact",
+            node,
+            fix="use a smaller number (durations have their own, smaller "
+            "bounds: see docs/processes.md)",
+        )
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath, record: bool) -> dict[str, Any]:
         if node.tag != f"{_TAG}map":
@@ -176,15 +237,23 @@ class _Walker:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self._err("yaml_key", "a mapping key must be a plain scalar", key_node)
             if key_node.tag == f"{_TAG}merge":
-                raise self._err("yaml_merge", "YAML merge keys (<<) are not supported", key_node,
-                                fix="write the merged keys out")
+                raise self._err(
+                    "yaml_merge",
+                    "YAML merge keys (<<) are not supported",
+                    key_node,
+                    fix="write the merged keys out",
+                )
             if key_node.tag not in _SCALAR_TAGS:
                 raise self._tag(key_node)
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
             if key in lines:
-                raise self._err("duplicate_key", f"duplicate key {key!r} (lines {lines[key]} "
-                                f"and {line})", key_node, fix=f"keep one {key!r}")
+                raise self._err(
+                    "duplicate_key",
+                    f"duplicate key {key!r} (lines {lines[key]} and {line})",
+                    key_node,
+                    fix=f"keep one {key!r}",
+                )
             lines[key] = line
             if record:
                 self.keys[(*path, key)] = (line, key_node.start_mark.column + 1)
@@ -195,13 +264,46 @@ class _Walker:
 def load_yaml(path: Path, display: str | None = None) -> Document:
     """Read ``path`` safely; every refusal is a ConfigError with file, line and column."""
     shown = display or str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise _problem("unreadable_file", f"cannot read {shown}: {exc.strerror}", shown) from exc
+    raw = _read_regular(path, shown)
     if len(raw) > MAX_BYTES:
         raise _problem("file_too_large", f"{shown} is larger than {MAX_BYTES} bytes", shown)
     return parse_yaml(_decode(raw, shown), path, shown)
+
+
+def _read_regular(path: Path, shown: str) -> bytes:
+    """The bytes of a regular file, at most MAX_BYTES + 1 of them; anything else is refused.
+
+    A symlink loop, a directory, a FIFO or a device named ``evidence.yaml`` is a
+    refusal naming the path (exit 2), never a hang or a crash.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _problem(
+                    "not_a_regular_file",
+                    f"{shown} is not a regular file",
+                    shown,
+                    fix=f"make {shown} a plain YAML file",
+                )
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_BYTES:
+                chunk = os.read(fd, MAX_BYTES + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _problem(
+            "unreadable_file",
+            f"cannot read {shown}: {exc.strerror or exc}",
+            shown,
+            fix=f"check that {shown} is a readable file (not a symlink loop or a directory)",
+        ) from exc
 
 
 def parse_yaml(text: str, path: Path, display: str) -> Document:
@@ -212,21 +314,33 @@ def parse_yaml(text: str, path: Path, display: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise _problem("yaml_syntax", f"YAML syntax error: {what}", display,
-                       line=mark.line + 1 if mark else None,
-                       column=mark.column + 1 if mark else None,
-                       fix="fix the YAML syntax at that position") from exc
+        raise _problem(
+            "yaml_syntax",
+            f"YAML syntax error: {what}",
+            display,
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            fix="fix the YAML syntax at that position",
+        ) from exc
     except yaml.YAMLError as exc:
         line = getattr(exc, "position", None)
         message = f"YAML could not be read: {exc}"
-        raise _problem("yaml_syntax", message, display,
-                       line=text[:line].count("\n") + 1 if isinstance(line, int) else None) from exc
+        raise _problem(
+            "yaml_syntax",
+            message,
+            display,
+            line=text[:line].count("\n") + 1 if isinstance(line, int) else None,
+        ) from exc
     if len(nodes) > 1:
         second = nodes[1]
-        raise _problem("yaml_multiple_documents", "the file holds more than one YAML document",
-                       display, line=second.start_mark.line + 1,
-                       column=second.start_mark.column + 1,
-                       fix="remove the extra '---' document")
+        raise _problem(
+            "yaml_multiple_documents",
+            "the file holds more than one YAML document",
+            display,
+            line=second.start_mark.line + 1,
+            column=second.start_mark.column + 1,
+            fix="remove the extra '---' document",
+        )
     if not nodes:
         return Document(path, display, None)
     walker = _Walker(display)

@@ -14,10 +14,11 @@ configured > manifest > environment > source import (DESIGN.md §6).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from changeloop.detect import javascript, python, rust
+from changeloop.detect.manifests import Unreadable
 from changeloop.detect.types import Detection, select
 from changeloop.model import ChangeRef, Evidence, Execution, Provider, Repository
 
@@ -35,6 +36,8 @@ def configured_detection(provider: Provider) -> Detection | None:
         return None
     if "pytest" in words or "py.test" in words:
         return Detection("pytest", "python", "configured", None, evidence)
+    if "unittest" in words and ("-m" in argv or "-munittest" in argv):
+        return Detection("unittest", "python", "configured", None, evidence)
     if "vitest" in words:
         return Detection("vitest", "javascript", "configured", None, evidence)
     if "jest" in words:
@@ -46,19 +49,22 @@ def configured_detection(provider: Provider) -> Detection | None:
     return None
 
 
-def candidates(path: Path) -> list[Detection]:
+def candidates(path: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     """Every signal found in the repository itself, before precedence."""
-    return python.detect(path) + javascript.detect(path) + rust.detect(path)
+    return python.detect(path, unreadable) + javascript.detect(path, unreadable) + rust.detect(path)
 
 
-def detect_repository(path: Path, configured: Iterable[Provider] = ()) -> list[Detection]:
+def detect_repository(
+    path: Path, configured: Iterable[Provider] = (), unreadable: Unreadable | None = None
+) -> list[Detection]:
     """The selected framework per test type for the repository at ``path``.
 
     ``configured`` are execution.yaml providers belonging to this repository;
     they outrank anything read from the repository. Versions of configured
     frameworks are filled in from the repository's own manifests when known.
+    Directories the source scan could not open are added to ``unreadable``.
     """
-    found = candidates(path)
+    found = candidates(path, unreadable)
     chosen: list[Detection] = []
     for provider in configured:
         det = configured_detection(provider)
@@ -80,6 +86,8 @@ class ChangeContext:
     execution: Execution | None
     repositories: Mapping[str, Repository]
     detections: Mapping[str, list[Detection]]
+    # Directories (relative to each repository) the scan could not open and skipped.
+    unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def configured_for(execution: Execution | None, repo: str, single: bool) -> list[Provider]:
@@ -98,11 +106,16 @@ def load_context(root: Path, change: ChangeRef) -> ChangeContext:
     evidence, execution = loading.load(root, change)
     repos = loading.repositories(root, evidence, execution)
     single = len(repos) == 1
-    detections = {
-        name: detect_repository(repo.path, configured_for(execution, name, single))
-        for name, repo in repos.items()
-    }
-    return ChangeContext(root, change, evidence, execution, repos, detections)
+    detections: dict[str, list[Detection]] = {}
+    unreadable: dict[str, tuple[str, ...]] = {}
+    for name, repo in repos.items():
+        skipped = Unreadable()
+        detections[name] = detect_repository(
+            repo.path, configured_for(execution, name, single), skipped
+        )
+        if skipped.paths:
+            unreadable[name] = skipped.sorted()
+    return ChangeContext(root, change, evidence, execution, repos, detections, unreadable)
 
 
 def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
@@ -113,7 +126,9 @@ def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
 
 def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
     """Derived providers with their evidence, given the services execution.yaml declares."""
+    from changeloop import quality
     from changeloop.detect.derive import attach_services, derive_explained
 
     found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
+    found = quality.prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes
     return attach_services(found, ctx.execution, ctx.repositories)

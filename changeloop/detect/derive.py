@@ -52,6 +52,12 @@ def _confidence(det: Detection) -> Confidence:
 
 def test_command(det: Detection, repo: Path, report: str) -> tuple[tuple[str, ...], str | None]:
     """(argv, report path or None) running ``det``'s framework with a structured reporter."""
+    if det.adapter == "unittest":
+        # The runner the maintainers run, never pytest in its place (pytest skips
+        # `load_tests`); their own args stay, and -v (last: `discover` must come
+        # first when given) lists each test for the reader.
+        interpreter = python.venv_python(repo) or "python3"
+        return (interpreter, "-m", "unittest", *det.args, "-v"), None
     if det.adapter == "pytest":
         interpreter = python.venv_python(repo) or "python3"
         return (interpreter, "-m", "pytest", f"--junitxml={report}.xml"), f"{report}.xml"
@@ -183,6 +189,7 @@ def derive_explained(
                         repository=repo_name,
                         command=argv,
                         report=report,
+                        format="unittest" if det.adapter == "unittest" else None,
                         discovery_provider=discovery,
                         origin="derived",
                         confidence=_confidence(det),

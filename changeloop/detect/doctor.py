@@ -3,21 +3,27 @@
 Findings share one shape ``{kind, message, suggested_action, playbook_command}``
 (plus ``severity``, ``repository``, ``capability`` where they apply). Only
 ``severity: error`` findings count as unresolved; ``no-tests-declared`` is
-informational (DESIGN.md §6). Doctor reads files and checks PATH; it runs nothing.
+informational (DESIGN.md §6). Doctor reads files and checks PATH; the only thing it
+runs is a test command's own interpreter (never a script of the repository's),
+asking ``find_spec`` where the project's packages would come from — no project code
+is imported (``detect/imports.py``).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from changeloop import contracts, quality
 from changeloop.detect import ChangeContext, javascript, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
+from changeloop.detect.imports import outside_packages, runs_tests
 from changeloop.detect.manifests import dig, head, read_ini, read_toml
 from changeloop.detect.playbook import change_dir, init_command, suggest
 from changeloop.model import Provider, Repository
@@ -84,6 +90,8 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         )
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
+    findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
+    findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
     return findings
 
 
@@ -120,6 +128,8 @@ def _provider_findings(ctx: ChangeContext, provider: Provider, cdir: str) -> lis
     if repo is None or not provider.command:
         return out
     out.extend(_tool_findings(ctx, provider, repo))
+    if provider.adapter == "test-discovery" or runs_tests(provider.command or ()):
+        out.extend(_import_findings(provider, repo))
     if provider.origin == "derived":
         out.extend(_config_findings(provider, repo, cdir))
     return out
@@ -177,6 +187,28 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                 f"provider {provider.name} runs node but no `node` is on PATH",
                 "install Node.js 20 or newer",
                 None,
+                repository=repo.name,
+            )
+        )
+    return out
+
+
+def _import_findings(provider: Provider, repo: Repository) -> list[DoctorFinding]:
+    """The project's packages the command's interpreter would import from an installed copy."""
+    out: list[DoctorFinding] = []
+    where = "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
+    for found in outside_packages(repo.path, provider.command or ()):
+        python = shlex.quote(found.interpreter)
+        out.append(
+            DoctorFinding(
+                "imported-from-outside",
+                f"provider {provider.name}: `{found.interpreter}` imports package "
+                f"'{found.name}' from {found.origin}, outside {repo.name} (its own code is "
+                f"{repo.path / found.own}): the tests would run an installed copy, not the "
+                "content a receipt binds to",
+                f"install {repo.name} editable into that interpreter (or run the tests with "
+                "the project's own virtualenv)",
+                f"{where}{python} -m pip install -e .",
                 repository=repo.name,
             )
         )

@@ -76,6 +76,8 @@ def provider_yaml(provider: Provider) -> CommentedMap:
         out["command"] = _flow(provider.command)
     if provider.report:
         out["report"] = provider.report
+    if provider.format:
+        out["format"] = provider.format
     if provider.discovery_provider:
         out["discoveryProvider"] = provider.discovery_provider
     if provider.outputs:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from changeloop.detect.manifests import head, read_json, walk_files
+from changeloop.detect.manifests import Unreadable, head, read_json, walk_files
 from changeloop.detect.types import Detection
 
 # adapter -> (npm package, test type, binary in node_modules/.bin)
@@ -68,7 +68,7 @@ def packages(repo: Path) -> list[Path]:
     return out
 
 
-def detect(repo: Path) -> list[Detection]:
+def detect(repo: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     out: list[Detection] = []
     dirs = packages(repo)
     for pkg_dir in dirs:
@@ -76,7 +76,7 @@ def detect(repo: Path) -> list[Detection]:
     for pkg_dir in dirs or [repo]:
         out.extend(_environment(repo, pkg_dir))
     # The weakest signal, and a walk of the whole tree: only when nothing stronger spoke.
-    importer = None if out else _source_import(repo)
+    importer = None if out else _source_import(repo, unreadable)
     if importer is not None:
         adapter, rel = importer
         _, test_type, _ = TOOLS.get(adapter, ("", "javascript", ""))
@@ -191,8 +191,8 @@ def installed(repo: Path, package: str) -> bool:
     )
 
 
-def _source_import(repo: Path) -> tuple[str, str] | None:
-    for path in walk_files(repo, SOURCE_EXTS):
+def _source_import(repo: Path, unreadable: Unreadable | None = None) -> tuple[str, str] | None:
+    for path in walk_files(repo, SOURCE_EXTS, unreadable=unreadable):
         name = path.name
         in_test_dir = bool(TEST_DIRS.intersection(path.relative_to(repo).parts[:-1]))
         if not re.search(r"\.(test|spec)\.[cm]?[jt]sx?$", name) and not in_test_dir:

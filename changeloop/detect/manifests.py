@@ -117,11 +117,38 @@ def requirement_lines(path: Path) -> list[str]:
     return [] if text is None else text.splitlines()
 
 
-def walk_files(root: Path, suffixes: tuple[str, ...], limit: int = 5000) -> Iterator[Path]:
+class Unreadable:
+    """Directories a scan could not open, relative to the scanned root (issue 18 §5).
+
+    A root-owned ``0700`` directory (a database volume) is skipped, never fatal:
+    detection reports what it could read and says what it could not.
+    """
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+
+    def add(self, root: Path, path: str) -> None:
+        try:
+            self.paths.add(Path(path).relative_to(root).as_posix())
+        except ValueError:
+            self.paths.add(path)
+
+    def sorted(self) -> tuple[str, ...]:
+        return tuple(sorted(self.paths))
+
+
+def _openable(path: str) -> bool:
+    return os.access(path, os.R_OK | os.X_OK)
+
+
+def walk_files(
+    root: Path, suffixes: tuple[str, ...], limit: int = 5000, unreadable: Unreadable | None = None
+) -> Iterator[Path]:
     """Files under ``root`` with one of ``suffixes``, skipping vendored and build output.
 
     ``os.scandir`` keeps the file type from the directory listing, so a
     20,000-file tree costs one listing per directory, not a stat per file.
+    A directory that cannot be listed is skipped and noted in ``unreadable``.
     """
     seen = 0
     stack = [str(root)]
@@ -131,16 +158,24 @@ def walk_files(root: Path, suffixes: tuple[str, ...], limit: int = 5000) -> Iter
             with os.scandir(current) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:
+            if unreadable is not None:
+                unreadable.add(root, current)
             continue
         for entry in entries:
-            if entry.is_symlink():
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                if (
-                    entry.name not in SKIP_DIRS
-                    and not entry.name.startswith(".")
-                    and not is_nested_project(Path(entry.path))
-                ):
+            if is_dir:
+                if entry.name in SKIP_DIRS or entry.name.startswith("."):
+                    continue
+                if not _openable(entry.path):
+                    if unreadable is not None:
+                        unreadable.add(root, entry.path)
+                    continue
+                if not is_nested_project(Path(entry.path)):
                     stack.append(entry.path)
             elif entry.name.endswith(suffixes):
                 seen += 1
@@ -152,9 +187,17 @@ def walk_files(root: Path, suffixes: tuple[str, ...], limit: int = 5000) -> Iter
 PROJECT_MARKERS = (".git", "package.json", "pyproject.toml", "Cargo.toml", "setup.py")
 
 
+def exists(path: Path) -> bool:
+    """``Path.exists()`` that answers False where a permission error would raise."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def is_nested_project(directory: Path) -> bool:
     """A subdirectory that is its own project (own manifest or checkout) is not ours to scan."""
-    return any((directory / marker).exists() for marker in PROJECT_MARKERS)
+    return any(exists(directory / marker) for marker in PROJECT_MARKERS)
 
 
 def head(path: Path, limit: int = 65536) -> str:

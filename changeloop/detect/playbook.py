@@ -13,7 +13,6 @@ from pathlib import Path
 from changeloop.detect.manifests import read_toml
 from changeloop.model import Repository
 
-PYTEST_INI = "printf '[pytest]\\n' > pytest.ini"
 ESLINT = "npm i -D eslint && npm pkg set scripts.lint='eslint .'"
 
 
@@ -49,15 +48,15 @@ def suggest(capability: str, repo: Repository, change: str, change_dir: str) -> 
                 f"install a test runner in {repo.name} (vitest) and wire it",
                 f"{_in(repo, 'npm i -D vitest')} && {then}",
             )
-        if pyproject is not None:
-            add = "printf '\\n[tool.pytest.ini_options]\\n' >> pyproject.toml"
-            return (
-                f"declare pytest in {repo.name}'s pyproject.toml and wire it",
-                f"{_in(repo, add)} && {then}",
-            )
+        # Never edit the project's own configuration to fit changeloop: name the
+        # command its maintainers run in execution.yaml (changeloop's own file).
         return (
-            f"declare pytest for {repo.name} (pytest.ini) and wire it",
-            f"{_in(repo, PYTEST_INI)} && {then}",
+            f"no test runner is declared for {repo.name}: add a test-discovery provider to "
+            "execution.yaml running the tests the way the project runs them, e.g. "
+            "`command: [python3, -m, unittest, -v]` with `format: unittest`, or "
+            "`command: [python3, -m, pytest, --junitxml=.changeloop/reports/test.xml]` with "
+            "`report: .changeloop/reports/test.xml`",
+            edit,
         )
     if capability in ("browser", "accessibility"):
         return (

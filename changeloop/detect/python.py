@@ -1,4 +1,9 @@
-"""Python: pytest from manifests, the repository's own virtualenv, or test imports.
+"""Python: the runner the maintainers run (tox, nox, Makefile, CI), pytest from
+manifests, the repository's own virtualenv, or test imports.
+
+A command the project's own configuration runs (``python -m unittest`` in
+tox.ini) comes first among the manifest signals, so it decides the runner over
+the mere presence of pytest configuration (DESIGN.md §13 "unittest").
 
 The environment is the repository's (``.venv/``, ``venv/``), never the
 interpreter changeloop runs in: an empty repository has no signal. Installed
@@ -12,7 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from changeloop.detect import maintainers
 from changeloop.detect.manifests import (
+    Unreadable,
     dig,
     head,
     normalize,
@@ -28,13 +35,27 @@ VENV_DIRS = (".venv", "venv", "env", ".env")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 
 
-def detect(repo: Path) -> list[Detection]:
-    """Every pytest signal in ``repo``, best first within each source."""
+def detect(repo: Path, unreadable: Unreadable | None = None) -> list[Detection]:
+    """Every Python test-runner signal in ``repo``, best first within each source."""
     out: list[Detection] = []
     lock = lock_version(repo, "pytest")
     installed = venv_version(repo, "pytest")
+    commands = [
+        Detection("unittest", "python", "manifest", None, c.evidence, c.args)
+        if c.runner == "unittest"
+        else Detection("pytest", "python", "manifest", lock or installed, c.evidence)
+        for c in maintainers.test_commands(repo)
+    ]
+    # The maintainers' first command decides the runner: a unittest command goes
+    # before pytest configuration; a pytest one after it (pytest's own
+    # configuration stays the evidence shown for a pytest project).
+    leads = bool(commands) and commands[0].adapter == "unittest"
+    if leads:
+        out.extend(commands)
     for evidence, pin in manifest_signals(repo):
         out.append(Detection("pytest", "python", "manifest", pin or lock or installed, evidence))
+    if not leads:
+        out.extend(commands)
     if installed is not None:
         site = venv_site_packages(repo)
         where = site.relative_to(repo).as_posix() if site else ".venv"
@@ -43,7 +64,7 @@ def detect(repo: Path) -> list[Detection]:
         )
     # Source imports are the weakest signal: walk the tree for them only when
     # nothing stronger spoke (a 20,000-file repository costs a full walk).
-    importer = None if out else source_importer(repo)
+    importer = None if out else source_importer(repo, unreadable)
     if importer is not None:
         out.append(
             Detection("pytest", "python", "source_import", lock or installed, f"{importer} import")
@@ -192,9 +213,9 @@ def venv_version(repo: Path, package: str) -> str | None:
 _IMPORT = re.compile(r"^\s*(?:import\s+pytest\b|from\s+pytest\b)", re.MULTILINE)
 
 
-def source_importer(repo: Path) -> str | None:
+def source_importer(repo: Path, unreadable: Unreadable | None = None) -> str | None:
     """The first test file (or conftest) that imports pytest, relative to ``repo``."""
-    for path in walk_files(repo, (".py",)):
+    for path in walk_files(repo, (".py",), unreadable=unreadable):
         name = path.name
         if not (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"):
             continue

@@ -22,11 +22,14 @@ TEST_TYPES: tuple[str, ...] = ("python", "javascript", "rust", "browser")
 class Detection:
     """One framework found in one repository for one test type, and why we believe it."""
 
-    adapter: str  # pytest | vitest | jest | node-test | cargo | playwright
+    adapter: str  # pytest | unittest | vitest | jest | node-test | cargo | playwright
     test_type: str  # python | javascript | rust | browser
     detection_source: str  # configured | manifest | environment | source_import
     version: str | None
     evidence: str  # file and key, e.g. "pyproject.toml [tool.pytest.ini_options]"
+    # The maintainers' own runner arguments (unittest: what follows `-m unittest`),
+    # kept by derived wiring; not part of detect's JSON.
+    args: tuple[str, ...] = ()
 
     @property
     def confidence(self) -> Literal["high", "low"]:

@@ -6,6 +6,14 @@ A direct ``playwright test`` command (``npx playwright test``, ``npx
 the JSON goes to the ``report`` path through ``PLAYWRIGHT_JSON_OUTPUT_NAME``.
 A wrapper (``npm run e2e``) runs as written and must write ``report`` itself.
 
+Playwright's own output never lands in the user's tree (issue 13, item 9): a
+direct command also gets ``--output <run dir>/playwright-output`` at run time
+(unless it names ``--output``), and every command gets
+``PLAYWRIGHT_LAST_RUN_OUTPUT_FILE`` and ``PLAYWRIGHT_HTML_OUTPUT_DIR`` there
+(unless the environment names them), so ``test-results/.last-run.json`` cannot
+make the next receipts ``dirty`` or re-run an unchanged provider. The
+fingerprint keeps the command without that per-run path.
+
 Claims come from ``{type: "claim", description: "<id>"}`` annotations, read by
 :mod:`changeloop.providers.reports.playwright_json`. A passing run that leaves a
 claim the capability needs uncredited is ``inconclusive``: green is not evidence
@@ -17,7 +25,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from changeloop.errors import Problem
@@ -38,6 +46,8 @@ NAME = "playwright"
 DEFAULT_CAPABILITY = "browser"
 RUNS_COMMAND = True
 
+OUTPUT_DIR = "playwright-output"  # Playwright's outputDir, under the provider's run directory
+HTML_DIR = "playwright-report"
 _NPX_FLAGS_WITH_VALUE = frozenset({"-p", "--package", "-c", "--call"})
 _PACKAGES = ("playwright", "@playwright/test")
 
@@ -103,6 +113,30 @@ def effective_command(provider: Provider) -> tuple[str, ...] | None:
     return (*opts, *rest)
 
 
+def run_argv(provider: Provider, output_dir: Path) -> tuple[str, ...] | None:
+    """:func:`effective_command` plus ``--output <output_dir>`` for a direct command.
+
+    Kept out of :func:`effective_command` (the fingerprint's command) because the
+    path is this run's own; a command that names ``--output`` keeps its choice.
+    """
+    argv = effective_command(provider)
+    if argv is None or test_index(argv) is None:
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    if _option_at(argv[:end], "--output") is not None:
+        return argv
+    return (*argv[:end], "--output", str(output_dir), *argv[end:])
+
+
+def output_env(env: Mapping[str, str], run_dir: Path) -> dict[str, str]:
+    """Where Playwright writes what is not the JSON report: the run directory, not the tree."""
+    out = {
+        "PLAYWRIGHT_LAST_RUN_OUTPUT_FILE": str(run_dir / OUTPUT_DIR / ".last-run.json"),
+        "PLAYWRIGHT_HTML_OUTPUT_DIR": str(run_dir / HTML_DIR),
+    }
+    return {name: env.get(name) or value for name, value in out.items()}
+
+
 def _option_at(argv: Sequence[str], flag: str) -> int | None:
     for i, arg in enumerate(argv):
         if arg == flag or arg.startswith(flag + "="):
@@ -156,22 +190,30 @@ async def run(ctx: RunContext) -> list[Outcome]:
     try:  # a symlink may lead the report out of the repository: refuse before touching it
         report.resolve().relative_to(workdir.resolve())
     except ValueError:
-        reason = (f"report {report_path(provider)!r} resolves outside the repository"
-                  " (symlink); nothing was run")
+        reason = (
+            f"report {report_path(provider)!r} resolves outside the repository"
+            " (symlink); nothing was run"
+        )
         return [
-            Outcome(capability=cap, status="fail", reason=reason,
-                    command=effective_command(provider), observer=Observer(adapter=NAME),
-                    input_mode=provider.input_mode)
+            Outcome(
+                capability=cap,
+                status="fail",
+                reason=reason,
+                command=effective_command(provider),
+                observer=Observer(adapter=NAME),
+                input_mode=provider.input_mode,
+            )
             for cap in capabilities(provider)
         ]
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)  # a stale report must never speak for this run
     env = {
         **ctx.env,
+        **output_env(ctx.env, ctx.run_dir.resolve()),
         "PLAYWRIGHT_JSON_OUTPUT_NAME": str(report),
         "PLAYWRIGHT_HTML_OPEN": ctx.env.get("PLAYWRIGHT_HTML_OPEN", "never"),
     }
-    argv = effective_command(provider)
+    argv = run_argv(provider, ctx.run_dir.resolve() / OUTPUT_DIR)
     assert argv is not None
     result = await ctx.run_command(
         list(argv), cwd=workdir, env=env, timeout_ms=provider.timeout_ms, log_name=provider.name
@@ -201,7 +243,9 @@ def judge(
         capability=provider.capability,
         status="pass",
         exit_code=result.exit_code,
-        command=result.argv,
+        # The fingerprint's command: the per-run ``--output`` path is left out, as the
+        # PLAYWRIGHT_* paths in the environment are.
+        command=effective_command(provider) or result.argv,
         observer=Observer(
             adapter=NAME, tool="playwright", version=parsed.version if parsed else None
         ),

@@ -21,7 +21,14 @@ Rules (DESIGN.md §3, REPORTS.md):
   failing test citing it marks it ``failed``; the provider's ``claims:`` are
   credited by a passing receipt. Claims that need ``test`` and no test cited
   stay ``uncredited`` (the verdict makes them inconclusive).
-- With no ``report``, libtest text is read from stdout (``cargo test``).
+- With no ``report``, libtest text is read from stdout (``cargo test``), and
+  unittest's ``-v`` output from the log (it writes to stderr) when ``format:
+  unittest`` names it or the output looks like it.
+- A command that runs pytest itself gets changeloop's claim plugin through
+  ``-p changeloop_claims`` and ``PYTHONPATH`` (``pytest_injection.py``); the
+  plugin records where the repository's own packages were imported from, and
+  one imported from outside it (an installed copy) turns a passing ``test``
+  into ``inconclusive`` with finding ``imported-from-outside``.
 - The report is deleted before the run (a stale report must not speak for this
   run) and copied into the provider's run directory afterwards.
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
@@ -37,14 +44,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.processes import ProcessResult
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
+from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
 from changeloop.providers.reports.model import ReportResult
+from changeloop.providers.reports.sniff import sniff
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -70,8 +80,12 @@ def effective_command(provider: Provider) -> tuple[str, ...] | None:
 
 
 def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
-    return {"report": provider.report, "format": provider.format, "minimum": provider.minimum,
-            "discoveryProvider": provider.discovery_provider}
+    return {
+        "report": provider.report,
+        "format": provider.format,
+        "minimum": provider.minimum,
+        "discoveryProvider": provider.discovery_provider,
+    }
 
 
 def _escapes(rel: str) -> bool:
@@ -84,22 +98,26 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
         provider, "[python, -m, pytest, --junitxml=.changeloop/reports/test.xml]"
     )
     if provider.report is not None and _escapes(provider.report):
-        problems.append(Problem(
-            code="path_escape",
-            message=f"provider '{provider.name}': report {provider.report!r} escapes its "
-                    "repository",
-            location=provider.location,
-            fix="give `report` relative to the repository, e.g. .changeloop/reports/test.xml",
-            providers=(provider.name,),
-        ))
+        problems.append(
+            Problem(
+                code="path_escape",
+                message=f"provider '{provider.name}': report {provider.report!r} escapes its "
+                "repository",
+                location=provider.location,
+                fix="give `report` relative to the repository, e.g. .changeloop/reports/test.xml",
+                providers=(provider.name,),
+            )
+        )
     if provider.format is not None and canonical_format(provider.format) is None:
-        problems.append(Problem(
-            code="unknown_report_format",
-            message=f"provider '{provider.name}': unknown report format {provider.format!r}",
-            location=provider.location,
-            fix=f"use one of {', '.join(FORMATS)}, or leave `format` out to sniff it",
-            providers=(provider.name,),
-        ))
+        problems.append(
+            Problem(
+                code="unknown_report_format",
+                message=f"provider '{provider.name}': unknown report format {provider.format!r}",
+                location=provider.location,
+                fix=f"use one of {', '.join(FORMATS)}, or leave `format` out to sniff it",
+                providers=(provider.name,),
+            )
+        )
     return problems
 
 
@@ -125,54 +143,112 @@ async def run(ctx: RunContext) -> list[Outcome]:
         report_path = _report_file(workdir, provider.report)
         if report_path is None:
             reason = f"report {provider.report!r} resolves outside the repository (symlink)"
-            return [Outcome(capability=c, status="fail", reason=reason, command=argv,
-                            provider=disc_name if c == "discovery" else None) for c in caps]
+            return [
+                Outcome(
+                    capability=c,
+                    status="fail",
+                    reason=reason,
+                    command=argv,
+                    provider=disc_name if c == "discovery" else None,
+                )
+                for c in caps
+            ]
         if report_path.is_file() or report_path.is_symlink():
             report_path.unlink()  # a stale report must not speak for this run
         report_path.parent.mkdir(parents=True, exist_ok=True)
+    packages = project_packages(workdir)
+    injected = inject(argv, ctx.env, ctx.run_dir, packages)
     result: ProcessResult = await ctx.run_command(
-        argv, cwd=workdir, env=ctx.env, timeout_ms=provider.timeout_ms, log_name=provider.name
+        injected.argv,
+        cwd=workdir,
+        env=injected.env,
+        timeout_ms=provider.timeout_ms,
+        log_name=provider.name,
     )
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
         finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
-        return [Outcome(capability=c, status="fail", reason=reason, findings=(finding,),
-                        command=argv, provider=disc_name if c == "discovery" else None,
-                        observer=Observer(adapter=NAME)) for c in caps]
+        return [
+            Outcome(
+                capability=c,
+                status="fail",
+                reason=reason,
+                findings=(finding,),
+                command=argv,
+                provider=disc_name if c == "discovery" else None,
+                observer=Observer(adapter=NAME),
+            )
+            for c in caps
+        ]
     report = _read(ctx, result, report_path)
     output = _read_text(result.stdout_path) + "\n" + result.stderr_tail
-    findings = [*(report.findings if report else ()),
-                *classify(exit_code=result.exit_code, timed_out=result.timed_out, output=output,
-                          report=report, report_named=provider.report,
-                          timeout_ms=provider.timeout_ms)]
-    test_status, test_reason = judge_test(result.exit_code, result.timed_out, report,
-                                          provider.report)
-    disc_status, disc_reason = judge_discovery(result.exit_code, result.timed_out, report,
-                                               provider.minimum)
+    findings = [
+        *(report.findings if report else ()),
+        *classify(
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            output=output,
+            report=report,
+            report_named=provider.report,
+            timeout_ms=provider.timeout_ms,
+        ),
+    ]
+    test_status, test_reason = judge_test(
+        result.exit_code, result.timed_out, report, provider.report
+    )
+    source = ctx.sources.get(repo, workdir)
+    foreign = outside_imports(injected.imports_dir, (workdir, source), packages, source)
+    if foreign:
+        findings[:0] = foreign.values()  # first, so the bound on findings never drops them
+        if test_status == "pass":
+            names = ", ".join(foreign)
+            test_status, test_reason = (
+                "inconclusive",
+                f"the tests imported {names} from outside the repository (an installed "
+                "copy), so they did not prove this content",
+            )
+    disc_status, disc_reason = judge_discovery(
+        result.exit_code, result.timed_out, report, provider.minimum
+    )
     common: dict[str, Any] = {
         "tests": report.counts if report else None,
         "passed_tests": _names(report, ("passed",)),
         "failed_tests": _names(report, ("failed", "error")),
         "findings": tuple(findings[:MAX_FINDINGS]),
         "exit_code": result.exit_code,
-        "observer": Observer(adapter=NAME, tool=report.tool if report else None,
-                             version=(report.version if report else None)
-                             or _version_from_output(report.tool if report else None, output)),
+        "observer": Observer(
+            adapter=NAME,
+            tool=report.tool if report else None,
+            version=(report.version if report else None)
+            or _version_from_output(report.tool if report else None, output),
+        ),
         "command": argv,
         "details": {
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
+            "injected": ["-p", PLUGIN] if len(injected.argv) > len(argv) else [],
+            **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
         },
     }
     return [
-        Outcome(capability=caps[0], status=test_status, reason=test_reason,
-                claims=claim_marks(ctx, report, test_status), **common),
-        Outcome(capability="discovery", status=disc_status, reason=disc_reason,
-                provider=disc_name, claims=claim_marks(ctx, report, disc_status, "discovery"),
-                **common),
+        Outcome(
+            capability=caps[0],
+            status=test_status,
+            reason=test_reason,
+            claims=claim_marks(ctx, report, test_status),
+            **common,
+        ),
+        Outcome(
+            capability="discovery",
+            status=disc_status,
+            reason=disc_reason,
+            provider=disc_name,
+            claims=claim_marks(ctx, report, disc_status, "discovery"),
+            **common,
+        ),
     ]
 
 
@@ -185,10 +261,16 @@ def _read_text(path: Path) -> str:
 
 def _read(ctx: RunContext, result: ProcessResult, report_path: Path | None) -> ReportResult | None:
     """The normalized report, or None when the named report was not written."""
-    fmt = ctx.provider.format
+    fmt = canonical_format(ctx.provider.format) if ctx.provider.format else None
     if report_path is None:
-        return read_report(_read_text(result.stdout_path).encode(), result.exit_code,
-                           fmt or "libtest")
+        stdout = _read_text(result.stdout_path).encode()
+        if fmt is None and sniff(stdout) is None:
+            log = _read_text(result.log_path).encode()
+            fmt = "unittest" if sniff(log) == "unittest" else None
+        if fmt == "unittest":
+            # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
+            return read_report(_read_text(result.log_path).encode(), result.exit_code, fmt)
+        return read_report(stdout, result.exit_code, fmt or "libtest")
     if not report_path.is_file():
         return None
     with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
@@ -205,8 +287,9 @@ def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str,
     return tuple(t.id for t in report.tests if t.outcome in outcomes)[:MAX_NAMES]
 
 
-def judge_test(exit_code: int | None, timed_out: bool, report: ReportResult | None,
-               report_named: str | None) -> tuple[Status, str | None]:
+def judge_test(
+    exit_code: int | None, timed_out: bool, report: ReportResult | None, report_named: str | None
+) -> tuple[Status, str | None]:
     """The ``test`` receipt: exit code and report must both say the suite passed."""
     if timed_out:
         return "fail", "the test run timed out"
@@ -214,8 +297,13 @@ def judge_test(exit_code: int | None, timed_out: bool, report: ReportResult | No
     if exit_code != 0:
         what = f"exited {exit_code}"
         if counts is None:
-            why = report.error if report and report.error else \
-                f"no report at {report_named}" if report_named else "no test summary"
+            why = (
+                report.error
+                if report and report.error
+                else f"no report at {report_named}"
+                if report_named
+                else "no test summary"
+            )
             return "fail", f"{what}; {why} (tests: null)"
         if counts.failed:
             return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed"
@@ -233,8 +321,9 @@ def judge_test(exit_code: int | None, timed_out: bool, report: ReportResult | No
     return "pass", None
 
 
-def judge_discovery(exit_code: int | None, timed_out: bool, report: ReportResult | None,
-                    minimum: int) -> tuple[Status, str | None]:
+def judge_discovery(
+    exit_code: int | None, timed_out: bool, report: ReportResult | None, minimum: int
+) -> tuple[Status, str | None]:
     """The ``discovery`` receipt: tests that ran (passed + failed) must reach ``minimum``."""
     ran = report.ran if report else None
     if ran is None:
@@ -248,8 +337,9 @@ def judge_discovery(exit_code: int | None, timed_out: bool, report: ReportResult
     return "pass", None
 
 
-def claim_marks(ctx: RunContext, report: ReportResult | None, status: Status,
-                capability: str = "test") -> dict[str, ClaimMark]:
+def claim_marks(
+    ctx: RunContext, report: ReportResult | None, status: Status, capability: str = "test"
+) -> dict[str, ClaimMark]:
     """Claim marks for one receipt (see the module doc)."""
     marks: dict[str, ClaimMark] = dict.fromkeys(ctx.claims_requiring(capability), "uncredited")
     cited_pass = set(report.credited_claims()) if report else set()

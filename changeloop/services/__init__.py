@@ -20,6 +20,11 @@ When its ``users`` count reaches zero the service gets SIGTERM, a grace
 period, then SIGKILL — and on cancellation (Ctrl-C) the same happens before
 the manager exits. A failed start is remembered: every later lease gets the
 same findings instead of a second wait.
+
+Entering the manager inside a run directory (``log_dir`` under
+``.changeloop/runs/<id>/``) first ends what a run killed with -9 left behind
+(``process_groups.sweep``): its providers, its servers holding our ports, its
+temp files and sandboxes.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import anyio
 import anyio.abc
 
 from changeloop.model import Plan, Service
+from changeloop.process_groups import claim_run, close_run, run_dir_of, sweep
 from changeloop.processes import RunningProcess, SpawnError, start_process
 from changeloop.providers.base import Finding
 from changeloop.services.ports import port_holder
@@ -89,6 +95,12 @@ class ServiceManager:
         self.events: list[tuple[str, str]] = []
 
     async def __aenter__(self) -> ServiceManager:
+        run_dir = run_dir_of(self._log_dir)
+        if run_dir is not None:
+            # The run starts its processes inside this manager's lifetime: claim the
+            # run first, then end what a killed run left (its server may hold our port).
+            claim_run(run_dir)
+            await anyio.to_thread.run_sync(sweep, run_dir.parent.parent)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -102,7 +114,12 @@ class ServiceManager:
         for state in self._states.values():
             state.stop.set()  # services still up stop now; cancellation stops them too
         assert self._tg is not None
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            run_dir = run_dir_of(self._log_dir)
+            if run_dir is not None:
+                close_run(run_dir)  # every group of the run has ended by now
 
     @asynccontextmanager
     async def lease(self, names: Sequence[str]) -> AsyncIterator[list[Finding]]:

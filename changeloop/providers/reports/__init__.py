@@ -25,6 +25,7 @@ from changeloop.providers.reports import (
     playwright_json,
     pytest_json,
     tap,
+    unittest,
 )
 from changeloop.providers.reports.model import ReportResult, unreadable
 from changeloop.providers.reports.sniff import sniff
@@ -39,15 +40,22 @@ READERS: dict[str, Reader] = {
     "playwright-json": playwright_json.read,
     "tap": tap.read,
     "libtest": libtest.read,
+    "unittest": unittest.read,
 }
 # What users may write in ``format:`` (runner names read naturally there).
 ALIASES: dict[str, str] = {
-    "junit-xml": "junit", "xml": "junit", "nextest": "junit",
+    "junit-xml": "junit",
+    "xml": "junit",
+    "nextest": "junit",
     "pytest-json-report": "pytest-json",
-    "jest": "jest-json", "vitest": "vitest-json",
+    "jest": "jest-json",
+    "vitest": "vitest-json",
     "playwright": "playwright-json",
     "node-tap": "tap",
-    "cargo": "libtest", "cargo-test": "libtest",
+    "cargo": "libtest",
+    "cargo-test": "libtest",
+    "python-unittest": "unittest",
+    "pyunit": "unittest",
 }
 FORMATS = tuple(sorted({*READERS, *ALIASES}))
 
@@ -59,8 +67,9 @@ def canonical_format(name: str) -> str | None:
     return key if key in READERS else None
 
 
-def read_report(source: Path | bytes, exit_code: int | None = None,
-                format: str | None = None) -> ReportResult:
+def read_report(
+    source: Path | bytes, exit_code: int | None = None, format: str | None = None
+) -> ReportResult:
     """Read one report (a path or its bytes) with the named or sniffed reader."""
     try:
         data = source.read_bytes() if isinstance(source, Path) else source
@@ -70,8 +79,11 @@ def read_report(source: Path | bytes, exit_code: int | None = None,
         return unreadable(format or "unknown", "the report is empty")
     fmt = canonical_format(format) if format else sniff(data)
     if fmt is None:
-        why = f"unknown report format {format!r}" if format else \
-            "report format not recognised (name it with `format:`)"
+        why = (
+            f"unknown report format {format!r}"
+            if format
+            else "report format not recognised (name it with `format:`)"
+        )
         return unreadable(format or "unknown", why)
     try:
         return READERS[fmt](data, exit_code)

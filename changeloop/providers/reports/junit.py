@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 from changeloop.providers.reports.model import (
@@ -33,6 +34,8 @@ from changeloop.providers.reports.model import (
 )
 
 FORMAT = "junit"
+SUITE_SEPARATOR = " > "  # between suite (describe) names in a test's identity
+_LEAVES = ("properties", "property", "system-out", "system-err")
 MESSAGE_LIMIT = 2000
 _RANK: dict[CaseOutcome, int] = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
 
@@ -64,16 +67,22 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
     if root.tag not in ("testsuites", "testsuite"):
         return unreadable(FORMAT, f"not a JUnit report (root element <{root.tag}>)")
     tool = _tool(root)
-    cases: dict[tuple[str, str], TestCase] = {}
+    node = tool is None and _is_node(raw)
+    cases: dict[tuple[object, ...], TestCase] = {}
     findings: list[Finding] = []
     suite_failed = False
-    for el in root.iter("testcase"):
+    for el, suites in _cases(root):
         name = el.get("name") or ""
         classname = el.get("classname") or el.get("file") or ""
         outcome, message = _outcome(el)
         if outcome in ("failed", "error") and _fixture_missing(el):
-            findings.append(Finding(kind="pytest-fixture-error", severity="error",
-                                    message=clip(f"{classname}::{name}: {_fixture_missing(el)}")))
+            findings.append(
+                Finding(
+                    kind="pytest-fixture-error",
+                    severity="error",
+                    message=clip(f"{classname}::{name}: {_fixture_missing(el)}"),
+                )
+            )
         if tool == "pytest" and not classname:
             # pytest pseudo-test: a collection error or a module-level skip.
             if outcome == "skipped":
@@ -89,9 +98,13 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
                     for p in el.iter("property")
                     if p.get("name") == "claim" and (p.get("value") or "").strip()
                 ]
-                + list(claim_tags(name))
+                + [tag for title in (*suites, name) for tag in claim_tags(title)]
             )
         )
+        if node:
+            # node's classname is always "test": the suite path is the identity, and
+            # every <testcase> is one test (node never splits a test into phases).
+            name, classname = SUITE_SEPARATOR.join((*suites, name)), ""
         case = TestCase(
             name=name,
             outcome=outcome,
@@ -100,15 +113,25 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
             message=message,
             duration_ms=_ms(el.get("time")),
         )
-        key = (classname, name)
+        key: tuple[object, ...] = (suites, classname, name) + ((len(cases),) if node else ())
         old = cases.get(key)
         if old is None or _RANK[case.outcome] > _RANK[old.outcome]:
-            merged = case if old is None else TestCase(
-                name, case.outcome, case.file, tuple(dict.fromkeys(old.claims + case.claims)),
-                case.message, case.duration_ms,
+            merged = (
+                case
+                if old is None
+                else TestCase(
+                    name,
+                    case.outcome,
+                    case.file,
+                    tuple(dict.fromkeys(old.claims + case.claims)),
+                    case.message,
+                    case.duration_ms,
+                )
             )
             cases[key] = merged
     tests = tuple(cases.values())
+    if node:
+        findings.extend(_node_total_check(raw, len(tests)))
     for case in tests:
         if case.outcome in ("failed", "error"):
             findings.extend(case_findings(case, tool))
@@ -122,6 +145,40 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
     )
 
 
+def _cases(root: ET.Element) -> Iterator[tuple[ET.Element, tuple[str, ...]]]:
+    """Every ``<testcase>``, in document order, with the names of the ``<testsuite>``s around it."""
+    todo: list[tuple[ET.Element, tuple[str, ...]]] = [(root, ())]
+    while todo:
+        el, suites = todo.pop()
+        if el.tag == "testcase":
+            yield el, suites
+            continue
+        if el.tag == "testsuite" and el.get("name"):
+            suites = (*suites, el.get("name") or "")
+        todo.extend((child, suites) for child in reversed(el) if child.tag not in _LEAVES)
+
+
+def _is_node(raw: bytes) -> bool:
+    """node --test's JUnit reporter: totals only as ``<!-- tests N -->`` comments (REPORTS.md)."""
+    return b"<!-- tests " in raw and b"<!-- suites " in raw
+
+
+_NODE_TOTAL = re.compile(rb"<!-- tests (\d+) -->")
+
+
+def _node_total_check(raw: bytes, listed: int) -> list[Finding]:
+    """node's JUnit shape loses what a suite is: say so when its own total disagrees."""
+    found = _NODE_TOTAL.search(raw)
+    if found is None or int(found.group(1)) == listed:
+        return []
+    message = (
+        f"node reports {int(found.group(1))} test(s) but its JUnit lists {listed}: node writes"
+        " an empty or skipped describe as a test and a test with subtests as a suite"
+        " (its TAP reporter keeps them apart)"
+    )
+    return [Finding(kind="count-mismatch", severity="warning", message=message)]
+
+
 def _outcome(el: ET.Element) -> tuple[CaseOutcome, str | None]:
     failure = el.find("failure")
     error = el.find("error")
@@ -129,7 +186,7 @@ def _outcome(el: ET.Element) -> tuple[CaseOutcome, str | None]:
         return "error", clip(error.get("message") or error.text or "error")
     if failure is not None or el.get("failure"):
         node = failure if failure is not None else el
-        text = (node.get("message") or node.get("failure") or node.text or "failed")
+        text = node.get("message") or node.get("failure") or node.text or "failed"
         return "failed", clip(text)
     skipped = el.find("skipped")
     if skipped is not None:
@@ -145,8 +202,11 @@ def _ms(value: str | None) -> int | None:
 
 
 def _collection_finding(name: str, message: str) -> Finding:
-    kind = "pytest-import-error" if "ImportError while importing" in message or \
-        "ModuleNotFoundError" in message else "pytest-collection-error"
+    kind = (
+        "pytest-import-error"
+        if "ImportError while importing" in message or "ModuleNotFoundError" in message
+        else "pytest-collection-error"
+    )
     return Finding(kind=kind, message=clip(f"{name}: {message}"), severity="error", file=name)
 
 

@@ -8,12 +8,20 @@ import re
 from changeloop.providers.reports.jest_vitest_json import looks_like_jest
 
 _TAP = re.compile(r"^(TAP version \d+|1\.\.\d+|(not )?ok\b)", re.MULTILINE)
+_UNITTEST = re.compile(
+    r"^Ran \d+ tests? in [0-9.]+m?s$|^NO TESTS RAN\b|"
+    r"^\S+ \([\w.]+\) \.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)",
+    re.MULTILINE,
+)
 _LIBTEST = re.compile(r"^(test result: (ok|FAILED)\.|running \d+ tests?$)", re.MULTILINE)
 
 
 def sniff(data: bytes) -> str | None:
     """``junit``, ``pytest-json``, ``jest-json``, ``vitest-json``, ``playwright-json``,
-    ``tap``, ``libtest``, or ``None`` when nothing fits."""
+    ``unittest``, ``tap``, ``libtest``, or ``None`` when nothing fits.
+
+    unittest is tried before TAP: a test that writes to stderr can leave a bare
+    ``ok`` at the start of a line, which TAP would claim."""
     head = data.lstrip()[:4096]
     if head.startswith(b"<"):
         return "junit"
@@ -32,6 +40,8 @@ def sniff(data: bytes) -> str | None:
             return "jest-json" if looks_like_jest(doc) else "vitest-json"
         return None
     text = data.decode("utf-8", errors="replace")
+    if _UNITTEST.search(text):
+        return "unittest"
     if _TAP.search(text):
         return "tap"
     if _LIBTEST.search(text):

@@ -1,0 +1,101 @@
+"""``changeloop adapters check``: do the project's tools still have what the adapters use?
+
+Each runner an adapter drives has a contract in the package
+(changeloop/contracts/<tool>.yaml) naming the flags and subcommands the
+adapter relies on. This verb asserts them against the tools the workspace's
+repositories resolve — presence only, asked of each tool's own help, never a
+snapshot of it, never running project code — and exits 2 on drift, naming
+tool, version and the missing capability; 0 when nothing drifted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from changeloop.cli import common
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "adapters",
+        help="check the tools the adapters drive against their capability contracts",
+        description="Tool capability contracts (changeloop/contracts/*.yaml).",
+    )
+    common.add_common(parser)
+    verbs = parser.add_subparsers(dest="adapters_verb", metavar="ACTION")
+    verbs.required = True
+    check = verbs.add_parser(
+        "check",
+        help="assert each adapter's contract against the tools the project resolves",
+        description=(
+            "For each repository (of --change, else of every change in the workspace), find\n"
+            "the tools it would run (node_modules/.bin, its interpreter, PATH) and assert the\n"
+            "flags and subcommands changeloop's adapters rely on are there. Exit 2 on drift\n"
+            "(naming tool, version and what is missing), 0 otherwise."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("--change", metavar="ID", help="only this change's repositories")
+    common.add_common(check)
+    check.set_defaults(func=run)
+
+
+def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
+    """Repository name → path; one entry per distinct path."""
+    from changeloop import workspace
+    from changeloop.plan import build_plan
+
+    changes = (
+        [workspace.find_change(root, change_id)]
+        if change_id
+        else [c for c in workspace.list_changes(root) if not c.archived]
+    )
+    out: dict[str, Path] = {}
+    seen: set[Path] = set()
+    for change in changes:
+        plan = build_plan(root, change)
+        for name, repo in plan.repositories.items():
+            if repo.path not in seen:
+                seen.add(repo.path)
+                out[name if name not in out else f"{change.id}:{name}"] = repo.path
+    if not out:
+        out["self"] = root.resolve()
+    return out
+
+
+@common.with_shape(lambda a: {"version": "1", "status": "drift", "tools": []})
+def run(args: argparse.Namespace) -> int:
+    from changeloop import workspace
+    from changeloop.contracts import check_repository, save_record
+
+    root = workspace.find_root(override=common.root_arg(args))
+    reports = [
+        report
+        for name, path in _repositories(root, args.change).items()
+        for report in check_repository(name, path, root)
+    ]
+    save_record(root, reports)  # what `evidence doctor` reports, without running anything
+    drift = [r for r in reports if r.status == "drift"]
+    status = "drift" if drift else "ok"
+    if common.json_mode(args):
+        common.emit_json(
+            {"version": "1", "status": status, "tools": [r.to_json() for r in reports]}
+        )
+    for r in reports:
+        if r.status == "absent":
+            common.say(f"  -      {r.tool} in {r.repository}: not resolved ({r.message})")
+        elif r.status == "ok":
+            common.say(
+                f"  ok     {r.tool} {r.version or '(version unknown)'} in {r.repository} "
+                f"({r.path}): {', '.join(r.checked)}"
+            )
+        else:
+            common.say(f"  DRIFT  {r.tool} in {r.repository}: {r.message}")
+            for m in r.missing:
+                common.say(f"           missing {m.kind} {m.name} (asked: {' '.join(m.probe)})")
+    if not reports:
+        common.say("no tool with a contract is used by this workspace's repositories")
+    common.say(f"adapters check: {status}")
+    return 2 if drift else 0

@@ -1,0 +1,68 @@
+"""``changeloop gate <change>``: are the change's existing receipts still proof? Runs nothing.
+
+Exit 0 only when the latest receipts, re-verified against the current content
+and wiring, prove the change; 1 when they do not (per claim, why); 2 when the
+change or its configuration is refused. An OpenSpec archive hook or a merge
+check calls this (docs/verbs/gate.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from changeloop.cli import common
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "gate",
+        help="re-verify the change's receipts against current content and wiring (runs nothing)",
+        description=(
+            "Exit 0 only when the change's latest receipts (.changeloop/receipts/<change>/ and\n"
+            "openspec/changes/<change>/receipts/) still prove it for the current content and\n"
+            "wiring; 1 otherwise, naming per claim why; 2 when the change is refused.\n"
+            "Nothing runs: use it as an OpenSpec archive hook or a merge check."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
+        "`prove --sign-key` used",
+    )
+    common.add_common(parser)
+    parser.set_defaults(func=run)
+
+
+def empty(args: argparse.Namespace) -> dict[str, Any]:
+    return {"version": "1", "change": args.change, "status": "not-proven", "claims": {}}
+
+
+@common.with_shape(empty)
+def run(args: argparse.Namespace) -> int:
+    from changeloop.cli.prove import load_plan
+    from changeloop.gate import evaluate
+    from changeloop.keys import load_public_key_file
+
+    keys = [load_public_key_file(p) for p in args.public_key]
+    plan = load_plan(args)
+    result = evaluate(plan, keys)
+    if common.json_mode(args):
+        common.emit_json(result.to_json())
+    common.say(f"change {plan.change.id}: {result.status}")
+    for cid, claim in result.claims.items():
+        common.say(f"  claim {cid}: {claim.status}")
+        for reason in claim.reasons:
+            common.say(f"    {reason.code}: {reason.message}")
+    for reason in result.reasons:
+        common.say(f"  {reason.code}: {reason.message}")
+    if not result.read:
+        common.say("  no receipt found: run `changeloop prove " + plan.change.id + "` first")
+    return 0 if result.proven else 1

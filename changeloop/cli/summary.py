@@ -1,0 +1,142 @@
+"""``changeloop summary <change> --sign-key KEY``: one signed SLSA VSA over the change.
+
+It runs nothing: it asks :mod:`changeloop.gate` what the change's receipts
+prove now and signs that as a Verification Summary Attestation
+(``https://slsa.dev/verification_summary/v1``), for either verdict. Exit 0 when
+the result is PASSED, 1 when FAILED, 2 when refused. ``receipt verify`` checks
+the file it writes (:func:`verify_command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from changeloop.cli import common
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "summary",
+        help="sign an SLSA verification summary (VSA) of what the change's receipts prove",
+        description=(
+            "Re-verify the change's receipts as `gate` does and write one DSSE-signed SLSA\n"
+            "Verification Summary Attestation: subjects = the repositories' content trees,\n"
+            "policy = evidence.yaml's digest, inputAttestations = every receipt read.\n"
+            "Exit 0 when PASSED, 1 when FAILED (the VSA is written either way), 2 when refused."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "--sign-key",
+        required=True,
+        type=Path,
+        metavar="KEY",
+        help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)",
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the envelope here (default: stdout)"
+    )
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="also trust receipts signed by this public key (repeatable)",
+    )
+    common.add_common(parser)
+    parser.set_defaults(func=run)
+
+
+@common.with_shape(lambda a: {"version": "1", "change": a.change, "verificationResult": None})
+def run(args: argparse.Namespace) -> int:
+    from changeloop import __version__
+    from changeloop.cli.prove import load_plan
+    from changeloop.gate import evaluate
+    from changeloop.keys import load_private_key, load_public_key_file
+    from changeloop.receipts import write_atomic
+    from changeloop.vsa import build_vsa, seal_vsa
+
+    key = load_private_key(args.sign_key)
+    keys = [load_public_key_file(p) for p in args.public_key]
+    plan = load_plan(args)
+    result = evaluate(plan, keys)
+    statement = build_vsa(result, version=__version__)
+    sealed = seal_vsa(statement, key)
+    verdict = statement["predicate"]["verificationResult"]
+    if args.out is not None:
+        write_atomic(args.out, sealed.envelope)
+    doc = {
+        "version": "1",
+        "change": plan.change.id,
+        "verificationResult": verdict,
+        "id": sealed.id,
+        "keyid": sealed.keyid,
+        "path": str(args.out) if args.out is not None else None,
+        "inputAttestations": len(statement["predicate"]["inputAttestations"]),
+    }
+    if common.json_mode(args):
+        if args.out is None:
+            doc["envelope"] = json.loads(sealed.envelope)
+        common.emit_json(doc)
+    elif args.out is None:
+        sys.stdout.buffer.write(sealed.envelope)
+        sys.stdout.flush()
+    where = f" → {args.out}" if args.out is not None else ""
+    common.say(
+        f"summary of change {plan.change.id}: {verdict} ({doc['inputAttestations']} receipt(s) "
+        f"read){where}"
+    )
+    for cid, claim in result.claims.items():
+        if claim.status != "proven":
+            common.say(f"  claim {cid}: {claim.status}")
+    return 0 if verdict == "PASSED" else 1
+
+
+def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519PublicKey]) -> int:
+    """``receipt verify`` on a VSA: signature and shape, then its result (exit 0 valid)."""
+    from changeloop.dsse import VerificationError
+    from changeloop.vsa import VSA_TYPE, verify_vsa
+
+    doc: dict[str, Any] = {"version": "1", "file": str(args.file), "predicateType": VSA_TYPE}
+    try:
+        verified = verify_vsa(data, keys)
+        if args.change is not None and verified.change != args.change:
+            raise VerificationError(
+                "change", f"summary is for change {verified.change!r}, not {args.change!r}"
+            )
+    except VerificationError as exc:
+        doc.update(valid=False, check=exc.check, reason=exc.reason)
+        if common.json_mode(args):
+            common.emit_json(doc)
+        common.say(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}")
+        return 1
+    predicate = verified.predicate
+    doc.update(
+        valid=True,
+        id=verified.id,
+        keyid=verified.keyid,
+        change=verified.change,
+        verificationResult=verified.result,
+        result=verified.result,
+        verifier=predicate["verifier"]["id"],
+        timeVerified=predicate["timeVerified"],
+        policy=predicate["policy"],
+        inputAttestations=predicate["inputAttestations"],
+        subjects=verified.subjects,
+    )
+    if common.json_mode(args):
+        common.emit_json(doc)
+    common.say(
+        f"valid: {verified.id} — verification summary of change {verified.change!r}: "
+        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) read, "
+        f"verified {predicate['timeVerified']} by {predicate['verifier']['id']})"
+    )
+    return 0

@@ -1,0 +1,386 @@
+"""Tool capability contracts: the flags and subcommands each adapter relies on (DESIGN.md §12).
+
+Each ``<tool>.yaml`` beside this module names, for one runner an adapter
+drives, how the project resolves it and which capabilities the adapter's
+commands use. :func:`check_repository` asserts them against the tool the
+repository resolves — its ``node_modules/.bin``, its interpreter, or ``PATH``
+— by asking the tool's own help for the *presence* of each flag or subcommand
+(a word match; the help text is never stored or compared as a whole). Probes
+run in an empty temporary directory with plugin autoloading off, so no
+project code (config files, conftest, plugins) ever runs::
+
+    reports = check_repository("web", Path("examples/web"), root)
+    [r for r in reports if r.status == "drift"]   # tool, version, missing capabilities
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from changeloop.detect import ChangeContext
+    from changeloop.detect.doctor import DoctorFinding
+
+PROBE_TIMEOUT_S = 60
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?")
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    aka: tuple[str, ...] = ()  # spellings the tool registers as the same option
+
+
+@dataclass(frozen=True)
+class Probe:
+    argv: tuple[str, ...]  # after the tool's own argv, e.g. ("run", "--help")
+    flags: tuple[Flag, ...] = ()
+    subcommands: tuple[str, ...] = ()
+
+
+def _flag(item: Any) -> Flag:
+    if isinstance(item, str):
+        return Flag(item)
+    return Flag(str(item["name"]), tuple(str(a) for a in item.get("aka", ())))
+
+
+@dataclass(frozen=True)
+class Contract:
+    tool: str
+    adapters: tuple[str, ...]
+    resolve: dict[str, str]  # one of nodeBin (+ package), pythonModule, path
+    probes: tuple[Probe, ...]
+    when: tuple[str, ...] = ()  # files whose presence makes the tool relevant
+    version: tuple[str, ...] = ()  # argv asking the version (when no package.json says it)
+
+
+@dataclass(frozen=True)
+class Missing:
+    kind: str  # flag | subcommand
+    name: str
+    probe: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "probe": list(self.probe)}
+
+
+@dataclass(frozen=True)
+class ToolReport:
+    tool: str
+    repository: str
+    status: str  # ok | drift | absent
+    path: str | None = None
+    version: str | None = None
+    missing: tuple[Missing, ...] = ()
+    message: str = ""
+    checked: tuple[str, ...] = field(default_factory=tuple)
+    repo_path: str | None = None  # absolute, for the record doctor reads
+    stamp: dict[str, Any] | None = None  # the file whose change means "another tool now"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "repository": self.repository,
+            "status": self.status,
+            "path": self.path,
+            "version": self.version,
+            "checked": list(self.checked),
+            "missing": [m.to_json() for m in self.missing],
+            "message": self.message,
+        }
+
+
+@cache
+def contracts() -> tuple[Contract, ...]:
+    """Every contract shipped in the package, by tool name order."""
+    out = []
+    folder = resources.files(__package__)
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        doc = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        out.append(
+            Contract(
+                tool=str(doc["tool"]),
+                adapters=tuple(doc.get("adapters", ())),
+                resolve={str(k): str(v) for k, v in doc["resolve"].items()},
+                probes=tuple(
+                    Probe(
+                        argv=tuple(p["argv"]),
+                        flags=tuple(_flag(f) for f in p.get("flags", ())),
+                        subcommands=tuple(p.get("subcommands", ())),
+                    )
+                    for p in doc["probes"]
+                ),
+                when=tuple(doc.get("when", ())),
+                version=tuple(doc.get("version", ())),
+            )
+        )
+    return tuple(out)
+
+
+def has_flag(text: str, flag: str) -> bool:
+    """``--reporter`` is present as a whole option (not ``--reporter-foo``)."""
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+def has_subcommand(text: str, name: str) -> bool:
+    """A help or ``--list`` line starting with the subcommand's name."""
+    return re.search(rf"^\s*{re.escape(name)}(?![\w-])", text, re.MULTILINE) is not None
+
+
+# -- resolving the tool the project would run --------------------------------
+def _node_bin(repo: Path, root: Path, name: str) -> Path | None:
+    """``node_modules/.bin/<name>`` from the repository up to the workspace root (like npx)."""
+    here = repo.resolve()
+    stop = root.resolve()
+    while True:
+        candidate = here / "node_modules" / ".bin" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+        if here in (stop, here.parent) or stop not in here.parents:
+            return None
+        here = here.parent
+
+
+def _package_version(bin_path: Path, package: str) -> str | None:
+    modules = bin_path.parent.parent  # node_modules/
+    try:
+        data = json.loads((modules / package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    version = data.get("version") if isinstance(data, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "CI": "1",
+            "NO_COLOR": "1",
+            "FORCE_COLOR": "0",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # no third-party plugin code on --help
+            "COLUMNS": "200",
+        }
+    )
+    for name in ("NODE_OPTIONS", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+        env.pop(name, None)  # no --require / -p of project code into the tool
+    return env
+
+
+def _run(argv: Sequence[str], cwd: Path) -> tuple[int | None, str]:
+    try:
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    text = proc.stdout.decode("utf-8", "replace") + "\n" + proc.stderr.decode("utf-8", "replace")
+    return proc.returncode, text
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    argv: list[str] | None  # None: the tool does not resolve
+    where: str  # the tool's path, or why it does not resolve
+    version: str | None = None
+    stamp_file: Path | None = None  # replaced or upgraded tool ⇒ this file changes
+
+
+def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Resolved:
+    how = contract.resolve
+    if "nodeBin" in how:
+        found = _node_bin(repo, root, how["nodeBin"])
+        if found is None:
+            return _Resolved(None, f"no node_modules/.bin/{how['nodeBin']} for this repository")
+        package = how.get("package", how["nodeBin"])
+        manifest = found.parent.parent / package / "package.json"
+        return _Resolved(
+            [str(found)],
+            str(found),
+            _package_version(found, package),
+            manifest if manifest.is_file() else found.resolve(),
+        )
+    if "pythonModule" in how:
+        from changeloop.detect.python import venv_python
+
+        interpreter = str(venv_python(repo) or shutil.which("python3") or "python3")
+        module = how["pythonModule"]
+        code, text = _run(
+            [
+                interpreter,
+                "-c",
+                "import importlib.util, sys; s = importlib.util.find_spec("
+                f"{module!r}); print(s.origin if s else ''); sys.exit(s is None)",
+            ],
+            scratch,
+        )
+        if code != 0:
+            return _Resolved(None, f"{interpreter} cannot import {module}")
+        origin = Path(text.strip().splitlines()[0]) if text.strip() else None
+        stamp = origin if origin is not None and origin.is_file() else None
+        return _Resolved([interpreter, "-m", module], f"{interpreter} -m {module}", None, stamp)
+    found_path = shutil.which(how["path"])
+    if found_path is None:
+        return _Resolved(None, f"{how['path']} is not on PATH")
+    return _Resolved([found_path], found_path, None, Path(found_path).resolve())
+
+
+def _stamp(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return {"file": str(path), "size": st.st_size, "mtimeNs": st.st_mtime_ns}
+
+
+def _relevant(contract: Contract, repo: Path, root: Path) -> bool:
+    """A node tool matters when the repository resolves it; others when a manifest calls
+    for them (then a tool that does not resolve is reported ``absent``)."""
+    if "nodeBin" in contract.resolve:
+        return _node_bin(repo, root, contract.resolve["nodeBin"]) is not None
+    return not contract.when or any((repo / name).exists() for name in contract.when)
+
+
+def check_tool(contract: Contract, name: str, repo: Path, root: Path) -> ToolReport:
+    """Assert one contract against the tool ``repo`` resolves; never runs project code."""
+    with tempfile.TemporaryDirectory(prefix="changeloop-contract-") as tmp:
+        scratch = Path(tmp)
+        resolved = _resolve(contract, repo, root, scratch)
+        prefix, version, where = resolved.argv, resolved.version, resolved.where
+        if prefix is None:
+            return ToolReport(contract.tool, name, "absent", message=where)
+        if version is None and contract.version:
+            _code, text = _run([*prefix, *contract.version], scratch)
+            match = _VERSION.search(text)
+            version = match.group(0) if match else None
+        missing: list[Missing] = []
+        checked: list[str] = []
+        for probe in contract.probes:
+            _code, text = _run([*prefix, *probe.argv], scratch)
+            for flag in probe.flags:
+                checked.append(flag.name)
+                if not any(has_flag(text, f) for f in (flag.name, *flag.aka)):
+                    missing.append(Missing("flag", flag.name, probe.argv))
+            for sub in probe.subcommands:
+                checked.append(sub)
+                if not has_subcommand(text, sub):
+                    missing.append(Missing("subcommand", sub, probe.argv))
+    shown = _display(where, root)
+    if missing:
+        names = ", ".join(f"{m.kind} {m.name}" for m in missing)
+        message = (
+            f"{contract.tool} {version or '(version unknown)'} at {shown} lacks {names}, which "
+            f"changeloop's {'/'.join(contract.adapters)} adapter relies on"
+        )
+        status = "drift"
+    else:
+        status, message = "ok", ""
+    return ToolReport(
+        contract.tool,
+        name,
+        status,
+        shown,
+        version,
+        tuple(missing),
+        message,
+        tuple(checked),
+        str(repo.resolve()),
+        _stamp(resolved.stamp_file),
+    )
+
+
+def _display(where: str, root: Path) -> str:
+    path = Path(where)
+    if not path.is_absolute():
+        return where
+    try:
+        return path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return where
+
+
+def check_repository(name: str, repo: Path, root: Path) -> list[ToolReport]:
+    """Every contract whose tool this repository uses (present, or called for by a manifest)."""
+    return [check_tool(c, name, repo, root) for c in contracts() if _relevant(c, repo, root)]
+
+
+RECORD = Path(".changeloop") / "adapters-check.json"
+
+
+def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
+    """What the last ``adapters check`` found, for ``doctor`` (which runs nothing)."""
+    from changeloop.receipts import write_atomic
+    from changeloop.state import ensure_gitignored
+
+    ensure_gitignored(root)
+    doc = {
+        "version": 1,
+        "tools": [
+            {**r.to_json(), "repositoryPath": r.repo_path, "stamp": r.stamp}
+            for r in reports
+            if r.status != "absent"
+        ],
+    }
+    write_atomic(root / RECORD, (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def _still_same(stamp: Any) -> bool:
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("file"), str):
+        return False
+    return _stamp(Path(stamp["file"])) == stamp
+
+
+def doctor_findings(ctx: ChangeContext) -> list[DoctorFinding]:
+    """Drift the last ``changeloop adapters check`` found in this change's repositories,
+    while the drifted tool is still the one installed. Doctor executes nothing, so it
+    reads the record instead of asking the tools (a repository's node_modules/.bin and
+    .venv are the project's own code)."""
+    from changeloop.detect.doctor import DoctorFinding
+
+    try:
+        doc = json.loads((ctx.root / RECORD).read_text(encoding="utf-8"))
+        tools = [t for t in doc["tools"] if isinstance(t, dict)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    paths = {str(repo.path.resolve()): name for name, repo in ctx.repositories.items()}
+    out: list[DoctorFinding] = []
+    for tool in tools:
+        name = paths.get(str(tool.get("repositoryPath")))
+        if name is None or tool.get("status") != "drift" or not _still_same(tool.get("stamp")):
+            continue
+        missing = ", ".join(str(m.get("name")) for m in tool.get("missing") or [])
+        out.append(
+            DoctorFinding(
+                "tool-contract-drift",
+                str(tool.get("message")),
+                f"install a {tool.get('tool')} version that has {missing} (pin it in the "
+                "repository's lock file), or wire the provider's command by hand in "
+                "execution.yaml; then run `changeloop adapters check` again",
+                "changeloop adapters check",
+                repository=name,
+            )
+        )
+    return out

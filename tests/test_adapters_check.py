@@ -1,0 +1,230 @@
+"""`changeloop adapters check`: tool capability contracts against the tools the project resolves."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from changeloop.contracts import contracts, has_flag, has_subcommand
+from changeloop.detect import derive
+from changeloop.detect.types import Detection
+from changeloop.model import Provider
+from changeloop.providers import playwright
+from tests.gate_helpers import run
+from tests.prove_helpers import make_change, make_repo
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def _check(root: Path, capsys, *extra: str) -> tuple[int, dict, str]:
+    code, doc, err = run(["adapters", "check", "--root", str(root), "--json", *extra], capsys)
+    assert doc is not None, err
+    return code, doc, err
+
+
+def _by_tool(doc: dict) -> dict[str, dict]:
+    return {t["tool"]: t for t in doc["tools"]}
+
+
+# -- the contracts name what the adapters actually use ------------------------
+def _contract(tool: str):
+    return next(c for c in contracts() if c.tool == tool)
+
+
+def _options(argv: tuple[str, ...]) -> set[str]:
+    return {a.split("=", 1)[0] for a in argv if a.startswith("-") and a != "--"}
+
+
+@pytest.mark.parametrize(
+    ("adapter", "tool", "words"),
+    [
+        ("pytest", "pytest", set()),
+        ("vitest", "vitest", {"run"}),
+        ("jest", "jest", set()),
+        ("node-test", "node", set()),
+        ("cargo", "cargo", {"test"}),
+    ],
+)
+def test_contract_covers_every_option_derived_wiring_uses(
+    tmp_path: Path, adapter: str, tool: str, words: set[str]
+) -> None:
+    det = Detection(adapter, "python", "manifest", None, "x")
+    argv, _report = derive.test_command(det, tmp_path, ".changeloop/reports/test")
+    contract = _contract(tool)
+    flags = {f.name for p in contract.probes for f in p.flags}
+    subcommands = {s for p in contract.probes for s in p.subcommands}
+    assert _options(argv) - {"-m"} <= flags, (argv, flags)
+    assert words <= subcommands and words <= set(argv)
+
+
+def test_playwright_contract_covers_the_injected_options() -> None:
+    provider = Provider(
+        name="browser",
+        adapter="playwright",
+        capability="browser",
+        command=("npx", "playwright", "test"),
+        project="chromium",
+    )
+    argv = playwright.effective_command(provider)
+    assert argv is not None
+    contract = _contract("playwright")
+    assert _options(argv) <= {f.name for p in contract.probes for f in p.flags}
+    assert "test" in {s for p in contract.probes for s in p.subcommands}
+
+
+def test_every_shipped_contract_loads() -> None:
+    tools = {c.tool for c in contracts()}
+    assert tools == {"pytest", "vitest", "jest", "node", "cargo", "playwright"}
+    for c in contracts():
+        assert c.probes and all(p.flags or p.subcommands for p in c.probes)
+
+
+def test_presence_is_a_whole_word_match() -> None:
+    text = "  --reporter-foo  x\n  --test-reporter=...  y\n  run [...filters]\n  test-server\n"
+    assert not has_flag(text, "--reporter") and has_flag(text, "--test-reporter")
+    assert not has_flag(text, "--test")
+    assert has_subcommand(text, "run") and not has_subcommand(text, "test")
+
+
+# -- against the examples' pinned tools, where installed -------------------------
+def _need(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is not installed (scripts/test.sh runs npm ci)")
+
+
+@pytest.mark.parametrize(
+    ("example", "tools", "need"),
+    [
+        ("node-vitest", {"vitest", "node"}, "node_modules/.bin/vitest"),
+        ("web", {"playwright", "node"}, "node_modules/.bin/playwright"),
+        ("node-test", {"node"}, None),
+        ("python-pytest", {"pytest"}, None),
+        ("rust-cargo", {"cargo"}, None),
+    ],
+)
+def test_examples_pinned_tools_keep_their_contracts(
+    example: str, tools: set[str], need: str | None, capsys
+) -> None:
+    root = EXAMPLES / example
+    if need:
+        _need(root / need)
+    if "cargo" in tools and shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed")
+    code, doc, err = _check(root, capsys)
+    assert code == 0, err
+    assert doc["status"] == "ok"
+    found = _by_tool(doc)
+    assert tools <= set(found)
+    for tool in tools:
+        assert found[tool]["status"] == "ok" and found[tool]["missing"] == []
+        assert found[tool]["version"], found[tool]
+    if "vitest" in tools:
+        pinned = json.loads((root / "node_modules/vitest/package.json").read_text())["version"]
+        assert found["vitest"]["version"] == pinned
+
+
+def _copy_example(example: str, tmp_path: Path) -> Path:
+    src = EXAMPLES / example
+    dest = tmp_path / example
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns("node_modules"))
+    if (src / "node_modules").exists():
+        (dest / "node_modules").symlink_to(src / "node_modules")
+    return dest
+
+
+def test_checking_never_runs_project_code(tmp_path: Path, capsys) -> None:
+    """A vitest config and a conftest that would leave a mark when loaded: no mark."""
+    _need(EXAMPLES / "node-vitest" / "node_modules" / ".bin" / "vitest")
+    root = _copy_example("node-vitest", tmp_path)
+    mark = tmp_path / "project-code-ran"
+    (root / "vitest.config.mjs").write_text(
+        f"import fs from 'node:fs';\nfs.writeFileSync({json.dumps(str(mark))}, 'vitest');\n"
+        "export default {};\n"
+    )
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (root / "conftest.py").write_text(f"open({str(mark)!r}, 'w').write('conftest')\n")
+    code, doc, err = _check(root, capsys)
+    assert code == 0, err
+    assert {"vitest", "pytest"} <= set(_by_tool(doc))
+    assert not mark.exists()
+
+
+# -- drift --------------------------------------------------------------------------
+def _fake_vitest(root: Path, run_help: str) -> None:
+    bin_dir = root / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "vitest"
+    (root / "run-help.txt").write_text(run_help)
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = run ]; then cat {root / "run-help.txt"}; exit 0; fi\n'
+        "printf 'vitest/0.0.1\\n\\nCommands:\\n  run [...filters]\\n  bench\\n'\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    pkg = root / "node_modules" / "vitest" / "package.json"
+    pkg.parent.mkdir(parents=True)
+    pkg.write_text('{"name": "vitest", "version": "0.0.1"}')
+
+
+def test_drift_exits_2_naming_tool_version_and_capability(tmp_path: Path, capsys) -> None:
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    _fake_vitest(root, "  --reporter <name>   Specify reporters\n  --outputFiles <x>  not it")
+    code, doc, err = _check(root, capsys)
+    assert code == 2 and doc["status"] == "drift"
+    vitest = _by_tool(doc)["vitest"]
+    assert vitest["status"] == "drift" and vitest["version"] == "0.0.1"
+    assert vitest["missing"] == [
+        {"kind": "flag", "name": "--outputFile", "probe": ["run", "--help"]}
+    ]
+    assert "vitest 0.0.1" in err and "--outputFile" in err
+    # Doctor reports the same drift as a finding with the fix.
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None
+    drift = [f for f in doctor["findings"] if f["kind"] == "tool-contract-drift"]
+    assert len(drift) == 1 and "--outputFile" in drift[0]["message"]
+    assert "vitest" in drift[0]["suggested_action"]
+    assert drift[0]["playbook_command"] == "changeloop adapters check"
+    # Upgrading the tool makes the recorded drift stale: doctor no longer reports it.
+    pkg = root / "node_modules" / "vitest" / "package.json"
+    pkg.write_text('{"name": "vitest", "version": "0.0.2"}')
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None
+    assert "tool-contract-drift" not in {f["kind"] for f in doctor["findings"]}
+
+
+def test_doctor_executes_no_tool_to_find_drift(tmp_path: Path, capsys) -> None:
+    """Doctor reads the last check's record; it never runs the repository's own binaries."""
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    _fake_vitest(root, "  --reporter <name>")
+    mark = tmp_path / "tool-ran"
+    script = root / "node_modules" / ".bin" / "vitest"
+    script.write_text(script.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\ntouch {mark}\n", 1))
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None and not mark.exists()
+    assert "tool-contract-drift" not in {f["kind"] for f in doctor["findings"]}
+    assert _check(root, capsys)[0] == 2 and mark.exists()  # the check itself asks the tool
+    mark.unlink()
+    _code, doctor, _ = run(["evidence", "doctor", "c1", "--root", str(root), "--json"], capsys)
+    assert doctor is not None and not mark.exists()
+    assert "tool-contract-drift" in {f["kind"] for f in doctor["findings"]}
+
+
+def test_a_repository_without_such_tools_is_ok(tmp_path: Path, capsys) -> None:
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    code, doc, _ = _check(root, capsys)
+    assert code == 0 and doc["status"] == "ok" and doc["tools"] == []
+
+
+def test_unknown_change_is_refused(tmp_path: Path, capsys) -> None:
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    code, doc, _ = _check(root, capsys, "--change", "nope")
+    assert code == 2 and doc["errors"]
