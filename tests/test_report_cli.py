@@ -170,3 +170,25 @@ def test_prove_report_writes_the_page_of_that_run(
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
     assert doc["runId"] in page
     assert sorted(_bars(page)) == ["lint", "review", "unit"]
+
+
+def test_prove_report_with_a_sign_key_verifies_with_that_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(tmp_path)
+    assert main(["keygen", "--out", str(tmp_path / "ci")]) == 0
+    key = tmp_path / "ci" / "changeloop.key"
+    capsys.readouterr()
+    assert main(["prove", CHANGE, "--root", str(root), "--sign-key", str(key), "--report"]) == 1
+    page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
+    assert _cells(page)[("greeting", "test")] == "proven"
+    assert "not verified" not in page
+    # Without that key, the same receipts are not verified by the workspace key: never a pass.
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(root)]) == 0
+    page = (root / capsys.readouterr().out.strip()).read_text()
+    assert _cells(page)[("greeting", "test")] == "not verified"
+    pub = str(tmp_path / "ci" / "changeloop.pub")
+    assert main(["report", CHANGE, "--root", str(root), "--public-key", pub]) == 0
+    page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
+    assert _cells(page)[("greeting", "test")] == "proven"

@@ -270,16 +270,21 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         common.emit_json(to_json(result))
     render_board(result, terminal.as_textio())
     if args.report:
-        _write_report(plan, result.run_id)
+        _write_report(plan, result.run_id, args.sign_key)
     return 0 if result.verdict.proven else 1
 
 
-def _write_report(plan: Plan, run_id: str) -> None:
-    """``--report``: the page of this very run; a failure to write it never changes the verdict."""
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
+    """``--report``: the page of this very run; a failure to write it never changes the verdict.
+
+    Receipts signed with ``--sign-key`` are verified with that key's public half.
+    """
+    from changeloop.keys import load_private_key
     from changeloop.report import write_report
 
+    keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []
     try:
-        path, _ = write_report(plan, run_id=run_id)
+        path, _ = write_report(plan, run_id=run_id, public_keys=keys)
     except ChangeloopError as exc:
         for problem in exc.problems:
             common.say(f"warning: report not written: {problem.render()}")
