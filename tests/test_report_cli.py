@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +193,77 @@ def test_prove_report_with_a_sign_key_verifies_with_that_key(
     assert main(["report", CHANGE, "--root", str(root), "--public-key", pub]) == 0
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
     assert _cells(page)[("greeting", "test")] == "proven"
+
+
+def test_before_any_run_the_page_says_no_receipt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(tmp_path)
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(root), "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / f"{CHANGE}.html")  # --out DIR
+    page = (tmp_path / f"{CHANGE}.html").read_text()
+    assert set(_cells(page).values()) == {"no receipt"}
+    assert "No run was recorded for this change" in page
+    assert "Verdict: NOT PROVEN" in page and "no recorded run" in page
+
+
+def test_committed_sign_off_and_stale_receipts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gate's workspace: a committed sign-off counts (issuer ci); edits stale the rest."""
+    from tests.gate_helpers import prove as gate_prove
+    from tests.gate_helpers import workspace as gate_workspace
+
+    root = gate_workspace(tmp_path)
+    assert main(["keygen", "--out", str(tmp_path / "k")]) == 0
+    pem = (tmp_path / "k" / "changeloop.pub").read_text()
+    change = root / "openspec" / "changes" / "c1"
+    (change / "evidence.yaml").write_text(
+        "version: 3\nclaims:\n  greeting: {requires: [check]}\n  reviewed: {requires: [review]}\n"
+    )
+    execution = change / "execution.yaml"
+    execution.write_text(
+        execution.read_text() + "  review:\n    adapter: external\n    claims: [reviewed]\n"
+        "    ci:\n      issuer: ci\n      publicKey: |\n"
+        + "".join(f"        {line}\n" for line in pem.splitlines())
+    )
+    sign = ["receipt", "sign", "--root", str(root), "--change", "c1", "--claims", "reviewed"]
+    sign += ["--key", str(tmp_path / "k" / "changeloop.key"), "--issuer", "ci"]
+    assert main([*sign, "--out", str(change / "receipts" / "review.json")]) == 0
+    assert gate_prove(root, capsys) == 0
+
+    def page() -> str:
+        capsys.readouterr()
+        assert main(["report", "c1", "--root", str(root)]) == 0
+        return (root / capsys.readouterr().out.strip()).read_text()
+
+    first = page()
+    assert _cells(first) == {("greeting", "check"): "proven", ("reviewed", "review"): "proven"}
+    assert "Verdict: PROVEN" in first
+    # prove's external provider re-issued the committed sign-off under the workspace key.
+    assert "signed by issuer <strong>local (accepted from ci)</strong>" in first
+    assert re.search(r'<tr data-provider="review">.*?<td>local \(accepted from ci\)</td>', first)
+    # Rewire `check` (openspec/ is outside the content): its receipt is stale, not a pass.
+    proven = execution.read_text()
+    execution.write_text(
+        proven.replace(
+            "command: [sh, check.sh]\n    claims", "command: [sh, -c, exit 0]\n    claims"
+        )
+    )
+    rewired = page()
+    assert _cells(rewired)[("greeting", "check")] == "stale: wiring changed"
+    assert _cells(rewired)[("reviewed", "review")] == "proven"
+    execution.write_text(proven)
+    # Edit the content: every receipt bound to the old tree is stale.
+    (root / "check.sh").write_text("exit 0 # edited\n")
+    edited = page()
+    assert set(_cells(edited).values()) == {"stale: content changed"}
+    assert "Verdict: NOT PROVEN" in edited and "Receipts not counted" in edited
+    # A fresh checkout: only the committed sign-off, verified with the change's CI key.
+    (root / "check.sh").write_text("exit 0\n")
+    shutil.rmtree(root / ".changeloop")
+    fresh = page()
+    assert _cells(fresh) == {("greeting", "check"): "no receipt", ("reviewed", "review"): "proven"}
+    assert "signed by issuer <strong>ci</strong>" in fresh
+    assert re.search(r'<tr data-provider="review">.*?<td>committed</td>', fresh)

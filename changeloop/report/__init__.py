@@ -33,6 +33,8 @@ def write_report(
     from changeloop.report.render import render
 
     target = (out if out is not None else default_path(plan)).absolute()
+    if target.is_dir():  # --out DIR: the page goes inside it, named after the change
+        target = target / f"{plan.change.id}.html"
     report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
     write_atomic(target, render(report).encode("utf-8"))
     return target, report

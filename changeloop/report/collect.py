@@ -180,7 +180,7 @@ def _refs(plan: Plan, result: gate.GateResult) -> _Refs:
             capability=k.view.capability,
             status=k.view.status,
             path=k.envelope.uri,
-            issuer=str(ext.get("issuer")),
+            issuer=_issuer(ext),
             keyid=k.verified.keyid,
             verified=True,
         )
@@ -198,6 +198,14 @@ def _refs(plan: Plan, result: gate.GateResult) -> _Refs:
             code=s.code,
         )
     return _Refs(kept, aside, [*kept.values(), *aside.values()])
+
+
+def _issuer(ext: Mapping[str, Any]) -> str:
+    """Who signed; for an external provider's receipt, also whose evidence it accepted."""
+    issuer = str(ext.get("issuer"))
+    details = ext.get("details")
+    accepted = details.get("acceptedIssuer") if isinstance(details, dict) else None
+    return f"{issuer} (accepted from {accepted})" if accepted else issuer
 
 
 def _claimed_provider(path: Path) -> str:
@@ -374,19 +382,26 @@ def _providers(
                 repository=run.get("repository")
                 or (planned.repository if planned else None)
                 or (", ".join(kept[0].view.repositories) if kept else None),
-                state=_state(run) if run else ("unknown" if kept or aside else "not-run"),
+                state=_state(run) if run else _unrun_state(kept),
                 status=status,
                 duration_ms=duration if isinstance(duration, int) else None,
                 tests=tests,
                 findings=sum(len(e.get("findings") or []) for e in exts),
                 log=log,
                 log_href=links.href(log) if log else None,
-                issuer=", ".join(sorted({str(e.get("issuer")) for e in exts})) or None,
+                issuer=", ".join(sorted({_issuer(e) for e in exts})) or None,
                 verified=verified,  # type: ignore[arg-type]
                 receipts=tuple(refs.kept[id(k)] for k in kept) + tuple(aside),
             )
         )
     return tuple(rows)
+
+
+def _unrun_state(kept: Sequence[gate.Kept]) -> str:
+    """A provider the recorded run does not list: its receipts were committed or imported."""
+    if kept and all(k.envelope.source == "committed" for k in kept):
+        return "committed"
+    return "unknown"
 
 
 def _state(run: Mapping[str, Any]) -> str:
