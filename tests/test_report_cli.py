@@ -267,3 +267,17 @@ def test_committed_sign_off_and_stale_receipts(
     assert _cells(fresh) == {("greeting", "check"): "no receipt", ("reviewed", "review"): "proven"}
     assert "signed by issuer <strong>ci</strong>" in fresh
     assert re.search(r'<tr data-provider="review">.*?<td>committed</td>', fresh)
+
+
+def test_the_page_never_changes_the_content_it_reports_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checkout without .gitignore: the page in a new .changeloop/ stays out of git's view."""
+    from tests.prove_helpers import git
+
+    root = workspace(tmp_path)
+    assert not (root / ".gitignore").exists() and not (root / ".changeloop").exists()
+    assert main(["report", CHANGE, "--root", str(root)]) == 0
+    assert (root / ".changeloop" / "report" / f"{CHANGE}.html").is_file()
+    status = git(root, "status", "--porcelain", "--untracked-files=all")
+    assert ".changeloop" not in status

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from changeloop.model import Plan
 from changeloop.receipts import write_atomic
 from changeloop.report.model import Report
+from changeloop.state import ensure_gitignored
 
 
 def default_path(plan: Plan) -> Path:
@@ -35,6 +36,9 @@ def write_report(
     target = (out if out is not None else default_path(plan)).absolute()
     if target.is_dir():  # --out DIR: the page goes inside it, named after the change
         target = target / f"{plan.change.id}.html"
+    if target.is_relative_to(plan.root.absolute() / ".changeloop"):
+        # A page in a fresh .changeloop/ must not become content the next proof sees.
+        ensure_gitignored(plan.root)
     report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
     write_atomic(target, render(report).encode("utf-8"))
     return target, report
