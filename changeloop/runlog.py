@@ -134,7 +134,7 @@ class RunLog:
             "slots": self.slots,
             "startedOn": stamp(self.started),
             "finishedOn": stamp(self.finished),
-            "providers": [p.to_json() for p in self.providers.values()],
+            "providers": {name: p.to_json() for name, p in self.providers.items()},
         }
 
     def write(self, run_dir: Path) -> Path:
@@ -184,3 +184,15 @@ def load(run_dir: Path) -> dict[str, Any]:
             ]
         )
     return data
+
+
+def providers_of(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``run.json``'s providers by name (each entry also carries its ``name``)."""
+    found = record.get("providers")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(name): {**entry, "name": str(name)}
+        for name, entry in found.items()
+        if isinstance(entry, dict)
+    }

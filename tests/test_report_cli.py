@@ -66,7 +66,7 @@ def test_report_writes_one_page_and_exits_0_when_not_proven(
         ("reviewed", "review"): "inconclusive",
     }
     latest = _runs(proved)[-1]
-    assert {p["name"]: p["state"] for p in latest["providers"]} == {
+    assert {name: p["state"] for name, p in latest["providers"].items()} == {
         "unit": "cached",
         "lint": "ran",
         "review": "cached",

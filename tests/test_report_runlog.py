@@ -52,7 +52,7 @@ def test_run_json_records_slots_times_states_and_dependencies(tmp_path: Path) ->
     assert main(["prove", "c1", "--root", str(root), "--jobs", "2"]) == 0  # lint is not required
     doc = _run_json(root)
     assert doc["schema"] == "changeloop/run@1" and doc["change"] == "c1" and doc["slots"] == 2
-    providers = {p["name"]: p for p in doc["providers"]}
+    providers = doc["providers"]  # keyed by provider name
     assert set(providers) == {"first", "second", "third", "broken", "after-broken"}
     for name in ("first", "second", "third", "broken"):
         p = providers[name]
@@ -78,7 +78,7 @@ def test_cached_providers_are_recorded_as_cached_from_the_cache(tmp_path: Path) 
     root = _workspace(tmp_path)
     main(["prove", "c1", "--root", str(root), "--jobs", "2"])
     main(["prove", "c1", "--root", str(root), "--jobs", "2"])
-    providers = {p["name"]: p for p in _run_json(root)["providers"]}
+    providers = _run_json(root)["providers"]
     assert providers["first"]["state"] == "cached" and providers["first"]["origin"] == "cache"
     assert providers["first"]["durationMs"] is None
     assert providers["broken"]["state"] == "ran"

@@ -111,7 +111,7 @@ def collect(
     if run_id is not None and record is not None:
         local = [
             plan.root / str(path)
-            for p in record.get("providers", [])
+            for p in runlog.providers_of(record).values()
             for path in p.get("receipts", [])
             if (plan.root / str(path)).is_file()
         ]
@@ -344,7 +344,7 @@ def _providers(
     refs: _Refs,
     links: _Links,
 ) -> tuple[ProviderRow, ...]:
-    runs = {str(p["name"]): p for p in (record or {}).get("providers", []) if "name" in p}
+    runs = runlog.providers_of(record or {})
     names = list(dict.fromkeys([*runs, *(k.view.provider for k in result.kept)]))
     names += [r.provider for r in refs.aside.values() if r.provider not in names]
     rows = []
@@ -455,7 +455,7 @@ def _timeline(plan: Plan, record: Mapping[str, Any] | None, refs: _Refs) -> Time
     bars: list[Bar] = []
     not_drawn: list[tuple[str, str]] = []
     deps: dict[str, Sequence[str]] = {}
-    for p in record.get("providers", []):
+    for p in runlog.providers_of(record).values():
         name = str(p.get("name"))
         deps[name] = [str(d) for d in p.get("dependencies") or []]
         if p.get("state") != "ran" or p.get("start") is None or p.get("end") is None:
