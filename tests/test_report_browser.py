@@ -97,6 +97,12 @@ def test_report_page_in_chromium(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert "provider lint fail" in focused["text"]
         assert "signed by issuer local" in focused["text"]
         assert _serious(visit) == [], visit["axe"]
+    # With JavaScript off the page is whole and keyboard focus still reveals the reason.
+    plain = result["noScript"]
+    assert plain["consoleErrors"] == [] and plain["requests"] == []
+    assert [c["text"] for c in plain["cells"]] == [c["text"] for c in result["light"]["cells"]]
+    assert plain["focused"] is not None and plain["focused"]["visible"]
+    assert "provider lint fail" in plain["focused"]["text"]
 
 
 def test_tampered_receipt_reads_not_verified_in_chromium(

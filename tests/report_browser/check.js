@@ -7,8 +7,10 @@ const path = require("path");
 const { chromium } = require(path.join(process.env.PLAYWRIGHT_DIR, "@playwright", "test"));
 const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 
-async function visit(browser, url, scheme, screenshot) {
-  const context = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 900 } });
+async function visit(browser, url, scheme, screenshot, javaScriptEnabled = true) {
+  const context = await browser.newContext({
+    colorScheme: scheme, viewport: { width: 1280, height: 900 }, javaScriptEnabled,
+  });
   const page = await context.newPage();
   const consoleErrors = [];
   const requests = [];
@@ -41,11 +43,11 @@ async function visit(browser, url, scheme, screenshot) {
   await page.mouse.move(0, 0);
   await page.evaluate(() => document.activeElement && document.activeElement.blur());
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
-  await page.addScriptTag({ content: AXE });
-  const axe = await page.evaluate(async () => {
+  // axe-core is a script: it runs only where the page allows scripts.
+  const axe = !javaScriptEnabled ? null : await page.addScriptTag({ content: AXE }).then(() => page.evaluate(async () => {
     const result = await window.axe.run(document, { resultTypes: ["violations"] });
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.html).slice(0, 3) }));
-  });
+  }));
   await context.close();
   return { scheme, consoleErrors, requests, cells, bars, focused, axe };
 }
@@ -61,7 +63,8 @@ async function visit(browser, url, scheme, screenshot) {
   try {
     const light = await visit(browser, url, "light", screenshot);
     const dark = await visit(browser, url, "dark", null);
-    fs.writeFileSync(outPath, JSON.stringify({ light, dark }, null, 2));
+    const noScript = await visit(browser, url, "light", null, false);
+    fs.writeFileSync(outPath, JSON.stringify({ light, dark, noScript }, null, 2));
   } finally {
     await browser.close();
   }
