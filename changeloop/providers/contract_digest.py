@@ -16,13 +16,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from changeloop.errors import Problem
+from changeloop.errors import FileRefused, Problem
+from changeloop.fsio import MIB, read_regular
 from changeloop.model import Plan, Provider
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext
 
 NAME = "contract-digest"
 DEFAULT_CAPABILITY = "cross-repo-contract"
 RUNS_COMMAND = False
+CONTRACT_LIMIT = 64 * MIB  # a contract (schema, OpenAPI document) is far smaller
 
 
 def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
@@ -122,13 +124,11 @@ def digest_file(base: Path, path: str) -> tuple[str | None, str | None]:
         return None, f"is a symlink pointing outside the repository (to {resolved})"
     if resolved.is_dir():
         return None, "is a directory, not a file"
-    if not resolved.is_file():
-        return None, "is not a regular file"
-    digest = hashlib.sha256()
-    with resolved.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 16), b""):
-            digest.update(chunk)
-    return digest.hexdigest(), None
+    try:
+        data = read_regular(resolved, limit=CONTRACT_LIMIT, what="contract file")
+    except FileRefused as exc:
+        return None, exc.reason
+    return hashlib.sha256(data).hexdigest(), None
 
 
 async def run(ctx: RunContext) -> list[Outcome]:

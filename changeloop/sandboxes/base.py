@@ -75,7 +75,7 @@ def owner_alive(path: Path) -> bool | None:
     pid, start = int(match["pid"]), int(match["start"])
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # gone, or a pid no process can have
         return False
     except PermissionError:
         return True

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from changeloop.errors import FileRefused
+from changeloop.fsio import MIB, read_regular
 from changeloop.providers.reports import (
     jest_vitest_json,
     junit,
@@ -58,6 +60,9 @@ ALIASES: dict[str, str] = {
     "pyunit": "unittest",
 }
 FORMATS = tuple(sorted({*READERS, *ALIASES}))
+# The largest report read: big suites write tens of MiB of JUnit XML; beyond
+# this a report is refused (inconclusive) rather than read into memory.
+REPORT_LIMIT = 64 * MIB
 
 
 def canonical_format(name: str) -> str | None:
@@ -70,11 +75,19 @@ def canonical_format(name: str) -> str | None:
 def read_report(
     source: Path | bytes, exit_code: int | None = None, format: str | None = None
 ) -> ReportResult:
-    """Read one report (a path or its bytes) with the named or sniffed reader."""
+    """Read one report (a path or its bytes) with the named or sniffed reader.
+
+    A path must be a regular file of at most :data:`REPORT_LIMIT` bytes: a FIFO
+    or a device named as the report is refused, never waited on or read forever.
+    """
     try:
-        data = source.read_bytes() if isinstance(source, Path) else source
-    except OSError as exc:
-        return unreadable(format or "unknown", f"cannot read report: {exc}")
+        data = (
+            read_regular(source, limit=REPORT_LIMIT, what="report")
+            if isinstance(source, Path)
+            else source
+        )
+    except FileRefused as exc:
+        return unreadable(format or "unknown", f"cannot read report: {exc.problems[0].message}")
     if not data.strip():
         return unreadable(format or "unknown", "the report is empty")
     fmt = canonical_format(format) if format else sniff(data)
