@@ -281,3 +281,18 @@ def test_the_page_never_changes_the_content_it_reports_on(
     assert (root / ".changeloop" / "report" / f"{CHANGE}.html").is_file()
     status = git(root, "status", "--porcelain", "--untracked-files=all")
     assert ".changeloop" not in status
+
+
+def test_a_linked_report_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".changeloop").mkdir()
+    (root / ".changeloop" / "report").symlink_to(elsewhere)
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(root), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["errors"][0]["code"] == "state_refused" and doc["path"] is None
+    assert list(elsewhere.iterdir()) == []

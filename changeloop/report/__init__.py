@@ -12,10 +12,11 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from changeloop.errors import StateRefused
 from changeloop.model import Plan
 from changeloop.receipts import write_atomic
 from changeloop.report.model import Report
-from changeloop.state import ensure_gitignored
+from changeloop.state import check_state, ensure_gitignored
 
 
 def default_path(plan: Plan) -> Path:
@@ -37,8 +38,25 @@ def write_report(
     if target.is_dir():  # --out DIR: the page goes inside it, named after the change
         target = target / f"{plan.change.id}.html"
     if target.is_relative_to(plan.root.absolute() / ".changeloop"):
-        # A page in a fresh .changeloop/ must not become content the next proof sees.
+        # A page in a fresh .changeloop/ must not become content the next proof sees,
+        # and never goes through a link out of it (state a checkout could plant).
+        check_state(plan.root)
         ensure_gitignored(plan.root)
+        _refuse_links(plan.root / ".changeloop", target.parent)
     report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
     write_atomic(target, render(report).encode("utf-8"))
     return target, report
+
+
+def _refuse_links(state: Path, directory: Path) -> None:
+    """Every directory from ``.changeloop/`` down to the page's must be real, not a link."""
+    here = directory.absolute()
+    top = state.absolute()
+    while here != top and here.is_relative_to(top):
+        if here.is_symlink():
+            raise StateRefused(
+                here,
+                f"{here} is a symlink; the report is written only into changeloop's own state",
+                f"delete {here} (changeloop makes the directory), or pass --out FILE",
+            )
+        here = here.parent
