@@ -162,28 +162,69 @@ def load(run_dir: Path) -> dict[str, Any]:
             ]
         ) from exc
     except (OSError, ValueError) as exc:
-        raise ChangeloopError(
-            [
-                Problem(
-                    code="run_record_unreadable",
-                    message=f"{path} cannot be read as JSON: {exc}",
-                    location=Location(str(path)),
-                    fix="run `changeloop prove` again; run.json is rewritten by every run",
-                )
-            ]
-        ) from exc
+        raise _unreadable(path, f"{path} cannot be read as JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ChangeloopError(
-            [
-                Problem(
-                    code="run_record_unreadable",
-                    message=f"{path} is not a {SCHEMA} record",
-                    location=Location(str(path)),
-                    fix="run `changeloop prove` again",
-                )
-            ]
-        )
+        raise _unreadable(path, f"{path} is not a {SCHEMA} record")
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise _unreadable(path, f"{path}: {problem}")
     return data
+
+
+def _unreadable(path: Path, message: str) -> ChangeloopError:
+    return ChangeloopError(
+        [
+            Problem(
+                code="run_record_unreadable",
+                message=message,
+                location=Location(str(path)),
+                fix="run `changeloop prove` again; every run writes its own run.json",
+            )
+        ]
+    )
+
+
+def _is_time(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _shape_problem(data: Mapping[str, Any]) -> str | None:
+    """The first key of ``run.json`` that is not what the engine writes, named; else None."""
+    for key in ("runId", "change"):
+        if not isinstance(data.get(key), str):
+            return f"{key} must be a string"
+    if not _is_time(data.get("startedOn")):
+        return "startedOn must be an RFC 3339 time"
+    if data.get("finishedOn") is not None and not _is_time(data["finishedOn"]):
+        return "finishedOn must be an RFC 3339 time or null"
+    if not isinstance(data.get("slots"), int) or isinstance(data.get("slots"), bool):
+        return "slots must be an integer"
+    providers = data.get("providers")
+    if not isinstance(providers, dict):
+        return "providers must be an object keyed by provider name"
+    for name, p in providers.items():
+        where = f"providers.{name}"
+        if not isinstance(p, dict):
+            return f"{where} must be an object"
+        if p.get("state") not in ("ran", "cached", "not-run"):
+            return f"{where}.state must be ran, cached or not-run"
+        slot = p.get("slot")
+        if slot is not None and (not isinstance(slot, int) or isinstance(slot, bool) or slot < 0):
+            return f"{where}.slot must be a whole number or null"
+        for key in ("start", "end"):
+            if p.get(key) is not None and not _is_time(p[key]):
+                return f"{where}.{key} must be an RFC 3339 time or null"
+        for key in ("dependencies", "receipts"):
+            value = p.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                return f"{where}.{key} must be a list of strings"
+    return None
 
 
 def providers_of(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -296,3 +296,21 @@ def test_a_linked_report_directory_is_refused(
     doc = json.loads(capsys.readouterr().out)
     assert doc["errors"][0]["code"] == "state_refused" and doc["path"] is None
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_damaged_run_json_is_named_or_passed_over(
+    proved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, latest = _runs(proved)
+    record = proved / ".changeloop" / "runs" / latest["runId"] / "run.json"
+    damaged = json.loads(record.read_text())
+    damaged["providers"]["lint"]["slot"] = "two"
+    record.write_text(json.dumps(damaged))
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(proved), "--run", latest["runId"], "--json"]) == 2
+    (error,) = json.loads(capsys.readouterr().out)["errors"]
+    assert error["code"] == "run_record_unreadable"
+    assert "providers.lint.slot must be a whole number or null" in error["message"]
+    # Without --run the newest readable run of the change is drawn.
+    assert main(["report", CHANGE, "--root", str(proved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runId"] == first["runId"]

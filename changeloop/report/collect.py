@@ -73,15 +73,16 @@ def find_run(plan: Plan, run_id: str | None) -> Path | None:
         return path
     if not runs.is_dir():
         return None
-    # Run ids sort by second only; within one second the recorded start decides.
+    # Run ids sort by second only; within one second the recorded start decides. A run
+    # whose run.json is missing or damaged is passed over (--run names it to see why).
     newest: tuple[str, str, Path] | None = None
     for path in (p for p in runs.iterdir() if p.is_dir()):
         try:
-            data = json.loads((path / runlog.RUN_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = runlog.load(path)
+        except ChangeloopError:
             continue
-        if isinstance(data, dict) and data.get("change") == plan.change.id:
-            key = (str(data.get("startedOn") or ""), path.name, path)
+        if data["change"] == plan.change.id:
+            key = (str(data["startedOn"]), path.name, path)
             if newest is None or key[:2] > newest[:2]:
                 newest = key
     return newest[2] if newest else None
@@ -108,12 +109,14 @@ def collect(
             )
         )
     local = None
-    if run_id is not None and record is not None:
+    if run_id is not None and record is not None and run_dir is not None:
+        # Only envelopes inside that run's own directory, whatever run.json says.
+        inside = run_dir.resolve()
         local = [
-            plan.root / str(path)
+            file
             for p in runlog.providers_of(record).values()
             for path in p.get("receipts", [])
-            if (plan.root / str(path)).is_file()
+            if (file := (plan.root / path).resolve()).is_relative_to(inside) and file.is_file()
         ]
     result = gate.evaluate(plan, public_keys, local=local)
     links = _Links(plan.root, out_dir or plan.root)
