@@ -235,6 +235,12 @@ def _tests(row: ProviderRow) -> str:
     return f"{t.discovered} discovered, {t.passed} passed, {t.failed} failed, {t.skipped} skipped"
 
 
+def _duration(row: ProviderRow) -> str:
+    if row.state in ("cached", "shared", "committed") and row.duration_ms is not None:
+        return f"{_ms(row.duration_ms)} <span class='sub'>(when it was made)</span>"
+    return _ms(row.duration_ms)
+
+
 def _providers(report: Report) -> str:
     if not report.providers:
         return (
@@ -255,7 +261,7 @@ def _providers(report: Report) -> str:
             f"<td>{_e(p.adapter or '?')}</td><td>{_e(p.repository or '—')}</td>"
             f"<td>{_e(p.state)}</td>"
             f'<td><span class="badge {klass}">{_e(word)}</span></td>'
-            f"<td>{_ms(p.duration_ms)}</td><td>{_tests(p)}</td><td>{p.findings}</td>"
+            f"<td>{_duration(p)}</td><td>{_tests(p)}</td><td>{p.findings}</td>"
             f"<td class='mono'>{log}</td><td>{_e(p.issuer or '—')}</td>"
             f'<td><span class="badge {VERIFIED_CLASS[p.verified]}">{_e(p.verified)}</span></td>'
             "</tr>"
