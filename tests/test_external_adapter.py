@@ -219,6 +219,18 @@ def test_an_envelope_nobody_can_parse_fails_closed_naming_the_file(ws: Path) -> 
     assert out.status == "fail" and "receipts/c.json" in (out.reason or "")
 
 
+def test_a_fifo_among_the_receipts_is_never_waited_on(ws: Path) -> None:
+    # Nobody writes to it: opening it to read would block prove forever. It holds
+    # no receipt (it is not a file), so the valid envelope beside it decides.
+    import os
+
+    put(ws, good(ws), "b.json")
+    os.mkfifo(ws / "openspec/changes/add-review/receipts/pipe.json")
+    [out] = run_external(ws)
+    assert out.status == "pass", out.reason
+    assert out.details["receipt"]["path"].endswith("b.json")
+
+
 def test_external_reads_the_workspace_never_the_sandbox(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     put(ws, good(ws))
     elsewhere = tmp_path_factory.mktemp("sandbox")
