@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.dsse import VerificationError, loads_strict, parse_envelope
+from changeloop.dsse import VerificationError, loads_strict, parse_envelope, read_envelope
 from changeloop.identity import content_identity
 from changeloop.keys import load_private_key, load_public_key
 from changeloop.model import Plan, Provider
@@ -411,12 +411,17 @@ def evaluate(
     for source, files, keys, scope in batches:
         for path in files:
             try:
-                data = path.read_bytes()
+                # Bounded, and never blocks: a FIFO or a link to a device is refused.
+                data = read_envelope(path)
             except OSError as exc:
                 env = ReadEnvelope(path, _uri(path, plan.root), "", source)
                 aside.append(
                     SetAside(env, "unverified", f"cannot read {env.uri}: {exc.strerror}", None)
                 )
+                continue
+            except VerificationError as exc:
+                env = ReadEnvelope(path, _uri(path, plan.root), "", source)
+                aside.append(SetAside(env, "unverified", f"{env.uri} {exc.reason}", None))
                 continue
             env = ReadEnvelope(
                 path, _uri(path, plan.root), hashlib.sha256(data).hexdigest(), source

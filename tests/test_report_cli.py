@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -314,3 +317,33 @@ def test_a_damaged_run_json_is_named_or_passed_over(
     # Without --run the newest readable run of the change is drawn.
     assert main(["report", CHANGE, "--root", str(proved), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runId"] == first["runId"]
+
+
+def test_odd_committed_receipt_files_are_never_waited_on_nor_read_whole(proved: Path) -> None:
+    """gate's read (which the report uses): a FIFO is passed over, a 200 MB file refused unread."""
+    receipts = proved / "openspec" / "changes" / CHANGE / "receipts"
+    receipts.mkdir()
+    os.mkfifo(receipts / "fifo.json")
+    with (receipts / "big.json").open("wb") as handle:  # sparse: 200 MB on paper
+        handle.write(b'{"payload": "')
+        handle.truncate(200 * 1024 * 1024)
+    probe = (
+        "import resource, sys\nfrom changeloop.cli.main import main\n"
+        f"code = main(['report', {CHANGE!r}, '--root', {str(proved)!r}])\n"
+        "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    path, code, peak_kib = done.stdout.split()
+    assert code == "0"
+    assert int(peak_kib) < 150 * 1024
+    page = (proved / path).read_text()
+    assert "Receipts not counted" in page and "big.json" in page and "fifo.json" not in page
+    assert "proven" not in _cells(page).values()  # fail closed, as gate

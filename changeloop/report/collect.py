@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop import __version__, gate, runlog
+from changeloop.dsse import VerificationError, read_envelope
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.identity import content_identity
 from changeloop.model import Claim, Plan
@@ -214,12 +215,12 @@ def _issuer(ext: Mapping[str, Any]) -> str:
 def _claimed_provider(path: Path) -> str:
     """Which provider a set-aside envelope *says* it is from: display only, never trusted."""
     try:
-        envelope = json.loads(path.read_bytes()[: 4 * 1024 * 1024])
+        envelope = json.loads(read_envelope(path))
         payload = json.loads(base64.b64decode(envelope["payload"] + "=="))
         name = payload["predicate"]["changeloop"]["provider"]
         if isinstance(name, str):
             return name
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, VerificationError):
         pass
     return path.name.split(".", 1)[0]
 
