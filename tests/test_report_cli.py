@@ -347,3 +347,16 @@ def test_odd_committed_receipt_files_are_never_waited_on_nor_read_whole(proved: 
     page = (proved / path).read_text()
     assert "Receipts not counted" in page and "big.json" in page and "fifo.json" not in page
     assert "proven" not in _cells(page).values()  # fail closed, as gate
+
+
+def test_prove_report_that_cannot_be_written_warns_and_keeps_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(tmp_path)
+    (root / ".changeloop").mkdir()
+    (root / ".changeloop" / "report").write_text("a file where the directory goes\n")
+    capsys.readouterr()
+    assert main(["prove", CHANGE, "--root", str(root), "--json", "--report"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["status"] == "not-proven"
+    assert "warning: report not written" in err
