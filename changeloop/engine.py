@@ -44,6 +44,7 @@ from changeloop.run.records import (
 from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.setup import run_setup
 from changeloop.run.sink import ReceiptSink, Timing, every_capability
+from changeloop.runlog import RunLog
 from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
@@ -86,6 +87,7 @@ class _Run:
     sink: ReceiptSink
     executor: Executor
     emit: EventSink
+    runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
 
     def fingerprint(self, provider: Provider) -> str:
@@ -111,6 +113,7 @@ async def prove(
             run.sink.skipped(provider, result.reason or "not run")
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    _record_run(run)
     verdict = decide(plan, run.sink.views(), run.sink.notes())
     return ProveResult(
         plan, run.run_id, run.run_dir, run.sink.reports, verdict, masker=run.sink.masker
@@ -162,9 +165,34 @@ def _compose(
         sink,
         LocalExecutor(),
         emit,
+        _runlog(plan, options, run_id),
         fingerprints,
     )
     return run
+
+
+def _runlog(plan: Plan, options: ProveOptions, run_id: str) -> RunLog:
+    return RunLog(
+        run_id=run_id,
+        change=plan.change.id,
+        slots=options.jobs,
+        sandbox=options.sandbox,
+        providers=[
+            (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
+        ],
+    )
+
+
+def _record_run(run: _Run) -> None:
+    """Write ``runs/<id>/run.json`` (slots, start/end, states) for the report's timeline."""
+    masker = run.sink.masker
+    run.runlog.settle(
+        {
+            name: (r.state, r.duration_ms, masker.optional(r.reason), [e.path for e in r.receipts])
+            for name, r in run.sink.reports.items()
+        }
+    )
+    run.runlog.write(run.run_dir)
 
 
 async def _schedule(run: _Run) -> dict[str, TaskResult]:
@@ -191,6 +219,7 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
                 return await _run_provider(run, plan.providers[task.name], services)
 
             def forward(event: TaskEvent) -> None:
+                run.runlog.event(event)
                 run.emit(RunEvent(event.task, event.kind, event.detail))
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.task].services)
