@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import anyio
 
-from changeloop import cache, fingerprint, sandboxes
+from changeloop import cache, environment, fingerprint, sandboxes
 from changeloop.dsse import parse_envelope, verify_signatures
 from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity
@@ -190,6 +190,7 @@ class RunState:
             "sandbox": self.options.sandbox,
             "setup": setup,
             "issuer": self.options.issuer,
+            "environment": environment.part_for(provider, self.plan, self.state.path),
         }
         fp = fingerprint.compute(
             provider=provider,

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from changeloop import contracts, quality
-from changeloop.detect import ChangeContext, javascript, python
+from changeloop.detect import ChangeContext, javascript, pyenv, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.imports import outside_packages, runs_tests
-from changeloop.detect.manifests import dig, head, read_ini, read_toml
+from changeloop.detect.manifests import head, read_ini, read_toml
 from changeloop.detect.playbook import change_dir, init_command, suggest
+from changeloop.environment import DERIVED_PYTHON
 from changeloop.model import Provider, Repository
 
 
@@ -129,7 +130,11 @@ def _provider_findings(ctx: ChangeContext, provider: Provider, cdir: str) -> lis
         return out
     out.extend(_tool_findings(ctx, provider, repo))
     if provider.adapter == "test-discovery" or runs_tests(provider.command or ()):
-        out.extend(_import_findings(provider, repo))
+        gap = pyenv.check(repo.path, provider.command)
+        if gap is not None:
+            out.append(_env_finding(provider, repo, gap))
+        else:
+            out.extend(_import_findings(provider, repo))
     if provider.origin == "derived":
         out.extend(_config_findings(provider, repo, cdir))
     return out
@@ -150,13 +155,13 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                     "tool-missing",
                     f"provider {provider.name} runs `npx {words[1]}` but {package} is not "
                     f"installed in {repo.name}'s node_modules (npx would try to download it)",
-                    f"install {package} in {repo.name}",
+                    f"install {package} in {repo.name}" + _manager_hint(repo.path),
                     f"({where}{install})" if where else install,
                     repository=repo.name,
                 )
             )
     venv = python.venv_python(repo.path)
-    if venv is not None and argv[:2] == (venv, "-m") and len(argv) > 2:
+    if venv is not None and argv[:2] in ((venv, "-m"), (DERIVED_PYTHON, "-m")) and len(argv) > 2:
         module = argv[2]
         if module in ("pytest", "ruff", "mypy") and python.venv_version(repo.path, module) is None:
             where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
@@ -193,6 +198,25 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
     return out
 
 
+def _env_finding(provider: Provider, repo: Repository, gap: pyenv.EnvGap) -> DoctorFinding:
+    """The interpreter cannot import the runner or the project: prove would discover 0."""
+    lacks = [f"the runner ({gap.runner})"] if gap.runner else []
+    if gap.missing:
+        shown = ", ".join(gap.missing[:6]) + (" …" if len(gap.missing) > 6 else "")
+        lacks.append(f"the project or its test dependencies ({shown})")
+    where = "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
+    return DoctorFinding(
+        "tool-missing" if gap.runner else "dependencies-missing",
+        f"provider {provider.name} runs `{' '.join((provider.command or ())[:3])}` with "
+        f"{gap.interpreter}, which cannot import {' and '.join(lacks)}: prove would "
+        "discover no tests",
+        f"install {repo.name} and its test dependencies into a virtualenv in the repository "
+        "(derived `python` runs the repository's .venv when the provider runs)",
+        f"{where}{gap.fix}",
+        repository=repo.name,
+    )
+
+
 def _import_findings(provider: Provider, repo: Repository) -> list[DoctorFinding]:
     """The project's packages the command's interpreter would import from an installed copy."""
     out: list[DoctorFinding] = []
@@ -216,16 +240,44 @@ def _import_findings(provider: Provider, repo: Repository) -> list[DoctorFinding
 
 
 def _node_install(repo: Path, package: str) -> str:
-    """Install what the lock file says, with the package manager that wrote it."""
-    for lock, command in (
-        ("package-lock.json", "npm ci"),
-        ("pnpm-lock.yaml", "pnpm install --frozen-lockfile"),
-        ("yarn.lock", "yarn install --frozen-lockfile"),
-        ("bun.lockb", "bun install --frozen-lockfile"),
+    """Install what the lock file says, with the package manager that wrote it.
+
+    A package manager missing from PATH (pnpm without corepack) runs through npx at
+    the version ``packageManager`` pins, so the pasted command works as printed.
+    """
+    for lock, tool, command in (
+        ("package-lock.json", "npm", "npm ci"),
+        ("pnpm-lock.yaml", "pnpm", "pnpm install --frozen-lockfile"),
+        ("yarn.lock", "yarn", "yarn install --frozen-lockfile"),
+        ("bun.lock", "bun", "bun install --frozen-lockfile"),
+        ("bun.lockb", "bun", "bun install --frozen-lockfile"),
     ):
         if (repo / lock).is_file():
-            return command
+            if shutil.which(tool) is not None:
+                return command
+            return f"npx -y {shlex.quote(package_manager(repo, tool))}{command[len(tool) :]}"
     return f"npm i -D {package}"
+
+
+def _manager_hint(repo: Path) -> str:
+    for lock, tool in (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lockb", "bun")):
+        if (repo / lock).is_file() and shutil.which(tool) is None:
+            pinned = package_manager(repo, tool)
+            return (
+                f" ({lock} needs {tool}, which is not on PATH: the command runs {pinned} "
+                f"through npx; to install it for good: `corepack enable` or `npm i -g {pinned}`)"
+            )
+    return ""
+
+
+def package_manager(repo: Path, tool: str) -> str:
+    """``pnpm@10.28.0`` from package.json's ``packageManager`` (hash dropped), else ``pnpm``."""
+    from changeloop.detect.manifests import read_json
+
+    pinned = (read_json(repo / "package.json") or {}).get("packageManager")
+    if isinstance(pinned, str) and pinned.startswith(f"{tool}@"):
+        return pinned.split("+", 1)[0]
+    return tool
 
 
 _JUNIT_OPT = re.compile(r"--junit-?xml|-p\s*no:junitxml")
@@ -271,9 +323,7 @@ def _config_findings(provider: Provider, repo: Repository, cdir: str) -> list[Do
 
 def _pytest_addopts(repo: Repository) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    addopts = dig(
-        read_toml(repo.path / "pyproject.toml"), "tool", "pytest", "ini_options", "addopts"
-    )
+    addopts = python.pytest_settings(read_toml(repo.path / "pyproject.toml")).get("addopts")
     if isinstance(addopts, list):
         addopts = " ".join(str(a) for a in addopts)
     if isinstance(addopts, str):
