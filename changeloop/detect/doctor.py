@@ -91,9 +91,24 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         )
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
+    findings = _unique(findings)
     findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
     findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
     return findings
+
+
+def _unique(findings: list[DoctorFinding]) -> list[DoctorFinding]:
+    """One finding per (kind, repository, command): two providers of a repository
+    needing the same install say it once."""
+    seen: set[tuple[str, str | None, str | None]] = set()
+    out = []
+    for f in findings:
+        key = (f.kind, f.repository, f.playbook_command)
+        if f.playbook_command is not None and key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out
 
 
 def _repo_of(ctx: ChangeContext, provider: Provider) -> Repository | None:
@@ -175,6 +190,19 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                     repository=repo.name,
                 )
             )
+    if words and words[0] in ("node", "npm") and _needs_node_modules(repo.path):
+        where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
+        install = _node_install(repo.path, "")
+        out.append(
+            DoctorFinding(
+                "dependencies-missing",
+                f"provider {provider.name} runs `{' '.join(argv[:3])}` but {repo.name} declares "
+                "dependencies and has no node_modules (its build and tests import them)",
+                f"install {repo.name}'s locked dependencies" + _manager_hint(repo.path),
+                f"({where}{install})" if where else install,
+                repository=repo.name,
+            )
+        )
     if words and words[0] == "cargo" and shutil.which("cargo") is None:
         out.append(
             DoctorFinding(
@@ -259,6 +287,18 @@ def _node_install(repo: Path, package: str) -> str:
     return f"npm i -D {package}"
 
 
+def _needs_node_modules(repo: Path) -> bool:
+    """package.json declares dependencies, none installed (no node_modules up the tree)."""
+    from changeloop.detect.manifests import read_json
+
+    data = read_json(repo / "package.json") or {}
+    if not any(
+        isinstance(data.get(k), dict) and data[k] for k in ("dependencies", "devDependencies")
+    ):
+        return False
+    return not any((d / "node_modules").is_dir() for d in (repo, *repo.parents))
+
+
 def _manager_hint(repo: Path) -> str:
     for lock, tool in (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lockb", "bun")):
         if (repo / lock).is_file() and shutil.which(tool) is None:
@@ -339,8 +379,12 @@ def _pytest_addopts(repo: Repository) -> list[tuple[str, str]]:
     return found
 
 
-def next_steps(ctx: ChangeContext, findings: list[DoctorFinding]) -> list[str]:
+def next_steps(
+    ctx: ChangeContext, findings: list[DoctorFinding], *, init_pending: bool = True
+) -> list[str]:
+    """Commands to run next; ``init --write`` only while it would still write something."""
     errors = [f for f in findings if f.severity == "error" and f.playbook_command]
     if errors:
         return [f.playbook_command for f in errors if f.playbook_command]
-    return [init_command(ctx.change.id), f"changeloop prove {ctx.change.id}"]
+    prove = f"changeloop prove {shlex.quote(ctx.change.id)}"
+    return [init_command(ctx.change.id), prove] if init_pending else [prove]
