@@ -22,7 +22,8 @@ def test_single_repository_pytest_with_repo_venv(tmp_path: Path) -> None:
     write(root, {".venv/bin/python": "#!/bin/sh\n"})
     [(name, p)] = derived(root).items()
     assert name == "test" and p.adapter == "test-discovery" and p.capability == "test"
-    assert p.command == (".venv/bin/python", "-m", "pytest",
+    # derived `python` is resolved to .venv/bin/python when it runs, not frozen here
+    assert p.command == ("python", "-m", "pytest",
                          "--junitxml=.changeloop/reports/test.xml")
     assert p.report == ".changeloop/reports/test.xml"
     assert (p.origin, p.confidence, p.repository, p.discovery_provider) == (
@@ -70,8 +71,8 @@ def test_static_analysis_from_configured_linters_only(tmp_path: Path) -> None:
     }, evidence="version: 3\nrequires: [static-analysis]\n")
     got = {n: (p.adapter, p.capability, p.command) for n, p in derived(root).items()}
     assert got == {
-        "static-analysis": ("command", "static-analysis", ("python3", "-m", "ruff", "check", ".")),
-        "static-analysis-mypy": ("command", "static-analysis", ("python3", "-m", "mypy", ".")),
+        "static-analysis": ("command", "static-analysis", ("python", "-m", "ruff", "check", ".")),
+        "static-analysis-mypy": ("command", "static-analysis", ("python", "-m", "mypy", ".")),
     }
 
 

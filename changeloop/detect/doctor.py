@@ -203,6 +203,12 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                 repository=repo.name,
             )
         )
+    if (provider.adapter == "playwright" or "playwright" in words) and javascript.installed(
+        repo.path, "@playwright/test"
+    ):  # (not installed: the tool-missing finding comes first)
+        missing = _browsers_missing(provider, repo)
+        if missing is not None:
+            out.append(missing)
     if words and words[0] == "cargo" and shutil.which("cargo") is None:
         out.append(
             DoctorFinding(
@@ -285,6 +291,51 @@ def _node_install(repo: Path, package: str) -> str:
                 return command
             return f"npx -y {shlex.quote(package_manager(repo, tool))}{command[len(tool) :]}"
     return f"npm i -D {package}"
+
+
+def _browsers_missing(provider: Provider, repo: Repository) -> DoctorFinding | None:
+    """Playwright would launch a browser it has not downloaded (every test fails, slowly).
+
+    A config naming ``executablePath`` brings its own browser; otherwise Playwright's
+    browser folder (``PLAYWRIGHT_BROWSERS_PATH`` or ``~/.cache/ms-playwright``) must
+    hold a Chromium.
+    """
+    import os
+
+    argv = provider.command or ()
+    configs = [repo.path / a.split("=", 1)[-1] for a in argv if a.endswith((".ts", ".js", ".mjs"))]
+    configs += [repo.path / f"playwright.config{ext}" for ext in javascript.CONFIG_EXTS]
+    for config in configs:
+        if config.is_file() and "executablePath" in head(config):
+            return None
+    where = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(Path.home() / ".cache/ms-playwright")
+    if where == "0":  # browsers inside node_modules
+        where = str(repo.path / "node_modules/playwright-core/.local-browsers")
+    try:
+        found = [p.name for p in Path(where).iterdir() if p.name.startswith("chromium")]
+    except OSError:
+        found = []
+    if found:
+        return None
+    system = next(
+        (p for w in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(w))),
+        None,
+    )
+    alt = (
+        f"; where browsers cannot be downloaded, use the system Chromium: set "
+        f"`use: {{ launchOptions: {{ executablePath: '{system}' }} }}` in the Playwright config"
+        if system
+        else ""
+    )
+    where_cd = "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
+    return DoctorFinding(
+        "browsers-missing",
+        f"provider {provider.name} runs Playwright but no Chromium is installed in {where} "
+        "(every browser test would fail)",
+        f"download Playwright's Chromium{alt}",
+        f"{where_cd}npx playwright install chromium",
+        repository=repo.name,
+    )
 
 
 def _needs_node_modules(repo: Path) -> bool:
