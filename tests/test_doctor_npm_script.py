@@ -32,8 +32,10 @@ def test_missing_runner_is_installed_by_the_lock_files_package_manager(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     package = {"name": "x", "devDependencies": {"vitest": "^4.1.2"}}
-    root = make_repo(tmp_path / "ws", {"package.json": json.dumps(package),
-                                       "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"})
+    root = make_repo(
+        tmp_path / "ws",
+        {"package.json": json.dumps(package), "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
+    )
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     capsys.readouterr()
     assert main(["evidence", "doctor", "c1", "--root", str(root), "--json"]) == 1

@@ -33,9 +33,7 @@ def _workspace(tmp_path: Path, ignore: str) -> Path:
     make_change(root, "c1", EVIDENCE, EXECUTION)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "change")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
     return root
 
 
@@ -61,9 +59,7 @@ def test_unignored_venv_is_still_left_out_of_content(tmp_path: Path, capsys: Any
     assert code == 0, doc
 
 
-def test_git_failure_at_identity_time_is_a_refusal_naming_git(
-    tmp_path: Path, capsys: Any
-) -> None:
+def test_git_failure_at_identity_time_is_a_refusal_naming_git(tmp_path: Path, capsys: Any) -> None:
     root = _workspace(tmp_path, ".venv/\n")
     nested = root / "nested"  # an untracked repository without a commit: git add refuses it
     nested.mkdir()
