@@ -63,7 +63,7 @@ def test_uuid_shape_pretest_build_and_globbed_paths(tmp_path: Path, capsys: Any)
     assert providers["build"]["command"] == ["npm", "run", "build"]
     test = providers["test"]
     assert test["dependsOn"] == ["build"]
-    assert test["command"][0] == "node" and "--enable-source-maps" in test["command"]
+    assert test["command"][:2] == ["node", "--test"] and "--enable-source-maps" in test["command"]
     assert test["command"][-1] == "dist-node/test/*.js"  # expanded when it runs
     code, doc = prove_json(root, "c1", capsys=capsys)
     assert code == 0, doc

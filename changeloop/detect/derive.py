@@ -247,11 +247,11 @@ def script_command(call: scripts.RunnerCall, report: str) -> tuple[tuple[str, ..
         return argv, f"{report}.json"
     if call.adapter == "jest":
         return ("npx", "jest", *args, "--json", f"--outputFile={report}.json"), f"{report}.json"
-    # node --test: flags first, then the maintainers' paths (globs are expanded when it runs)
-    flags = tuple(a for a in args if a.startswith("-"))
-    paths = tuple(a for a in args if not a.startswith("-"))
+    # node --test: the reporter right after --test, everything else in the maintainers'
+    # order (a flag's value stays beside it; globs are expanded when it runs)
+    at = args.index("--test") + 1 if "--test" in args else 0
     reporter = ("--test-reporter=junit", f"--test-reporter-destination={report}.xml")
-    return ("node", *flags, *reporter, *paths), f"{report}.xml"
+    return ("node", *args[:at], *reporter, *args[at:]), f"{report}.xml"
 
 
 def _from_scripts(
