@@ -165,3 +165,25 @@ def test_ufo_shape_typecheck_kept_lint_left_out(tmp_path: Path, capsys: Any) -> 
     command = providers["test"]["command"]
     assert command[:4] == ["npx", "vitest", "run", "--typecheck"]
     assert "eslint" not in json.dumps(providers) and "lint" not in command
+
+
+def test_swup_shape_browser_keeps_the_playwright_config(tmp_path: Path, capsys: Any) -> None:
+    scripts = {
+        "test": "npm run test:unit && npm run test:e2e",
+        "test:unit": "vitest run --config ./tests/config/vitest.config.ts",
+        "test:e2e": "npx playwright test --ui --config ./tests/config/playwright.config.ts",
+    }
+    root = make_repo(
+        tmp_path / "ws",
+        {
+            "package.json": json.dumps(
+                {"name": "s", "scripts": scripts, "devDependencies": {"@playwright/test": "1.5"}}
+            )
+        },
+    )
+    make_change(root, "c1", "version: 3\nrequires: [browser]\n")
+    _commit(root)
+    providers = _init(root, capsys)
+    assert providers["browser"]["command"] == [
+        "npx", "playwright", "test", "--config", "./tests/config/playwright.config.ts",
+    ]  # fmt: skip

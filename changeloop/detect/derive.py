@@ -217,7 +217,7 @@ def derive_explained(
                     adapter="playwright",
                     capability="browser",
                     repository=repo_name,
-                    command=("npx", "playwright", "test"),
+                    command=_playwright_command(repo.path),
                     report=report,
                     env={"PLAYWRIGHT_JSON_OUTPUT_NAME": report},
                     outputs=outputs,
@@ -229,6 +229,17 @@ def derive_explained(
         if repo_name in needs.get("static-analysis", []):
             out.update(_static(repo_name, repo.path, single))
     return out
+
+
+def _playwright_command(path: Path) -> tuple[str, ...]:
+    """`npx playwright test` with the maintainers' own arguments (`--config …`), if a script
+    runs it; the adapter adds its JSON reporter (an existing `--reporter` is dropped)."""
+    call = scripts.browser_call(path)
+    if call is None:
+        return ("npx", "playwright", "test")
+    args = scripts.without(call.args[1:], ("--reporter",))
+    args = tuple(a for a in args if a not in ("--ui", "--debug", "--headed"))
+    return ("npx", "playwright", "test", *args)
 
 
 _REPORT_FLAGS = {

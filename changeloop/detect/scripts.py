@@ -197,6 +197,25 @@ def _script_target(words: list[str], scripts: dict[str, str]) -> tuple[str, bool
     return None
 
 
+E2E_SCRIPTS = ("test:e2e", "e2e", "test:browser", "test:playwright", "playwright")
+
+
+def browser_call(pkg_dir: Path) -> RunnerCall | None:
+    """The `playwright test` call the test script (or an e2e script) makes, if any."""
+    for call in runner_calls(pkg_dir).calls:
+        if call.adapter == "playwright":
+            return call
+    scripts = _scripts(pkg_dir)
+    for name in E2E_SCRIPTS:
+        if name in scripts:
+            plan = ScriptPlan()
+            _follow(scripts, name, plan, 0, pre=False)
+            found = [c for c in plan.calls if c.adapter == "playwright"]
+            if found:
+                return found[0]
+    return None
+
+
 def without(args: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
     """``args`` minus the given flags (``--flag value`` and ``--flag=value`` forms)."""
     out: list[str] = []
