@@ -118,3 +118,21 @@ def test_next_steps_drop_init_once_written(tmp_path: Path, capsys: Any) -> None:
     err = capsys.readouterr().err
     assert "init c1 --write" not in err
     assert "changeloop prove c1" in err
+
+
+def test_venv_without_pytest_is_one_finding_with_the_extra(tmp_path: Path, capsys: Any) -> None:
+    """A repository venv lacking the runner: one pasteable fix naming the test extra."""
+    import subprocess
+    import sys
+
+    pyproject = '[project]\nname = "x"\nversion = "0"\noptional-dependencies.test = ["pytest"]\n'
+    root = _repo(tmp_path, {"pyproject.toml": pyproject, "tests/test_a.py": "def test(): pass\n"})
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+    code, doc = _doctor(root, capsys)
+    assert code == 1
+    found = [f for f in doc["findings"] if f["kind"] in ("tool-missing", "dependencies-missing")]
+    python = ".venv/bin/python"  # made without pip (as `uv venv` does): ensurepip first
+    assert [f["playbook_command"] for f in found] == [
+        f"{python} -m ensurepip -q && {python} -m pip install -e '.[test]'"
+    ]
+    assert "pytest" in found[0]["message"]

@@ -178,7 +178,10 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
     venv = python.venv_python(repo.path)
     if venv is not None and argv[:2] in ((venv, "-m"), (DERIVED_PYTHON, "-m")) and len(argv) > 2:
         module = argv[2]
-        if module in ("pytest", "ruff", "mypy") and python.venv_version(repo.path, module) is None:
+        # (pytest under a test command: the interpreter check below says it, with the extra)
+        tests = provider.adapter == "test-discovery" or runs_tests(argv)
+        linters = ("ruff", "mypy") if tests else ("pytest", "ruff", "mypy")
+        if module in linters and python.venv_version(repo.path, module) is None:
             where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
             out.append(
                 DoctorFinding(

@@ -32,6 +32,7 @@ from typing import Any
 from changeloop.detect.imports import interpreter_of, pytest_pythonpath, trusted_interpreter
 from changeloop.detect.manifests import dig, read_toml, requirement
 from changeloop.detect.packages import project_packages
+from changeloop.detect.python import venv_version
 from changeloop.environment import DERIVED_PYTHON, venv_python
 from changeloop.providers.pytest_injection import pytest_position
 
@@ -125,6 +126,8 @@ def install_command(repo: Path, interpreter: str | None) -> str:
     if interpreter is None:
         python = shlex.quote(str(venv.relative_to(repo.absolute()))) if venv else ".venv/bin/python"
         prefix = "" if venv else "python3 -m venv .venv && "
+        if venv is not None and venv_version(repo, "pip") is None:
+            prefix = f"{python} -m ensurepip -q && "  # a venv made without pip (uv venv)
     else:
         python, prefix = shlex.quote(interpreter), ""
     extra, specs = test_requirements(repo)
