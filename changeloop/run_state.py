@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import anyio
 
-from changeloop import cache, fingerprint, sandboxes
+from changeloop import cache, environment, fingerprint, sandboxes
 from changeloop.dsse import parse_envelope, verify_signatures
 from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity
@@ -29,7 +29,7 @@ from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
 from changeloop.providers import registry
-from changeloop.providers.base import Finding, Outcome
+from changeloop.providers.base import Finding, Outcome, TestCounts
 from changeloop.receipts import (
     ReceiptFacts,
     build_statement,
@@ -68,6 +68,7 @@ class ReceiptEntry:
     id: str
     path: str  # relative to the workspace root
     view: ReceiptView
+    tests: dict[str, int] | None = None  # the receipt's test counts (prove --json, board)
 
 
 @dataclass
@@ -190,6 +191,7 @@ class RunState:
             "sandbox": self.options.sandbox,
             "setup": setup,
             "issuer": self.options.issuer,
+            "environment": environment.part_for(provider, self.plan, self.state.path),
         }
         fp = fingerprint.compute(
             provider=provider,
@@ -329,6 +331,7 @@ class RunState:
             id=receipt_id,
             path=str(run_path.relative_to(self.plan.root)),
             view=view,
+            tests=outcome.tests.to_json() if outcome.tests is not None else None,
         )
         self.reports[provider.name].receipts.append(entry)
         return entry
@@ -360,6 +363,7 @@ class RunState:
                 provider=ext["provider"],
                 claims=ext.get("claims") or {},
                 input_mode=ext.get("inputMode"),
+                tests=_counts(ext.get("tests")),
             )
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self.store(
@@ -433,3 +437,11 @@ def _same_bytes(path: Path, data: bytes) -> bool:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         return False
+
+
+def _counts(value: Any) -> TestCounts | None:
+    """A cached receipt's ``tests`` back as counts (None when absent or malformed)."""
+    keys = ("discovered", "passed", "failed", "skipped")
+    if not isinstance(value, dict) or not all(type(value.get(k)) is int for k in keys):
+        return None
+    return TestCounts(**{k: value[k] for k in keys})

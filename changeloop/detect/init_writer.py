@@ -80,6 +80,8 @@ def provider_yaml(provider: Provider) -> CommentedMap:
         out["format"] = provider.format
     if provider.discovery_provider:
         out["discoveryProvider"] = provider.discovery_provider
+    if provider.depends_on:
+        out["dependsOn"] = _flow(provider.depends_on)
     if provider.outputs:
         out["outputs"] = _flow(provider.outputs)
     if provider.services:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from changeloop.environment import resolve_argv
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
 from changeloop.processes import ProcessResult
@@ -57,9 +58,12 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 async def run(ctx: RunContext) -> list[Outcome]:
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
+    workdir = ctx.workdirs[provider.repository]
+    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    argv = resolve_argv(provider.command, ctx.sources.get(provider.repository, workdir), ctx.env)
     result = await ctx.run_command(
-        list(provider.command),
-        cwd=ctx.workdirs[provider.repository],
+        list(argv),
+        cwd=workdir,
         env=ctx.env,
         timeout_ms=provider.timeout_ms,
         log_name=provider.name,

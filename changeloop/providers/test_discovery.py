@@ -45,6 +45,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from changeloop.detect.packages import project_packages
+from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
@@ -135,7 +136,9 @@ async def run(ctx: RunContext) -> list[Outcome]:
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     workdir = ctx.workdirs[repo]
-    argv = tuple(provider.command or ())
+    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    argv = resolve_argv(provider.command or (), ctx.sources.get(repo, workdir), ctx.env)
+    argv = expand_globs(argv, workdir)  # node --test dist-node/test/*.js, after the build
     caps = capabilities(provider)
     disc_name = provider.discovery_provider or provider.name
     report_path: Path | None = None
