@@ -24,6 +24,7 @@ from pathlib import Path
 
 from changeloop.providers.reports.model import (
     CaseOutcome,
+    Citation,
     Finding,
     ReportResult,
     TestCase,
@@ -101,6 +102,7 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
                 + [tag for title in (*suites, name) for tag in claim_tags(title)]
             )
         )
+        citations = read_citations(el)
         if node:
             # node's classname is always "test": the suite path is the identity, and
             # every <testcase> is one test (node never splits a test into phases).
@@ -112,6 +114,7 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
             claims=claims,
             message=message,
             duration_ms=_ms(el.get("time")),
+            citations=citations,
         )
         key: tuple[object, ...] = (suites, classname, name) + ((len(cases),) if node else ())
         old = cases.get(key)
@@ -126,6 +129,7 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
                     tuple(dict.fromkeys(old.claims + case.claims)),
                     case.message,
                     case.duration_ms,
+                    citations=_merge_citations(old.citations, case.citations),
                 )
             )
             cases[key] = merged
@@ -143,6 +147,48 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
         tool=tool,
         suite_failed=suite_failed,
     )
+
+
+_CITATION_KEYS = {"claim-depth": "depth", "claim-ref": "ref"}
+
+
+def read_citations(el: ET.Element) -> tuple[Citation, ...]:
+    """Citations from a testcase's properties (DESIGN.md §11), in document order.
+
+    ``claim`` starts a citation; ``claim-depth``/``claim-ref`` right after it
+    qualify it; ``grounding`` (and ``grounding-reason``) describe the whole test
+    (one trace per test) and so apply to each of its citations.
+    """
+    found: dict[str, dict[str, str]] = {}
+    last: str | None = None
+    grounding: str | None = None
+    reason: str | None = None
+    for prop in el.iter("property"):
+        name, value = prop.get("name"), (prop.get("value") or "").strip()
+        if name == "claim" and value:
+            last = value
+            found.setdefault(value, {})
+        elif name in _CITATION_KEYS and last is not None and value:
+            found[last].setdefault(_CITATION_KEYS[name], value)
+        elif name == "grounding" and value:
+            grounding = value
+        elif name == "grounding-reason" and value:
+            reason = clip(value, 500)
+    if grounding is None and not any(found.values()):
+        return ()  # nothing beyond plain claim properties: keep the old shape
+    return tuple(
+        Citation(claim, extra.get("depth"), extra.get("ref"), grounding, reason)
+        for claim, extra in found.items()
+    )
+
+
+def _merge_citations(old: tuple[Citation, ...], new: tuple[Citation, ...]) -> tuple[Citation, ...]:
+    """One citation per claim; the one that carries a grounding wins."""
+    out: dict[str, Citation] = {c.claim: c for c in old}
+    for c in new:
+        if c.claim not in out or out[c.claim].grounding is None:
+            out[c.claim] = c
+    return tuple(out.values())
 
 
 def _cases(root: ET.Element) -> Iterator[tuple[ET.Element, tuple[str, ...]]]:

@@ -30,6 +30,7 @@ from changeloop.providers.base import Finding, TestCounts
 
 __all__ = [
     "CaseOutcome",
+    "Citation",
     "Finding",
     "ReportResult",
     "TestCase",
@@ -60,6 +61,21 @@ def claim_tags(name: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """One test citing one claim (DESIGN.md §11): how deep, the consumer's key, what it ran.
+
+    ``grounding`` is ``None`` when the runner recorded none (no tracer: counts as
+    ``not-checked``); ``reason`` says why it is ``not-checked``.
+    """
+
+    claim: str
+    depth: str | None = None
+    ref: str | None = None
+    grounding: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class TestCase:
     """One test as the runner reported it, after phase normalization.
 
@@ -78,6 +94,7 @@ class TestCase:
     message: str | None = None
     duration_ms: int | None = None
     flaky: bool = False  # failed at least once, passed on retry (Playwright, nextest)
+    citations: tuple[Citation, ...] = ()  # depth/ref/grounding per cited claim, where recorded
 
     @property
     def id(self) -> str:
