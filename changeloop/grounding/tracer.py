@@ -43,6 +43,7 @@ TOOL_NAME = "changeloop-grounding"
 # Free sys.monitoring ids first: 0 debugger, 1 coverage, 2 profiler, 5 optimizer.
 _TOOL_IDS = (3, 4, 2)
 
+BORING, PRODUCTION, ENTRY, HANDOFF = 0, 1, 2, 3
 _CO_OPTIMIZED = 0x1  # set on function code, not on module or class bodies
 Function = tuple[str, str, int]  # (file relative to the root, qualname, first line)
 
@@ -60,6 +61,8 @@ class Scope:
     entries: frozenset[tuple[str, str]]
     _kinds: dict[str, bool] = field(default_factory=dict)
     _real: dict[str, str] = field(default_factory=dict)
+    _relative: dict[str, str] = field(default_factory=dict)
+    codes: dict[CodeType, tuple[int, Function | None]] = field(default_factory=dict)
 
     def real(self, filename: str) -> str:
         found = self._real.get(filename)
@@ -79,7 +82,11 @@ class Scope:
         return (self.real(code.co_filename), code.co_qualname) in self.entries
 
     def relative(self, filename: str) -> str:
-        return os.path.relpath(self.real(filename), self.root).replace(os.sep, "/")
+        found = self._relative.get(filename)
+        if found is None:
+            found = os.path.relpath(self.real(filename), self.root).replace(os.sep, "/")
+            self._relative[filename] = found
+        return found
 
 
 @dataclass
@@ -121,29 +128,41 @@ class _State:
         self.functions: dict[Function, None] = {}
         self.error: str | None = None
 
+    def kind(self, code: CodeType) -> tuple[int, Function | None]:
+        """(BORING | PRODUCTION | ENTRY | HANDOFF, the function's key), cached per code object."""
+        found = self.scope.codes.get(code)
+        if found is None:
+            if code in self.handoffs:
+                found = (HANDOFF, None)
+            elif code.co_flags & _CO_OPTIMIZED and self.scope.is_production(code.co_filename):
+                # Only functions count: importing a module or defining a class runs no behaviour.
+                key = (self.scope.relative(code.co_filename), code.co_qualname, code.co_firstlineno)
+                found = (ENTRY if self.scope.is_entry(code) else PRODUCTION, key)
+            else:
+                found = (BORING, None)
+            self.scope.codes[code] = found
+        return found
+
     def interesting(self, code: CodeType) -> bool:
-        # Only functions count: importing a module or defining a class runs no behaviour.
-        if code in self.handoffs:
-            return True
-        return bool(code.co_flags & _CO_OPTIMIZED) and self.scope.is_production(code.co_filename)
+        return self.kind(code)[0] != BORING
 
     def started(self, code: CodeType) -> None:
         """A frame of ``code`` started or resumed on the traced thread."""
-        if code in self.handoffs:
+        kind, key = self.kind(code)
+        if kind == HANDOFF:
             self.dispatched = True
             return
-        if self.scope.is_entry(code):
+        if kind == ENTRY:
             self.depth += 1
             self.entry_ran = True
         if self.depth > 0:
-            key = (self.scope.relative(code.co_filename), code.co_qualname, code.co_firstlineno)
-            self.functions[key] = None
+            self.functions[key] = None  # type: ignore[index]
         else:
             self.production_ran = True
 
     def left(self, code: CodeType) -> None:
         """A frame of ``code`` returned, yielded or unwound on the traced thread."""
-        if self.depth > 0 and self.scope.is_entry(code):
+        if self.depth > 0 and self.kind(code)[0] == ENTRY:
             self.depth -= 1
 
     def result(self) -> Observed:
@@ -182,14 +201,15 @@ class SettraceTracer:
     def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
         state = self.state
         code = frame.f_code
-        if event != "call" or not state.interesting(code):
-            return None
         try:
+            kind = state.kind(code)[0]
+            if kind == BORING:
+                return None
             state.started(code)
         except Exception as exc:  # a tracer bug must not fail the test
             state.error = f"{type(exc).__name__}: {exc}"
             return None
-        return self._local if state.scope.is_entry(code) else None
+        return self._local if kind == ENTRY else None
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "return":
@@ -253,6 +273,7 @@ class MonitoringTracer:
                 state.error = error
                 return
         assert self.tool is not None
+        mon.restart_events()  # what the last test disabled matters again
         mon.set_events(self.tool, self.events)
 
     def _start(self, code: CodeType, offset: int) -> Any:
@@ -264,6 +285,12 @@ class MonitoringTracer:
                 state.started(code)
             except Exception as exc:  # a tracer bug must not fail the test
                 state.error = f"{type(exc).__name__}: {exc}"
+                return None
+            kind, key = state.kind(code)
+            if kind == PRODUCTION and state.entry_ran and key in state.functions:
+                # Nothing more to learn from this function in this test (grounded already,
+                # its key recorded): stop paying for its calls until the next test.
+                return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
         return None
 
     def _throw(self, code: CodeType, offset: int, exc: BaseException) -> Any:
@@ -274,7 +301,7 @@ class MonitoringTracer:
 
     def _leave(self, code: CodeType, offset: int, value: object) -> Any:
         state = self.state
-        if not state.scope.is_entry(code):
+        if state.kind(code)[0] != ENTRY:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
         if threading.get_ident() == state.thread:
             state.left(code)
