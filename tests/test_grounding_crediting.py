@@ -121,9 +121,7 @@ def test_without_entry_points_citations_are_not_checked_and_credit(
     assert status["c-lint"] == "proven"
     assert status["c-structural"] == "inconclusive"  # structural needs an observed inert
     ext = _extension(root, "test.test.json")
-    assert {c["grounding"] for cites in ext["citations"].values() for c in cites} == {
-        "not-checked"
-    }
+    assert {c["grounding"] for cites in ext["citations"].values() for c in cites} == {"not-checked"}
     notes = [f["message"] for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
     assert notes and "no entry points declared" in notes[0]
 
