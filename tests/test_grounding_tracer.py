@@ -3,6 +3,7 @@ and on 3.12/3.13 (sys.monitoring); a tracer failure still lets the suite finish.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,48 @@ def test_tracer_failure_finishes_the_suite_as_not_checked(python: str, tmp_path:
     reason = reasons.pop() or ""
     assert reason.startswith("the tracer failed: ")
     assert "no entry points" not in reason
+
+
+WORKER_TEST = """
+import queue
+import sys
+import threading
+
+import pytest
+
+from pkg import core
+
+jobs = queue.Queue()
+results = queue.Queue()
+
+
+def _serve():
+    while True:
+        results.put(core.double(jobs.get()))
+
+
+threading.Thread(target=_serve, daemon=True).start()  # started before any test is traced
+
+
+@pytest.mark.claim("c")
+def test_hands_work_to_a_running_worker():
+    jobs.put(21)
+    assert results.get(timeout=10) == 42
+"""
+
+
+def test_work_on_a_pre_started_thread_is_never_inert(python: str, tmp_path: Path) -> None:
+    """Partial evidence withholds the positive answer: sys.monitoring sees the other thread
+    run production code (dispatched); sys.settrace cannot see it (not-checked)."""
+    files = dict(PACKAGE)
+    files["tests/test_values.py"] = WORKER_TEST
+    project = copy_project(tmp_path, files)
+    proc, record, report = run_traced(python, project, tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    value = groundings(report)["test_hands_work_to_a_running_worker"]
+    assert value in {"dispatched", "not-checked"}, dump(record)
+    monitoring = subprocess.run(
+        [python, "-c", "import sys; print(hasattr(sys, 'monitoring'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip() == "True"  # fmt: skip
+    assert value == ("dispatched" if monitoring else "not-checked")

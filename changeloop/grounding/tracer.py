@@ -127,6 +127,7 @@ class _State:
         self.dispatched = False
         self.functions: dict[Function, None] = {}
         self.error: str | None = None
+        self.blind_threads = False  # other threads ran unobserved (sys.settrace)
 
     def kind(self, code: CodeType) -> tuple[int, Function | None]:
         """(BORING | PRODUCTION | ENTRY | HANDOFF, the function's key), cached per code object."""
@@ -168,6 +169,13 @@ class _State:
     def result(self) -> Observed:
         if self.error is not None:
             return Observed(NOT_CHECKED, f"the tracer failed: {self.error}")
+        if self.blind_threads and not (self.entry_ran or self.dispatched or self.production_ran):
+            # inert is a positive answer: never on partial evidence (DESIGN.md §11)
+            return Observed(
+                NOT_CHECKED,
+                "other threads were running and sys.settrace does not see them, so no "
+                "production code running there cannot be ruled out",
+            )
         functions = list(self.functions)
         if self.entry_ran:
             return Observed(GROUNDED, functions=functions)
@@ -197,6 +205,7 @@ class SettraceTracer:
             )
             return
         sys.settrace(self._global)
+        state.blind_threads = threading.active_count() > 1
 
     def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
         state = self.state
@@ -222,6 +231,7 @@ class SettraceTracer:
             if sys.gettrace() != self._global:
                 state.error = "the trace function was replaced while the test ran"
             sys.settrace(None)
+            state.blind_threads = state.blind_threads or threading.active_count() > 1
         return state.result()
 
 
@@ -291,6 +301,10 @@ class MonitoringTracer:
                 # Nothing more to learn from this function in this test (grounded already,
                 # its key recorded): stop paying for its calls until the next test.
                 return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
+        elif state.kind(code)[0] in (PRODUCTION, ENTRY):
+            # Production code on another thread while the test ran: work was handed off
+            # there (a queue, a pre-started worker) and is not followed.
+            state.dispatched = True
         return None
 
     def _throw(self, code: CodeType, offset: int, exc: BaseException) -> Any:
