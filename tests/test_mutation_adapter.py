@@ -126,7 +126,9 @@ def test_max_mutants_is_a_deterministic_sample(tmp_path: Path) -> None:
     functions = {"pkg/api.py": {"create_label"}}
     first = claim_mutants(tmp_path, functions, 3, "seed-a")
     assert len(first) == 3
-    assert [m.key for m in first] == [m.key for m in claim_mutants(tmp_path, functions, 3, "seed-a")]
+    assert [m.key for m in first] == [
+        m.key for m in claim_mutants(tmp_path, functions, 3, "seed-a")
+    ]
     assert len(claim_mutants(tmp_path, functions, None, "seed-a")) == 6
 
 
