@@ -147,3 +147,18 @@ def test_work_on_a_pre_started_thread_is_never_inert(python: str, tmp_path: Path
         capture_output=True, text=True, check=True,
     ).stdout.strip() == "True"  # fmt: skip
     assert value == ("dispatched" if monitoring else "not-checked")
+
+
+def test_a_child_process_is_a_hand_off_never_inert(python: str, tmp_path: Path) -> None:
+    files = dict(PACKAGE)
+    files["tests/test_values.py"] = (
+        "import subprocess, sys\nimport pytest\n\n"
+        "@pytest.mark.claim('c', depth='e2e')\ndef test_runs_a_child():\n"
+        "    out = subprocess.run([sys.executable, '-c', 'from pkg import api; "
+        "print(api.create_thing(2))'], capture_output=True, text=True, check=True)\n"
+        "    assert out.stdout.strip() == '4'\n"
+    )
+    project = copy_project(tmp_path, files)
+    proc, record, report = run_traced(python, project, tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert groundings(report) == {"test_runs_a_child": "dispatched"}, dump(record)

@@ -103,6 +103,7 @@ def handoff_codes() -> frozenset[CodeType]:
     import asyncio.base_events
     import concurrent.futures
     import multiprocessing.process
+    import subprocess
 
     funcs: list[Any] = [
         threading.Thread.start,
@@ -110,6 +111,7 @@ def handoff_codes() -> frozenset[CodeType]:
         concurrent.futures.ProcessPoolExecutor.submit,
         asyncio.base_events.BaseEventLoop.run_in_executor,
         multiprocessing.process.BaseProcess.start,
+        subprocess.Popen.__init__,  # a child process is not followed either
     ]
     return frozenset(f.__code__ for f in funcs if hasattr(f, "__code__"))
 
