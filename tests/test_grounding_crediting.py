@@ -141,3 +141,26 @@ def test_entry_point_matching_nothing_is_refused_by_name(
     messages = [e["message"] for e in doc["errors"]]
     assert any("'pkg/cli.py::main'" in m and "matches no function" in m for m in messages)
     assert not any("create_*" in m for m in messages)
+
+
+def test_pytest_json_report_carries_grounding_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another report format must not bypass the rule (its citations read as not-checked)."""
+    root = _workspace(tmp_path, entry_points=True)
+    execution = root / "openspec/changes/ground/execution.yaml"
+    execution.write_text(
+        execution.read_text()
+        .replace(
+            "--junitxml=.changeloop/r.xml", "--json-report, --json-report-file=.changeloop/r.json"
+        )
+        .replace("report: .changeloop/r.xml", "report: .changeloop/r.json")
+    )
+    _, doc = prove_json(root, "ground", capsys=capsys)
+    status = {cid: c["status"] for cid, c in doc["claims"].items()}
+    assert status["c-grounded"] == "proven"
+    assert status["c-inert"] == "inconclusive"
+    assert status["c-structural"] == "proven"
+    ext = _extension(root, "test.test.json")
+    assert ext["citations"]["c-grounded"][0]["depth"] == "unit"
+    assert ext["citations"]["c-inert"][0]["grounding"] == "inert"

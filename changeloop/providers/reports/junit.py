@@ -28,6 +28,7 @@ from changeloop.providers.reports.model import (
     Finding,
     ReportResult,
     TestCase,
+    citations_from_properties,
     claim_tags,
     counts_of,
     strip_ansi,
@@ -149,36 +150,10 @@ def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
     )
 
 
-_CITATION_KEYS = {"claim-depth": "depth", "claim-ref": "ref"}
-
-
 def read_citations(el: ET.Element) -> tuple[Citation, ...]:
-    """Citations from a testcase's properties (DESIGN.md §11), in document order.
-
-    ``claim`` starts a citation; ``claim-depth``/``claim-ref`` right after it
-    qualify it; ``grounding`` (and ``grounding-reason``) describe the whole test
-    (one trace per test) and so apply to each of its citations.
-    """
-    found: dict[str, dict[str, str]] = {}
-    last: str | None = None
-    grounding: str | None = None
-    reason: str | None = None
-    for prop in el.iter("property"):
-        name, value = prop.get("name"), (prop.get("value") or "").strip()
-        if name == "claim" and value:
-            last = value
-            found.setdefault(value, {})
-        elif name in _CITATION_KEYS and last is not None and value:
-            found[last].setdefault(_CITATION_KEYS[name], value)
-        elif name == "grounding" and value:
-            grounding = value
-        elif name == "grounding-reason" and value:
-            reason = clip(value, 500)
-    if grounding is None and not any(found.values()):
-        return ()  # nothing beyond plain claim properties: keep the old shape
-    return tuple(
-        Citation(claim, extra.get("depth"), extra.get("ref"), grounding, reason)
-        for claim, extra in found.items()
+    """Citations from a testcase's properties (DESIGN.md §11), in document order."""
+    return citations_from_properties(
+        (p.get("name") or "", p.get("value") or "") for p in el.iter("property")
     )
 
 

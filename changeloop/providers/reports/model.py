@@ -35,6 +35,7 @@ __all__ = [
     "ReportResult",
     "TestCase",
     "TestCounts",
+    "citations_from_properties",
     "claim_tags",
     "counts_of",
     "strip_ansi",
@@ -73,6 +74,40 @@ class Citation:
     ref: str | None = None
     grounding: str | None = None
     reason: str | None = None
+
+
+_CITATION_KEYS = {"claim-depth": "depth", "claim-ref": "ref"}
+
+
+def citations_from_properties(pairs: Iterable[tuple[str, str]]) -> tuple[Citation, ...]:
+    """Citations from a test's ordered ``(name, value)`` properties (JUnit, pytest-json).
+
+    ``claim`` starts a citation; ``claim-depth``/``claim-ref`` right after it
+    qualify it; ``grounding`` (and ``grounding-reason``) describe the whole test
+    (one trace per test) and so apply to each of its citations. Plain claim
+    properties alone give ``()`` (the shape runners without these keep).
+    """
+    found: dict[str, dict[str, str]] = {}
+    last: str | None = None
+    grounding: str | None = None
+    reason: str | None = None
+    for name, raw in pairs:
+        value = raw.strip() if isinstance(raw, str) else ""
+        if name == "claim" and value:
+            last = value
+            found.setdefault(value, {})
+        elif name in _CITATION_KEYS and last is not None and value:
+            found[last].setdefault(_CITATION_KEYS[name], value)
+        elif name == "grounding" and value:
+            grounding = value
+        elif name == "grounding-reason" and value:
+            reason = strip_ansi(value)[:500]
+    if grounding is None and not any(found.values()):
+        return ()
+    return tuple(
+        Citation(claim, extra.get("depth"), extra.get("ref"), grounding, reason)
+        for claim, extra in found.items()
+    )
 
 
 @dataclass(frozen=True)
