@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from changeloop.cli.main import main
 from tests.prove_helpers import git, prove_json
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "python-grounding"
@@ -41,3 +42,11 @@ def test_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mutation = _ext(root, "mutation.mutation.json")
     assert mutation["status"] == "pass"
     assert mutation["mutation"] == {"order-total": {"total": 13, "killed": 10}}
+    # gate re-judges the same receipts (runs nothing) and agrees: listing the citations
+    # in the receipt keeps the reason readable
+    capsys.readouterr()
+    assert main(["gate", "add-orders", "--root", str(root), "--json"]) == 1
+    gate = json.loads(capsys.readouterr().out)
+    assert gate["claims"]["refunds"]["status"] == "inconclusive"
+    assert "ungrounded" in gate["claims"]["refunds"]["reasons"][0]["message"]
+    assert gate["claims"]["order-total"]["status"] == "proven"
