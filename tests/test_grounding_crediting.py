@@ -122,8 +122,8 @@ def test_without_entry_points_citations_are_not_checked_and_credit(
     assert status["c-structural"] == "inconclusive"  # structural needs an observed inert
     ext = _extension(root, "test.test.json")
     assert {c["grounding"] for cites in ext["citations"].values() for c in cites} == {"not-checked"}
-    notes = [f["message"] for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
-    assert notes and "no entry points declared" in notes[0]
+    # a repository that did not ask for grounding gets no warning about it
+    assert not [f for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
 
 
 def test_entry_point_matching_nothing_is_refused_by_name(
@@ -164,3 +164,25 @@ def test_pytest_json_report_carries_grounding_too(
     ext = _extension(root, "test.test.json")
     assert ext["citations"]["c-grounded"][0]["depth"] == "unit"
     assert ext["citations"]["c-inert"][0]["grounding"] == "inert"
+
+
+def test_tracer_failure_finishes_the_suite_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_grounding_tracer import BLOCKER
+
+    root = _workspace(tmp_path, entry_points=True)
+    (root / "tests" / "conftest.py").write_text(BLOCKER)
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "block")
+    _, doc = prove_json(root, "ground", capsys=capsys)
+    ext = _extension(root, "test.test.json")
+    assert ext["status"] == "pass"
+    assert ext["tests"]["passed"] == 6  # the whole suite ran
+    groundings = {c["grounding"] for cites in ext["citations"].values() for c in cites}
+    assert groundings == {"not-checked"}
+    notes = [f["message"] for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
+    assert len(notes) == 1 and notes[0].startswith("the tracer failed: ")
+    # not-checked credits a behavioral claim, never a structural one
+    assert doc["claims"]["c-inert"]["status"] == "proven"
+    assert doc["claims"]["c-structural"]["status"] == "inconclusive"

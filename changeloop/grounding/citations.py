@@ -192,11 +192,20 @@ def claim_marks(
 
 
 def not_checked_findings(report: ReportResult | None) -> list[Finding]:
-    """One ``grounding-not-checked`` note per distinct reason (no entry points / tracer error)."""
+    """One ``grounding-not-checked`` warning per distinct reason the trace was in doubt.
+
+    A repository that declares no entry points is not warned about: it did not ask
+    for grounding (its citations say ``not-checked`` and the plugin's
+    ``grounding-reason`` says why).
+    """
     reasons: dict[str, None] = {}
     for case in (report.tests or ()) if report else ():
         for cite in case.citations:
-            if cite.grounding == "not-checked" and cite.reason:
+            if (
+                cite.grounding == "not-checked"
+                and cite.reason
+                and not cite.reason.startswith("no entry points declared")
+            ):
                 reasons[cite.reason] = None
     return [
         Finding(kind="grounding-not-checked", message=reason, severity="warning")
