@@ -165,7 +165,11 @@ def test_score_informs_without_threshold_and_leaves_the_tree_alone(
 
 def test_threshold_fails_below(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _workspace(tmp_path, extra="    threshold: 0.9")
-    code, _ = prove_json(root, "mut", capsys=capsys)
+    before = (root / "pkg/api.py").read_bytes()
+    # --sandbox none runs the tests in place; mutants still go only to the adapter's own copy
+    code, _ = prove_json(root, "mut", "--sandbox", "none", capsys=capsys)
+    assert (root / "pkg/api.py").read_bytes() == before
+    assert git(root, "status", "--porcelain") == ""
     ext = _mutation(root)
     assert code == 1
     assert ext["status"] == "fail"
