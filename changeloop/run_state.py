@@ -322,6 +322,7 @@ class RunState:
             reason=outcome.reason,
             claims=dict(outcome.claims),
             input_mode=outcome.input_mode,
+            citations=dict(outcome.citations),
         )
         entry = ReceiptEntry(
             capability=capability,

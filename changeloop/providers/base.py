@@ -88,6 +88,9 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, JSON-able
     issuer: str | None = None  # external: the accepted receipt's issuer
     url: str | None = None
+    # DESIGN.md §11: claim -> [{test, depth, ref, result, grounding}], and claim -> {total, killed}
+    citations: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    mutation: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 RunCommand = Callable[..., Awaitable[ProcessResult]]

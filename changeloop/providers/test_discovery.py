@@ -29,6 +29,12 @@ Rules (DESIGN.md §3, REPORTS.md):
   plugin records where the repository's own packages were imported from, and
   one imported from outside it (an installed copy) turns a passing ``test``
   into ``inconclusive`` with finding ``imported-from-outside``.
+- Grounding (DESIGN.md §11, ``changeloop/grounding/``): the plugin traces
+  each citing test against the repository's ``entryPoints`` and records its
+  ``grounding``; a passing citation credits a behavioral claim only when
+  ``grounded`` or ``not-checked``, a structural one only when ``inert``;
+  otherwise the claim stays uncredited with finding ``ungrounded``. The
+  receipt lists the citations per claim.
 - The report is deleted before the run (a stale report must not speak for this
   run) and copied into the provider's run directory afterwards.
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
@@ -47,8 +53,9 @@ from typing import Any
 from changeloop.detect.packages import project_packages
 from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
+from changeloop.grounding import citations as grounding
 from changeloop.masking import Masker
-from changeloop.model import ClaimMark, Plan, Provider, Status
+from changeloop.model import Plan, Provider, Status
 from changeloop.processes import ProcessResult
 from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
@@ -86,6 +93,8 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
         "format": provider.format,
         "minimum": provider.minimum,
         "discoveryProvider": provider.discovery_provider,
+        # the repository's entry points decide each citation's grounding (§11)
+        **({"entryPoints": sorted(provider.entry_points)} if provider.entry_points else {}),
     }
 
 
@@ -161,10 +170,13 @@ async def run(ctx: RunContext) -> list[Outcome]:
         report_path.parent.mkdir(parents=True, exist_ok=True)
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
+    env = injected.env
+    if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
+        env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
     result: ProcessResult = await ctx.run_command(
         injected.argv,
         cwd=workdir,
-        env=injected.env,
+        env=env,
         timeout_ms=provider.timeout_ms,
         log_name=provider.name,
     )
@@ -210,6 +222,10 @@ async def run(ctx: RunContext) -> list[Outcome]:
                 f"the tests imported {names} from outside the repository (an installed "
                 "copy), so they did not prove this content",
             )
+    traced = grounding.read_records(ctx.run_dir)
+    grounding.remember(ctx.plan.root, ctx.plan.change.id, repo, traced)
+    test_marks, ungrounded = grounding.claim_marks(ctx, report, test_status)
+    findings[:0] = [*ungrounded, *grounding.not_checked_findings(report)]
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
     )
@@ -241,7 +257,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
             capability=caps[0],
             status=test_status,
             reason=test_reason,
-            claims=claim_marks(ctx, report, test_status),
+            claims=test_marks,
+            citations=grounding.receipt_citations(report),
             **common,
         ),
         Outcome(
@@ -249,7 +266,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
             status=disc_status,
             reason=disc_reason,
             provider=disc_name,
-            claims=claim_marks(ctx, report, disc_status, "discovery"),
+            claims=grounding.claim_marks(ctx, report, disc_status, "discovery")[0],
             **common,
         ),
     ]
@@ -338,27 +355,6 @@ def judge_discovery(
     if ran < minimum:
         return "fail", f"{ran} test(s) ran, fewer than minimum {minimum}"
     return "pass", None
-
-
-def claim_marks(
-    ctx: RunContext, report: ReportResult | None, status: Status, capability: str = "test"
-) -> dict[str, ClaimMark]:
-    """Claim marks for one receipt (see the module doc)."""
-    marks: dict[str, ClaimMark] = dict.fromkeys(ctx.claims_requiring(capability), "uncredited")
-    cited_pass = set(report.credited_claims()) if report else set()
-    cited_fail = set(report.failed_claims()) if report else set()
-    known = ctx.plan.evidence.claims
-    for claim in (*ctx.provider.claims, *sorted(cited_pass | cited_fail)):
-        if claim in known:  # a test citing an id the evidence does not declare credits nothing
-            marks.setdefault(claim, "uncredited")
-    for claim in marks:
-        if claim in cited_fail:
-            marks[claim] = "failed"
-        elif status == "pass" and (claim in cited_pass or claim in ctx.provider.claims):
-            marks[claim] = "credited"
-        elif status == "fail" and claim in ctx.provider.claims:
-            marks[claim] = "failed"
-    return marks
 
 
 # Runners that print their own version in the run's output, when the report does not say.
