@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 
+from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
@@ -70,6 +71,7 @@ class ProveResult:
     verdict: Verdict
     interrupted: bool = False
     masker: Masker = field(default_factory=lambda: Masker(()))
+    notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
 
 
 @dataclass
@@ -87,6 +89,7 @@ class _Run:
     executor: Executor
     emit: EventSink
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
+    shared: shared_cache.SharedCache | None = None  # --cache-from DIR
 
     def fingerprint(self, provider: Provider) -> str:
         if provider.name not in self.fingerprints:
@@ -111,9 +114,21 @@ async def prove(
             run.sink.skipped(provider, result.reason or "not run")
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    notes = list(run.shared.notes) if run.shared else []
+    if options.publish is not None:
+        written = shared_cache.publish(
+            options.publish, plan.root, plan, run.sink.reports, run.fingerprints
+        )
+        notes.append(f"published {len(written)} signed receipt(s) to {options.publish}")
     verdict = decide(plan, run.sink.views(), run.sink.notes())
     return ProveResult(
-        plan, run.run_id, run.run_dir, run.sink.reports, verdict, masker=run.sink.masker
+        plan,
+        run.run_id,
+        run.run_dir,
+        run.sink.reports,
+        verdict,
+        masker=run.sink.masker,
+        notes=notes,
     )
 
 
@@ -164,7 +179,37 @@ def _compose(
         emit,
         fingerprints,
     )
+    if options.cache_from is not None:
+        run.shared = shared_cache.SharedCache(
+            options.cache_from,
+            plan,
+            shared_cache.trusted_ci_keys(plan),
+            _issuer_fingerprints(
+                run, partial(Fingerprinter, plan, boxes.identity, hmac_key=hmac_key(key))
+            ),
+        )
     return run
+
+
+def _issuer_fingerprints(run: _Run, make: Any) -> Any:
+    """(provider, issuer) -> its fingerprint as a run issued by ``issuer`` computes it."""
+    memo: dict[str, tuple[Fingerprinter, dict[str, str]]] = {}
+
+    def of(provider: Provider, issuer: str) -> str:
+        if issuer == run.options.issuer:
+            return run.fingerprint(provider)
+        if issuer not in memo:
+            fpr = make(sandbox=run.options.sandbox, issuer=issuer)
+            memo[issuer] = (fpr, {})
+        fpr, done = memo[issuer]
+        for dep in provider.depends_on:
+            if dep not in done and dep in run.plan.providers:
+                of(run.plan.providers[dep], issuer)
+        if provider.name not in done:
+            done[provider.name] = fpr.fingerprint(provider, done)
+        return done[provider.name]
+
+    return of
 
 
 async def _schedule(run: _Run) -> dict[str, TaskResult]:
@@ -253,12 +298,19 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
 
 def _cached(run: _Run, provider: Provider, services: ServiceManager) -> bool:
     fp = run.fingerprint(provider)
-    return (
+    if not (
         run.options.use_cache
         and not run.fingerprinter.identity_open(provider)
         and not _ports_taken(run.plan, provider, services)
-        and run.sink.reuse(provider, fp)
-    )
+    ):
+        return False
+    if run.sink.reuse(provider, fp):
+        return True
+    found = run.shared.lookup(provider) if run.shared is not None else None
+    if found is None:
+        return False
+    run.sink.adopt(provider, found, origin="shared")
+    return True
 
 
 async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:

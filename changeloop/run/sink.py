@@ -192,6 +192,13 @@ class ReceiptSink:
         parsed = self._verified_cache(fp)
         if parsed is None:
             return False
+        self.adopt(provider, parsed, origin="local")
+        return True
+
+    def adopt(
+        self, provider: Provider, parsed: Sequence[tuple[bytes, bytes, dict[str, Any]]], origin: str
+    ) -> None:
+        """Store verified pass envelopes as this run's receipts, byte for byte (state cached)."""
         for envelope, payload, ext in parsed:
             outcome = Outcome(
                 capability=ext["capability"],
@@ -203,7 +210,7 @@ class ReceiptSink:
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self._store(provider, outcome, receipt_id, envelope, cached=True)
         self._report(provider).state = "cached"
-        return True
+        self._report(provider).origin = origin
 
     # -- inside ----------------------------------------------------------------
     def _verified_cache(self, fp: str) -> list[tuple[bytes, bytes, dict[str, Any]]] | None:
