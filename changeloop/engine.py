@@ -28,13 +28,14 @@ import anyio
 
 from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.executors import open_executor
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.providers import registry
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.providers.base import Finding, Outcome, RunContext
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor, LocalExecutor
+from changeloop.run.job import Executor
 from changeloop.run.records import (
     EventSink,
     ProveOptions,
@@ -104,10 +105,11 @@ async def prove(
     """Run every provider of ``plan`` and decide the change."""
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
-    boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
-    async with boxes:
-        run = _compose(plan, options, state, boxes, on_event)
-        results = await _schedule(run)
+    async with open_executor(plan, options, state.sandboxes) as executor:
+        boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
+        async with boxes:
+            run = _compose(plan, options, state, boxes, on_event, executor=executor)
+            results = await _schedule(run)
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":
@@ -138,6 +140,8 @@ def _compose(
     state: StateDir,
     boxes: Sandboxes,
     on_event: EventSink | None,
+    *,
+    executor: Executor,
 ) -> _Run:
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
@@ -175,7 +179,7 @@ def _compose(
         boxes,
         fingerprinter,
         sink,
-        LocalExecutor(),
+        executor,
         emit,
         fingerprints,
     )
@@ -243,7 +247,8 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
             return await schedule(
                 tasks,
                 run_task,
-                slots=max(1, options.jobs),
+                # a cluster runs as many jobs at once as its workers have threads
+                slots=getattr(run.executor, "capacity", None) or max(1, options.jobs),
                 fail_fast=options.fail_fast,
                 on_event=forward,
             )
@@ -290,7 +295,8 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
         outcomes, log = ctx_or_outcomes, None
     else:
         outcomes, log = await _execute(run, ctx_or_outcomes, services)
-    timing = Timing(started, datetime.now(UTC), *(log or (None, None)))
+    sha, tail, where = log or (None, None, None)
+    timing = Timing(started, datetime.now(UTC), sha, tail, where)
     duration_ms = int((anyio.current_time() - clock) * 1000)
     cacheable = not run.fingerprinter.identity_open(provider)
     return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
@@ -325,7 +331,7 @@ async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
             reason = f"setup of repository {repo} failed; see the setup receipt"
             return every_capability(provider, "inconclusive", reason)
     missing = next((n for n in provider.env_from if n not in os.environ), None)
-    if missing:
+    if missing and not _remote(run):  # a remote worker reads envFrom from its own environment
         reason = f"environment variable {missing} named in envFrom is not set"
         return every_capability(provider, "fail", reason)
     return _context(run, provider, repos)
@@ -350,7 +356,11 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
         sources={r: repo.path for r, repo in plan.repositories.items()},
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
-        env={**os.environ, **provider.env, **{n: os.environ[n] for n in provider.env_from}},
+        env={
+            **os.environ,
+            **provider.env,
+            **{n: os.environ[n] for n in provider.env_from if n in os.environ},
+        },
         # Every process inherits the environment, so every envFrom value of the plan
         # is masked in every log, not only the values this provider named.
         secrets=run.sink.masker.secrets,
@@ -363,7 +373,7 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
 
 async def _execute(
     run: _Run, ctx: RunContext, services: ServiceManager
-) -> tuple[list[Outcome], tuple[str, str] | None]:
+) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
     provider = ctx.provider
     adapter = registry.ADAPTERS[provider.adapter]
     async with services.lease(provider.services) as problems:
@@ -379,6 +389,11 @@ async def _execute(
         text = why or f"provider {provider.name} issued no receipt"
         run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
     assert isinstance(ctx.executor, _Recording)
+    failure = ctx.executor.failure
+    if failure is not None:  # the remote side could not give the command a fair run
+        status, kind, message = failure
+        finding = Finding(kind=kind, message=message, severity="error")
+        outcomes = every_capability(provider, status, message, (finding,))  # type: ignore[arg-type]
     return outcomes, ctx.executor.last
 
 
@@ -387,11 +402,14 @@ class _Recording:
 
     def __init__(self, inner: Executor) -> None:
         self._inner = inner
-        self.last: tuple[str, str] | None = None
+        self.last: tuple[str, str, dict[str, str] | None] | None = None
+        self.failure: tuple[str, str, str] | None = None
 
     async def run(self, job: Any) -> Any:
         result = await self._inner.run(job)
-        self.last = (result.log_sha256, result.log_tail)
+        where = {"kind": "dask", "worker": result.worker} if result.worker else None
+        self.last = (result.log_sha256, result.log_tail, where)
+        self.failure = self.failure or result.failure
         return result
 
 
@@ -406,7 +424,13 @@ async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -
     return every_capability(provider, "inconclusive", reason)
 
 
+def _remote(run: _Run) -> bool:
+    return bool(getattr(run.executor, "remote", False))
+
+
 async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
+    if _remote(run):
+        return True  # each worker runs the repository's setup in its own sandbox (§10)
     return await run_setup(
         run.plan,
         repo,

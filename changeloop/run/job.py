@@ -83,6 +83,10 @@ class JobResult:
     finished: datetime
     signal: int | None = None
     leftovers: bool = False
+    worker: str | None = None  # the remote worker that ran it (DESIGN §10); None: this machine
+    # why a remote executor could not give the command a fair run: (status, finding kind,
+    # message), e.g. ("fail", "content-mismatch", …) or ("inconclusive", "worker-lost", …)
+    failure: tuple[str, str, str] | None = None
 
     @classmethod
     def of(cls, result: ProcessResult, started: datetime, finished: datetime) -> JobResult:

@@ -48,6 +48,7 @@ class Timing:
     finished: datetime
     log_sha256: str | None = None
     log_tail: str | None = None
+    executor: Mapping[str, str] | None = None  # where its command ran; None: this machine
 
     @classmethod
     def now(cls) -> Timing:
@@ -178,6 +179,7 @@ class ReceiptSink:
             log_tail=self.masker.text(timing.log_tail or ""),
             url=outcome.url or self._url,
             wiring=self._wiring(provider),
+            executor=timing.executor or {"kind": "local"},
         )
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
         self._store(provider, outcome, sealed.id, sealed.envelope)

@@ -1,0 +1,307 @@
+"""What runs on a Dask worker: one ``Job`` → a ``WireResult`` (DESIGN.md §10).
+
+Only plain functions and frozen records travel: the coordinator submits
+:func:`run_job` with a :class:`WireJob`; the worker materializes a private
+sandbox for the run and repository from its content cache (keyed by tree
+id), checks its tree, runs the repository's ``setup`` once, reads ``envFrom``
+values from its *own* environment (secrets never cross the wire), runs the
+command as a process group (``changeloop.processes``) and sends back the
+process record, its log files and the files the command wrote in the sandbox.
+Paths the coordinator put in the command (its sandbox, its log directory) are
+re-pointed at the worker's own. A cancelled job (:func:`cancel`) ends its
+process group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from changeloop.executors.content import tree_of, unpack
+from changeloop.processes import ProcessResult, run_process
+from changeloop.run.job import Job
+
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
+SETUP_TIMEOUT_MS = 30 * 60 * 1000
+SKIP_DIRS = frozenset({".git", "__pycache__"})
+
+Failure = tuple[str, str, str]  # (status, finding kind, message)
+
+_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+_sandboxes: dict[str, tuple[Path, Failure | None]] = {}
+_cancelled: set[str] = set()
+_identities: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass(frozen=True)
+class WireJob:
+    job: Job
+    session: str  # one per coordinator run: the worker's sandboxes are the run's
+    token: str  # one per submission: cancellation and the job's own directory
+    setup: tuple[tuple[str, ...], ...]  # the repository's setup commands
+    content: bytes | None  # the content archive, sent once per worker and tree
+
+
+@dataclass(frozen=True)
+class WireResult:
+    worker: str
+    need_content: bool = False
+    failure: Failure | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    spawn_error: str | None = None
+    duration_ms: int = 0
+    log_sha256: str = ""
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    log_tail: str = ""
+    signal: int | None = None
+    leftovers: bool = False
+    log_name: str = ""  # the log's path relative to the job directory
+    stdout_name: str = ""
+    logs: bytes = b""  # tar of the job directory
+    outputs: bytes = b""  # tar of the files the command wrote in the sandbox
+    started: datetime | None = None
+    finished: datetime | None = None
+
+
+def _worker() -> Any:
+    from distributed import get_worker
+
+    return get_worker()
+
+
+def base_dir(dask_worker: Any = None) -> Path:
+    """This worker's own directory for changeloop (content cache and sandboxes)."""
+    try:
+        worker = dask_worker or _worker()
+        return Path(worker.local_directory) / "changeloop"
+    except ValueError:  # not inside a worker (direct call)
+        return Path(tempfile.gettempdir()) / f"changeloop-worker-{os.getpid()}"
+
+
+def content_dir(tree: str, dask_worker: Any = None) -> str:
+    """Where this worker caches the content of ``tree`` (for operators and tests)."""
+    return str(base_dir(dask_worker) / "trees" / tree)
+
+
+def cancel(token: str, dask_worker: Any = None) -> None:
+    """Ask the job ``token`` to stop: its runner ends the process group."""
+    _cancelled.add(token)
+
+
+def cleanup(session: str, dask_worker: Any = None) -> None:
+    """Remove a finished run's sandboxes (the content cache stays)."""
+    with _guard:
+        for key in [k for k in _sandboxes if k.startswith(session + "/")]:
+            del _sandboxes[key]
+    shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
+
+
+def executable_identity(argv0: str, dask_worker: Any = None) -> str | None:
+    """sha256 of the resolved executable's bytes (remembered by path, size, mtime); None: absent."""
+    found = shutil.which(argv0)
+    if found is None:
+        return None
+    path = Path(found).resolve()
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _identities:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _identities[key] = "sha256:" + digest.hexdigest()
+    return _identities[key]
+
+
+def run_job(wire: WireJob) -> WireResult:
+    """Run one job on this worker; never raises for the job's own failures."""
+    job = wire.job
+    address = str(_worker().address)
+    missing = [name for name in job.env_from if name not in os.environ]
+    if missing:
+        why = f"envFrom variable {missing[0]} is not set on worker {address}"
+        return WireResult(address, failure=("fail", "secret-missing", why))
+    base = base_dir()
+    try:
+        box = _sandbox(wire, base, address)
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+        why = f"worker {address} could not materialize the sandbox: {type(exc).__name__}: {exc}"
+        return WireResult(address, failure=("inconclusive", "sandbox-failed", why))
+    if box is None:
+        return WireResult(address, need_content=True)
+    sandbox, failure = box
+    if failure is not None:
+        return WireResult(address, failure=failure)
+    jobdir = base / "runs" / wire.session / "jobs" / wire.token
+    jobdir.mkdir(parents=True, exist_ok=True)
+    swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
+    argv = [_swap(a, swaps) for a in job.argv]
+    env = {k: _swap(v, swaps) for k, v in job.environment(os.environ).items()}
+    started, clock = datetime.now(UTC), time.time()
+    result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
+    finished = datetime.now(UTC)
+    _cancelled.discard(wire.token)
+    if result is None:
+        why = f"cancelled on worker {address}; its process group was ended"
+        return WireResult(address, failure=("inconclusive", "cancelled", why))
+    return WireResult(
+        address,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        spawn_error=result.spawn_error,
+        duration_ms=result.duration_ms,
+        log_sha256=result.log_sha256,
+        stdout_tail=result.stdout_tail,
+        stderr_tail=result.stderr_tail,
+        log_tail=result.log_tail,
+        signal=result.signal,
+        leftovers=result.leftovers,
+        log_name=_relative(result.log_path, jobdir),
+        stdout_name=_relative(result.stdout_path, jobdir),
+        logs=_pack_dir(jobdir, 0.0),
+        outputs=_pack_dir(sandbox, clock - 1.0),
+        started=started,
+        finished=finished,
+    )
+
+
+async def _cancellable(
+    wire: WireJob, argv: list[str], cwd: Path, env: dict[str, str], jobdir: Path
+) -> ProcessResult | None:
+    token, job = wire.token, wire.job
+    done: list[ProcessResult] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while token not in _cancelled:
+                await anyio.sleep(0.1)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        done.append(
+            await run_process(
+                argv,
+                cwd=cwd,
+                env=env,
+                timeout_ms=job.timeout_ms,
+                log_dir=jobdir,
+                log_name=job.log_name,
+                secrets=job.secrets(os.environ),
+            )
+        )
+        tg.cancel_scope.cancel()
+    return done[0] if done else None
+
+
+def _sandbox(wire: WireJob, base: Path, address: str) -> tuple[Path, Failure | None] | None:
+    """This run's sandbox of the job's repository: made, checked and set up once."""
+    job = wire.job
+    key = f"{wire.session}/{job.sandbox.repository}"
+    with _guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        if key in _sandboxes:
+            return _sandboxes[key]
+        cached = base / "trees" / job.sandbox.tree
+        if not cached.is_dir():
+            if wire.content is None:
+                return None
+            staging = base / "trees" / f".{job.sandbox.tree}.{wire.token}"
+            unpack(wire.content, staging)
+            try:
+                staging.rename(cached)
+            except OSError:  # another job unpacked it first
+                shutil.rmtree(staging, ignore_errors=True)
+        box = base / "runs" / wire.session / "repos" / job.sandbox.repository
+        shutil.rmtree(box, ignore_errors=True)
+        shutil.copytree(cached, box, symlinks=True)
+        tree = tree_of(box)
+        failure: Failure | None = None
+        if tree != job.sandbox.tree:
+            why = (
+                f"worker {address} materialized tree {tree} for repository "
+                f"{job.sandbox.repository}, not the job's {job.sandbox.tree}"
+            )
+            failure = ("fail", "content-mismatch", why)
+        else:
+            failure = _setup(wire, box, base, address)
+        _sandboxes[key] = (box, failure)
+        return _sandboxes[key]
+
+
+def _setup(wire: WireJob, box: Path, base: Path, address: str) -> Failure | None:
+    logs = base / "runs" / wire.session / "setup" / wire.job.sandbox.repository
+    for index, argv in enumerate(wire.setup):
+        result = anyio.run(_plain, list(argv), box, logs, f"setup-{index}", wire.job)
+        if result.exit_code != 0:
+            why = result.spawn_error or f"exited {result.exit_code}"
+            message = f"setup {' '.join(argv)} on worker {address}: {why}"
+            return ("inconclusive", "setup-failed", message)
+    return None
+
+
+async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) -> ProcessResult:
+    logs.mkdir(parents=True, exist_ok=True)
+    return await run_process(
+        argv,
+        cwd=cwd,
+        env=dict(os.environ),
+        timeout_ms=SETUP_TIMEOUT_MS,
+        log_dir=logs,
+        log_name=name,
+        secrets=job.secrets(os.environ),
+    )
+
+
+def _swap(text: str, swaps: Sequence[tuple[str, str]]) -> str:
+    for old, new in swaps:
+        if old and old in text:
+            text = text.replace(old, new)
+    return text
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _pack_dir(root: Path, since: float) -> bytes:
+    """Files under ``root`` modified at or after ``since`` (bounded), as a tar archive."""
+    buffer = io.BytesIO()
+    budget = MAX_OUTPUT_BYTES
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(files):
+                path = Path(folder) / name
+                try:
+                    stat = path.lstat()
+                except OSError:
+                    continue
+                if stat.st_mtime < since or stat.st_size > budget:
+                    continue
+                budget -= stat.st_size
+                archive.add(path, arcname=path.relative_to(root).as_posix(), recursive=False)
+    return buffer.getvalue()
