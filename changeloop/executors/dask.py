@@ -32,7 +32,7 @@ from changeloop.providers import registry
 from changeloop.run.job import Job, JobResult
 from changeloop.sandboxes.copy import list_files
 
-CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 5
 POLL_S = 0.05
 WATCH_EVERY = 10  # polls between checks that the job's worker is still there
 
@@ -49,6 +49,7 @@ class DaskExecutor:
         self._client: Any = None
         self._workers: dict[str, int] = {}  # address -> threads
         self._busy: dict[str, int] = {}
+        self._uses: dict[str, int] = {}
         self._lost: set[str] = set()
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
@@ -204,7 +205,17 @@ class DaskExecutor:
         for dep in job.provider.depends_on:  # where its dependencies generated their output
             if self._placed.get(dep) in alive:
                 return self._placed[dep]
-        return min(alive, key=lambda a: (self._busy.get(a, 0) / max(1, self._workers[a]), a))
+        # least busy; among equals the least used, so the cluster's workers take turns
+        chosen = min(
+            alive,
+            key=lambda a: (
+                self._busy.get(a, 0) / max(1, self._workers[a]),
+                self._uses.get(a, 0),
+                a,
+            ),
+        )
+        self._uses[chosen] = self._uses.get(chosen, 0) + 1
+        return chosen
 
     async def _archive(self, job: Job) -> bytes:
         tree = job.sandbox.tree

@@ -1,0 +1,266 @@
+"""``prove --executor dask`` on a real ``distributed.LocalCluster`` (DESIGN.md §10).
+
+One module-scoped cluster of three single-threaded worker *processes* on
+127.0.0.1, started here, so CI needs nothing beyond the pip extra. Everything
+else is real: git repositories, the CLI, processes on the workers, signed
+receipts. The test that kills workers runs last (the nannies restart them).
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from changeloop.executors import worker as remote  # noqa: E402
+from changeloop.identity import content_identity  # noqa: E402
+from tests.prove_helpers import (  # noqa: E402
+    make_change,
+    make_repo,
+    prove_json,
+    provider_entry,
+    receipts_of,
+)
+
+PY = sys.executable
+EVIDENCE = "version: 3\nclaims:\n  hello: {statement: it greets, requires: [use]}\n"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with distributed.LocalCluster(
+        n_workers=3,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=40,
+    ) as local:
+        yield local
+
+
+def _dask(cluster: Any) -> list[str]:
+    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
+
+
+def _py(code: str) -> str:
+    return json.dumps([PY, "-c", code])
+
+
+def _extensions(root: Path, change: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted((root / ".changeloop" / "receipts" / change).glob("*.json")):
+        payload = json.loads(base64.b64decode(json.loads(path.read_bytes())["payload"]))
+        out[path.name] = payload
+    return out
+
+
+def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = "import pathlib; pathlib.Path('out').mkdir(exist_ok=True); pathlib.Path('out/gen.txt').write_text('made')"
+    use = "import pathlib, sys; sys.exit(0 if pathlib.Path('out/gen.txt').read_text() == 'made' else 1)"
+    bad = "import sys; print('nope'); sys.exit(3)"
+    sees = _py("open('notes.txt').read()")
+    root = make_repo(tmp_path / "ws", {"src/app.py": "print('hi')\n", ".gitignore": "out/\n"})
+    (root / "notes.txt").write_text("untracked, not ignored\n")
+    make_change(
+        root,
+        "c1",
+        EVIDENCE + "  other: {statement: no, requires: [bad]}\n",
+        "version: 1\nproviders:\n"
+        f"  gen: {{adapter: command, command: {_py(gen)}}}\n"
+        f"  use: {{adapter: command, command: {_py(use)}, dependsOn: [gen], claims: [hello]}}\n"
+        f"  bad: {{adapter: command, command: {_py(bad)}, claims: [other]}}\n"
+        f"  sees: {{adapter: command, command: {sees}}}\n",
+    )
+    code_local, local = prove_json(root, "c1", "--sandbox", "copy", capsys=capsys)
+    receipts_local = _extensions(root, "c1")
+    code_dask, dask = prove_json(
+        root, "c1", "--sandbox", "copy", "--no-cache", *_dask(cluster), capsys=capsys
+    )
+    receipts_dask = _extensions(root, "c1")
+    assert code_local == code_dask == 1
+    assert local["claims"] == dask["claims"] and local["status"] == dask["status"]
+    assert dask["claims"]["hello"]["status"] == "proven"
+    assert [p["state"] for p in local["providers"]] == [p["state"] for p in dask["providers"]]
+    assert receipts_local.keys() == receipts_dask.keys() and len(receipts_dask) == 4
+    workers = set()
+    for name, statement in receipts_dask.items():
+        ext = statement["predicate"]["changeloop"]
+        assert receipts_local[name]["predicate"]["changeloop"]["executor"] == {"kind": "local"}
+        assert ext["executor"]["kind"] == "dask" and ext["executor"]["worker"].startswith("tcp://")
+        workers.add(ext["executor"]["worker"])
+        for doc in (statement, receipts_local[name]):
+            ext_ = doc["predicate"]["changeloop"]
+            for key in ("executor", "startedOn", "finishedOn", "durationMs"):
+                ext_.pop(key)
+            doc["predicate"].pop("runDetails", None)
+            doc["predicate"].pop("metadata", None)
+        assert statement == receipts_local[name], name
+    # use ran where gen made out/gen.txt (worker restriction)
+    assert len(workers) >= 2
+
+
+def test_exclusive_resources_never_overlap_across_workers(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "intervals.txt"
+    hold = (
+        "import os, time; a = time.time(); time.sleep(0.3); b = time.time(); "
+        f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
+    )
+    providers = "".join(
+        f"  p{i}: {{adapter: command, command: {_py(hold)}, resources: [gpu]"
+        + (", claims: [hello]}\n" if i == 0 else "}\n")
+        for i in range(4)
+    )
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 1\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE.replace("[use]", "[p0]"),
+        "version: 1\nproviders:\n" + providers,
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    assert len(spans) == 4
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end <= start, spans
+    used = {
+        s["predicate"]["changeloop"]["executor"]["worker"] for s in _extensions(root, "c1").values()
+    }
+    assert len(used) >= 2  # the lock held across workers, not by running on one
+
+
+def test_a_secret_is_read_on_the_worker_and_missing_there_fails(
+    tmp_path: Path,
+    cluster: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("H13_ONLY_HERE_TOKEN", "coordinator-only-value")  # workers started before
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 2\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        "version: 1\nproviders:\n"
+        f"  use: {{adapter: command, command: {_py('pass')}, envFrom: [H13_ONLY_HERE_TOKEN],"
+        " claims: [hello]}\n",
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 1
+    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    assert ext["status"] == "fail"
+    assert [f["kind"] for f in ext["findings"]] == ["secret-missing"]
+    assert "coordinator-only-value" not in json.dumps(doc)
+
+
+def test_a_worker_whose_content_is_not_the_jobs_tree_fails_content_mismatch(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_repo(tmp_path / "ws", {"src/app.py": f"x = {time.time_ns()}\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n",
+    )
+    tree = content_identity(root, include_untracked=True).tree
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        for folder in client.run(remote.content_dir, tree).values():
+            Path(folder).mkdir(parents=True)
+            (Path(folder) / "src").mkdir()
+            (Path(folder) / "src" / "app.py").write_text("x = 'tampered'\n")
+    finally:
+        client.close()
+    code, _doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 1
+    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    assert ext["status"] == "fail"
+    assert [f["kind"] for f in ext["findings"]] == ["content-mismatch"]
+
+
+def test_an_unreachable_scheduler_refuses_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    touch = _py(f"open({str(marker)!r}, 'w')")
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 3\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {touch}, claims: [hello]}}\n",
+    )
+    code, doc = prove_json(
+        root, "c1", "--executor", "dask", "--dask-scheduler", "tcp://127.0.0.1:9", capsys=capsys
+    )
+    assert code == 2 and doc["errors"][0]["code"] == "dask_unreachable"
+    assert not marker.exists()
+
+
+def test_a_worker_killed_mid_job_never_gives_a_pass(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kill the worker running the job, then the one it is retried on: worker-lost."""
+    started = tmp_path / "started.txt"
+    slow = (
+        "import os, time; "
+        f"open({str(started)!r}, 'a').write(f'{{os.getppid()}} {{os.getpid()}}\\n'); time.sleep(20)"
+    )
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 4\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(slow)}, claims: [hello]}}\n",
+    )
+    done = threading.Event()
+    killed: list[int] = []
+
+    def killer() -> None:
+        seen = 0
+        while not done.is_set():
+            lines = started.read_text().splitlines() if started.exists() else []
+            for line in lines[seen:]:
+                parent, child = map(int, line.split())
+                for pid in (parent, child):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                killed.append(parent)
+            seen = len(lines)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    finally:
+        done.set()
+        thread.join()
+    assert code == 1
+    assert len(killed) == 2  # the first worker, then the one it was retried on
+    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    assert ext["status"] == "inconclusive"
+    assert [f["kind"] for f in ext["findings"]] == ["worker-lost"]
+    assert doc["claims"]["hello"]["status"] != "proven"
+    assert receipts_of(doc, "use")["use"]["status"] == "inconclusive"
+    assert provider_entry(doc, "use")["state"] == "ran"
