@@ -74,7 +74,7 @@ def overhead_changeloop(tmp: Path) -> float:
 def overhead_scheduler_only() -> float:
     jobs = [Task(f"t{i}", resources=("workspace-read:self",)) for i in range(N)]
 
-    async def run(job: Task) -> bool:
+    async def run(_job: Task) -> bool:
         return True
 
     async def main() -> float:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
+
+from changeloop import fsio
+from changeloop.errors import FileRefused
+from changeloop.state import clear_non_file
 
 __all__ = ["entry_path", "load", "store"]
 
@@ -30,6 +32,8 @@ _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 # Adapters whose verdict depends on files outside every fingerprint (the change's
 # receipts/), so an equal fingerprint does not mean an equal result.
 NEVER_CACHED = frozenset({"external"})
+# Envelopes are capped at 4 MiB each (DESIGN.md §2.6); an entry holds a few, in base64.
+ENTRY_LIMIT = 64 * fsio.MIB
 
 
 def entry_path(cache_dir: Path, fingerprint: str) -> Path:
@@ -46,7 +50,7 @@ def _extension_field(envelope: bytes, key: str) -> str | None:
         doc = json.loads(envelope)
         payload = base64.b64decode(doc["payload"])
         value = json.loads(payload)["predicate"]["changeloop"][key]
-    except (ValueError, KeyError, TypeError, RecursionError):  # deep JSON: a miss
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
     return value if isinstance(value, str) else None
 
@@ -70,7 +74,6 @@ def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None
     if any(_never_cached(e) for e in envelopes):
         return  # re-judged on every run
     target = entry_path(cache_dir, fingerprint)
-    cache_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(
         {
             "fingerprint": fingerprint,
@@ -78,27 +81,32 @@ def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None
         },
         sort_keys=True,
     ).encode("utf-8")
-    tmp = cache_dir / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        clear_non_file(target)  # a directory squatting on the name: damaged state, rebuilt
+        fsio.write_atomic(target, data)
+    except OSError:
+        return  # an optimisation only: the pass stands, the next run is a miss
 
 
 def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
-    """The pass envelopes cached for ``fingerprint``, byte for byte; None on any doubt."""
+    """The pass envelopes cached for ``fingerprint``, byte for byte; None on any doubt.
+
+    An entry that cannot be read (permissions, a directory, a FIFO, a symlink,
+    too big, too deeply nested) is a miss, never an error.
+    """
     try:
-        raw = entry_path(cache_dir, fingerprint).read_bytes()
+        raw, _info = fsio.read_regular_stat(
+            entry_path(cache_dir, fingerprint),
+            limit=ENTRY_LIMIT,
+            what="cache entry",
+            follow_symlinks=False,
+        )
         doc = json.loads(raw)
         if doc.get("fingerprint") != fingerprint:
             return None
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (FileRefused, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     if not envelopes or any(_status(e) != "pass" or _never_cached(e) for e in envelopes):
         return None

@@ -78,3 +78,40 @@ class ConfigError(ChangeloopError):
 
 class PreflightError(ChangeloopError):
     """The plan is well-formed but refused before anything runs."""
+
+
+class FileRefused(ChangeloopError):
+    """A file changeloop must read is missing, not a regular file, too big or unreadable.
+
+    ``reason`` completes "<what> <path> …" ("is a FIFO (named pipe), not a
+    regular file"); callers that turn it into a finding or an unreadable report
+    use it as is. Exit 2 when it reaches the CLI before anything ran.
+    """
+
+    def __init__(
+        self, path: object, what: str, reason: str, *, missing: bool = False, exit_code: int = 2
+    ) -> None:
+        self.path = str(path)
+        self.what = what
+        self.reason = reason
+        self.missing = missing
+        super().__init__(
+            Problem(
+                code="file_refused",
+                message=f"{what} {self.path} {reason}",
+                location=Location(self.path),
+                fix=f"give the {what} as a regular file you can read",
+            ),
+            exit_code=exit_code,
+        )
+
+
+class StateRefused(ChangeloopError):
+    """The workspace state (``.changeloop/``) cannot be trusted or used as it is (exit 2)."""
+
+    def __init__(self, path: object, message: str, fix: str) -> None:
+        self.path = str(path)
+        super().__init__(
+            Problem(code="state_refused", message=message, location=Location(self.path), fix=fix),
+            exit_code=2,
+        )

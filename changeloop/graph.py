@@ -44,7 +44,7 @@ def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
                 iters.pop()
                 continue
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):]
+                cycle = path[path.index(nxt) :]
                 pivot = cycle.index(min(cycle))
                 rotated = cycle[pivot:] + cycle[:pivot]
                 return [*rotated, rotated[0]]

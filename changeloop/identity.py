@@ -33,14 +33,23 @@ __all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
 
 OPENSPEC = "openspec"
 # Variables that would redirect git away from the repository we name with -C.
-_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+# Variables that point git somewhere other than the working directory's repository.
+GIT_REDIRECTS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_PREFIX",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+)
 
 
 def git_env(
     index_file: Path | None = None, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The caller's environment minus git redirections, plus our own settings."""
-    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
+    env = {k: v for k, v in os.environ.items() if k not in GIT_REDIRECTS}
     # Never let a read-only helper refresh the user's index as a side effect.
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["LC_ALL"] = "C"
@@ -90,6 +99,7 @@ class GitLayout:
     index: Path  # the user's index file (may not exist yet)
     git_dir: Path  # the common git directory (objects, worktrees/)
     head: str | None  # HEAD commit, None in a repository with no commits
+    object_format: str = "sha1"  # "sha1" or "sha256": a sandbox's repository must match
 
 
 def layout(repo: Path) -> GitLayout:
@@ -110,12 +120,13 @@ def layout(repo: Path) -> GitLayout:
             "--git-path",
             "index",
             "--git-common-dir",
+            "--show-object-format",
         ],
         cwd=repo,
         check=False,
     )
     lines = proc.stdout.decode().splitlines()
-    if proc.returncode != 0 or len(lines) < 4:
+    if proc.returncode != 0 or len(lines) < 5:
         raise ChangeloopError(
             Problem(
                 code="not_a_git_work_tree",
@@ -123,7 +134,7 @@ def layout(repo: Path) -> GitLayout:
                 fix=f"run `git init` in {repo}, or point `repositories:` at a git checkout",
             )
         )
-    top, prefix, index, common = lines[0], lines[1], lines[2], lines[3]
+    top, prefix, index, common, object_format = lines[:5]
     head_proc = git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=repo, check=False)
     head = head_proc.stdout.decode().strip() or None
     return GitLayout(
@@ -132,6 +143,7 @@ def layout(repo: Path) -> GitLayout:
         index=(repo / index).resolve(),
         git_dir=(repo / common).resolve(),
         head=head,
+        object_format=object_format,
     )
 
 
@@ -171,40 +183,55 @@ def virtualenv_excludes(cwd: Path) -> list[str]:
     )
 
 
-def identity_from_index(
+def identity_from_tree(
     cwd: Path,
     env: Mapping[str, str],
+    full_tree: str,
     *,
-    write_prefix: str,
+    prefix: str,
     head_prefix: str,
     head: str | None,
 ) -> ContentIdentity:
-    """Drop ``openspec/`` from the staged index and write the tree of ``cwd``'s subtree.
+    """The identity inside ``full_tree``: its ``prefix`` subtree with ``openspec`` left out.
 
-    ``write_prefix`` is where ``cwd`` sits in the index being written;
-    ``head_prefix`` where the repository sits in HEAD (they differ for a copy
-    sandbox, which is hashed as its own work tree against the source's objects).
+    The same tree ``git rm -r --cached openspec; git write-tree --prefix`` gives,
+    made from tree objects alone so that the index that wrote ``full_tree`` is
+    left as it was (a sandbox keeps it as its own index). ``head_prefix`` is
+    where the repository sits in HEAD (a copy sandbox holds only the subtree).
     """
-    git(["rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC], cwd=cwd, env=env)
-    args = ["write-tree"]
-    if write_prefix:
-        args.append(f"--prefix={write_prefix}")
-    proc = git(args, cwd=cwd, env=env, check=False)
-    if proc.returncode != 0 and write_prefix:
-        # Nothing staged under the prefix at all: the subdirectory's tree is empty.
-        tree = git(["mktree"], cwd=cwd, env=env, input_bytes=b"").stdout.decode().strip()
-    else:
-        if proc.returncode != 0:
-            git(args, cwd=cwd, env=env)  # re-run to raise with git's message
-        tree = proc.stdout.decode().strip()
-    dirty = _differs_from_head(cwd, env, tree, head_prefix, head)
-    return ContentIdentity(tree=tree, head=head, dirty=dirty)
+    sub = full_tree
+    if prefix:
+        found = git(
+            ["rev-parse", "-q", "--verify", f"{full_tree}:{prefix}"], cwd=cwd, env=env, check=False
+        )
+        sub = found.stdout.decode().strip()
+    entries = _entries(cwd, env, sub) if sub else []
+    kept = [e for e in entries if e.split(b"\t", 1)[1] != OPENSPEC.encode()]
+    if not sub or len(kept) != len(entries):
+        # --missing: the entries' objects exist already (or are submodule commits).
+        listing = b"".join(e + b"\0" for e in kept)
+        mktree = git(["mktree", "-z", "--missing"], cwd=cwd, env=env, input_bytes=listing)
+        sub = mktree.stdout.decode().strip()
+    dirty = _differs_from_head(cwd, env, tree=sub, ours=kept, prefix=head_prefix, head=head)
+    return ContentIdentity(tree=sub, head=head, dirty=dirty)
+
+
+def _entries(cwd: Path, env: Mapping[str, str], tree: str) -> list[bytes]:
+    """``tree``'s top-level entries as ``git ls-tree -z`` prints them."""
+    listed = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd, env=env).stdout
+    return [e for e in listed.split(b"\0") if e]
 
 
 def _differs_from_head(
-    cwd: Path, env: Mapping[str, str], tree: str, prefix: str, head: str | None
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    tree: str,
+    ours: list[bytes],
+    prefix: str,
+    head: str | None,
 ) -> bool:
-    """Compare top-level entries (minus openspec) of ``tree`` with HEAD's, for the prefix.
+    """Compare ``tree``'s top-level entries ``ours`` with HEAD's (minus openspec), for the prefix.
 
     Comparing one tree listing is enough: equal entry ids mean equal subtrees.
     """
@@ -215,13 +242,11 @@ def _differs_from_head(
         .stdout.decode()
         .strip()
     )
-    ours = git(["ls-tree", "--full-tree", "-z", tree], cwd=cwd, env=env).stdout.split(b"\0")
     if not head_tree:  # HEAD has nothing here: dirty unless we have nothing either
-        return ours != [b""]
+        return bool(ours)
     if head_tree == tree:
         return False
-    theirs = git(["ls-tree", "--full-tree", "-z", head_tree], cwd=cwd, env=env).stdout.split(b"\0")
-    theirs = [e for e in theirs if not e.endswith(b"\t" + OPENSPEC.encode())]
+    theirs = [e for e in _entries(cwd, env, head_tree) if not e.endswith(b"\t" + OPENSPEC.encode())]
     return sorted(ours) != sorted(theirs)
 
 
@@ -239,6 +264,7 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
         seed_index(lay, tmp_index, repo)
         env = git_env(tmp_index)
         stage(repo, env, include_untracked=include_untracked)
-        return identity_from_index(
-            repo, env, write_prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
+        full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
+        return identity_from_tree(
+            repo, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
         )

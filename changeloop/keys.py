@@ -18,14 +18,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from changeloop.errors import ChangeloopError, Location, Problem
+from changeloop import fsio
+from changeloop.errors import ChangeloopError, FileRefused, Location, Problem
+from changeloop.state import check_state, clear_non_file, unusable
 
+KEY_FILE_LIMIT = 64 * fsio.KIB  # a PEM key is a few hundred bytes
 _PEM_BEGIN = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
 _ONLY = "changeloop accepts Ed25519 only"
 _FIX = "give the Ed25519 public key made by `changeloop keygen` (the .pub file, SPKI PEM)"
@@ -67,17 +71,15 @@ def keyid(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _write_public(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
-    """Write ``<stem>.key`` (PKCS#8, 0600) and ``<stem>.pub`` (SPKI); refuse to overwrite."""
+    """Write ``<stem>.key`` (PKCS#8, 0600) and ``<stem>.pub`` (SPKI); refuse to overwrite.
+
+    Both are created exclusively: a name already taken — even by a dangling
+    symlink someone planted — is never written through.
+    """
     key_path, pub_path = out_dir / f"{stem}.key", out_dir / f"{stem}.pub"
     for path in (key_path, pub_path):
-        if path.exists():
+        if os.path.lexists(path):
             raise ChangeloopError(
                 Problem(
                     code="key_exists",
@@ -88,8 +90,13 @@ def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
                 exit_code=2,
             )
     key = generate_private_key()
-    _write_private_exclusive(key_path, private_pem(key))  # a racing writer gets FileExistsError
-    _write_public(pub_path, public_pem(key.public_key()))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fsio.create_new(key_path, private_pem(key), mode=0o600)  # a racing writer: FileExistsError
+    try:
+        fsio.create_new(pub_path, public_pem(key.public_key()), mode=0o644)
+    except BaseException:
+        key_path.unlink(missing_ok=True)
+        raise
     return key_path, pub_path
 
 
@@ -152,20 +159,27 @@ def load_public_key(pem: str | bytes, source: str) -> Ed25519PublicKey:
 
 def load_public_key_file(path: Path) -> Ed25519PublicKey:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise KeyRefused(str(path), f"cannot read public key {path}: {exc.strerror}") from exc
+        data = fsio.read_regular(path, limit=KEY_FILE_LIMIT, what="public key")
+    except FileRefused as exc:
+        raise KeyRefused(str(path), f"cannot read public key {path}: {exc.reason}") from exc
     return load_public_key(data, str(path))
 
 
-def load_private_key(path: Path) -> Ed25519PrivateKey:
-    """An unencrypted PKCS#8 PEM Ed25519 private key."""
+def load_private_key(path: Path, *, follow_symlinks: bool = True) -> Ed25519PrivateKey:
+    """An unencrypted PKCS#8 PEM Ed25519 private key that only its owner can read.
+
+    Like ssh, a key file with any group or other permission bit is refused:
+    someone else could have read it, or swapped it.
+    """
     source = str(path)
     fix = _PRIVATE_FIX
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise KeyRefused(source, f"cannot read private key {path}: {exc.strerror}", fix) from exc
+        data, info = fsio.read_regular_stat(
+            path, limit=KEY_FILE_LIMIT, what="private key", follow_symlinks=follow_symlinks
+        )
+    except FileRefused as exc:
+        why = f"cannot read private key {path}: {exc.reason}"
+        raise KeyRefused(source, why, fix) from exc
     label = _one_block(data, source)
     if "PRIVATE" not in label:
         raise KeyRefused(source, f"{source} holds a PEM '{label}', not a private key", fix)
@@ -179,38 +193,39 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     if not isinstance(key, Ed25519PrivateKey):
         _refuse_type(key, source, private=True)
     assert isinstance(key, Ed25519PrivateKey)
+    if info.st_mode & 0o077:
+        raise KeyRefused(
+            source,
+            f"permissions {stat.S_IMODE(info.st_mode):04o} for private key {source} are too"
+            " open; a private key must not be accessible by group or others",
+            f"`chmod 600 {source}`",
+        )
     return key
 
 
 def workspace_key(root: Path) -> Ed25519PrivateKey:
     """The workspace's own key, ``.changeloop/keys/local.key``, made on first use.
 
-    It proves nothing to anyone else: it only keeps local receipts tamper-evident.
+    It proves nothing to anyone else: it only keeps local receipts (and the
+    cache) tamper-evident. It is used only as a regular, untracked file of mode
+    0600 (``state.check_state`` refuses anything else, exit 2); never through
+    a symlink.
     """
+    check_state(root)
     key_dir = root / ".changeloop" / "keys"
     key_path = key_dir / "local.key"
-    if key_path.exists():
-        return load_private_key(key_path)
+    if os.path.lexists(key_path):
+        return load_private_key(key_path, follow_symlinks=False)
     key = generate_private_key()
+    pub_path = key_dir / "local.pub"
     try:
-        _write_private_exclusive(key_path, private_pem(key))
-    except FileExistsError:  # another process made it first: use theirs
-        return load_private_key(key_path)
-    _write_public(key_dir / "local.pub", public_pem(key.public_key()))
+        key_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fsio.create_new(key_path, private_pem(key), mode=0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            return load_private_key(key_path, follow_symlinks=False)
+        clear_non_file(pub_path)  # a directory squatting there: damaged state, rebuilt
+        fsio.write_atomic(pub_path, public_pem(key.public_key()))
+    except OSError as exc:
+        raise unusable(key_dir, exc) from exc
     return key
-
-
-def _write_private_exclusive(path: Path, data: bytes) -> None:
-    """Create ``path`` 0600 from the start (never world-readable), never over another file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)  # atomic and fails if a concurrent run won the race
-    finally:
-        tmp.unlink()

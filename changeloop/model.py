@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from changeloop.errors import Location
+
+if TYPE_CHECKING:
+    from changeloop.config.yamlio import Document
 
 Status = Literal["pass", "fail", "inconclusive"]
 ClaimMark = Literal["credited", "failed", "uncredited"]
@@ -63,6 +66,8 @@ class Evidence:
     requires: Mapping[str, tuple[str, ...] | None]
     claims: Mapping[str, Claim]
     declared_repositories: bool = False
+    # The YAML marks of the file it was read from: preflight points at lines without re-reading.
+    marks: Document | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,7 @@ class Execution:
     providers: Mapping[str, Provider]
     services: Mapping[str, Service]
     setup: Mapping[str, tuple[tuple[str, ...], ...]]
+    marks: Document | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

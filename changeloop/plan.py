@@ -47,13 +47,15 @@ def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Executi
     execution_path = change.path / EXECUTION_FILE
     shown = display_path(root, evidence_path)
     if not os.path.lexists(evidence_path):  # anything else there is read and refused
-        raise ConfigError(Problem(
-            code="evidence_missing",
-            message=f"change {change.id!r} has no {EVIDENCE_FILE} ({shown})",
-            location=Location(shown),
-            fix=f"create {shown} with `version: 3` and the claims to prove, "
-            f"or run `changeloop evidence init {change.id}`",
-        ))
+        raise ConfigError(
+            Problem(
+                code="evidence_missing",
+                message=f"change {change.id!r} has no {EVIDENCE_FILE} ({shown})",
+                location=Location(shown),
+                fix=f"create {shown} with `version: 3` and the claims to prove, "
+                f"or run `changeloop evidence init {change.id}`",
+            )
+        )
     problems: list[Problem] = []
     evidence: Evidence | None = None
     execution: Execution | None = None
@@ -71,8 +73,9 @@ def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Executi
     return evidence, execution
 
 
-def _merge(configured: Mapping[str, Provider],
-           derived: Mapping[str, Provider] | None) -> dict[str, Provider]:
+def _merge(
+    configured: Mapping[str, Provider], derived: Mapping[str, Provider] | None
+) -> dict[str, Provider]:
     merged = dict(configured)
     for name, provider in (derived or {}).items():
         merged.setdefault(name, provider)
@@ -122,9 +125,12 @@ def _defaults(provider: Provider, plan: Plan) -> tuple[str, ...] | None:
     return tuple(adapter.default_resources(provider, plan))
 
 
-def build_plan(root: Path, change: ChangeRef,
-               derived: Mapping[str, Provider] | None = None,
-               config: tuple[Evidence, Execution | None] | None = None) -> Plan:
+def build_plan(
+    root: Path,
+    change: ChangeRef,
+    derived: Mapping[str, Provider] | None = None,
+    config: tuple[Evidence, Execution | None] | None = None,
+) -> Plan:
     """The resolved plan of one change; ConfigError when its files cannot be read.
 
     ``config`` passes files already loaded (by ``load_change_config``) so one
@@ -133,19 +139,26 @@ def build_plan(root: Path, change: ChangeRef,
     evidence, execution = config or load_change_config(root, change)
     setup = execution.setup if execution else {}
     repositories = {
-        name: Repository(name=name, path=(root / rel).resolve(), relpath=rel,
-                         setup=setup.get(name, ()))
+        name: Repository(
+            name=name, path=(root / rel).resolve(), relpath=rel, setup=setup.get(name, ())
+        )
         for name, rel in evidence.repositories.items()
     }
     configured = execution.providers if execution else {}
-    providers = {name: _resolve(p, repositories)
-                 for name, p in _merge(configured, derived).items()}
+    providers = {name: _resolve(p, repositories) for name, p in _merge(configured, derived).items()}
     services: dict[str, Service] = {}
     only = _only(repositories)
     for name, service in (execution.services if execution else {}).items():
         adopt = service.repository is None and only is not None
         services[name] = dataclasses.replace(service, repository=only) if adopt else service
-    draft = Plan(root=root, change=change, evidence=evidence, execution=execution,
-                 repositories=repositories, providers=providers, services=services)
+    draft = Plan(
+        root=root,
+        change=change,
+        evidence=evidence,
+        execution=execution,
+        repositories=repositories,
+        providers=providers,
+        services=services,
+    )
     final = {name: _with_resources(p, draft) for name, p in providers.items()}
     return dataclasses.replace(draft, providers=final)

@@ -15,33 +15,26 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import PurePosixPath
 
 from changeloop import graph
 from changeloop.config.schema import position
-from changeloop.config.yamlio import Document, load_yaml
-from changeloop.errors import ChangeloopError, Location, PreflightError, Problem
+from changeloop.errors import Location, PreflightError, Problem
 from changeloop.model import Plan, Provider, Service
 from changeloop.plan import MULTI_REPOSITORY_ADAPTERS, display_path
+from changeloop.providers.base import escapes
 from changeloop.workspace import git_work_tree_refusal
 
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
 
 
 class _Locator:
-    """Marks of the plan's source files, re-read so every check can point at a line."""
+    """The marks the plan carries from its YAML files (never re-read), so checks point at lines."""
 
     def __init__(self, plan: Plan) -> None:
-        self.evidence = self._load(plan, plan.evidence.path)
-        self.execution = self._load(plan, plan.execution.path) if plan.execution else None
+        self.evidence = plan.evidence.marks
+        self.execution = plan.execution.marks if plan.execution else None
         self.evidence_shown = display_path(plan.root, plan.evidence.path)
-
-    @staticmethod
-    def _load(plan: Plan, path: Path) -> Document | None:
-        try:
-            return load_yaml(path, display_path(plan.root, path))
-        except ChangeloopError:  # changed since the plan was built: fall back to no marks
-            return None
 
     def provider(self, provider: Provider, *keys: str | int, key: bool = False) -> Location | None:
         if provider.origin == "configured" and self.execution is not None:
@@ -60,18 +53,6 @@ class _Locator:
 
     def in_execution(self, *keys: str | int, key: bool = False) -> Location | None:
         return self.execution.location(keys, key=key) if self.execution else None
-
-
-def escapes(path: str) -> bool:
-    """A path that is absolute or climbs out with ``..`` — visible without running."""
-    posix, windows = PurePosixPath(path), PureWindowsPath(path)
-    return (
-        posix.is_absolute()
-        or windows.is_absolute()
-        or bool(windows.drive)
-        or ".." in posix.parts
-        or ".." in windows.parts
-    )
 
 
 def _repositories(plan: Plan, at: _Locator) -> Iterable[Problem]:

@@ -41,6 +41,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from changeloop.identity import GIT_REDIRECTS
 from changeloop.process_groups import (
     OWNER_ENV,
     end_group,
@@ -213,7 +214,9 @@ async def _spawn(
         output.close()
         raise SpawnError("empty command")
     run_dir = run_dir_of(log_dir)
-    env = dict(env)
+    # Git finds the repository from the working directory (the sandbox's own .git):
+    # a GIT_DIR inherited from a hook must not point a provider's git at the user's.
+    env = {k: v for k, v in env.items() if k not in GIT_REDIRECTS}
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)

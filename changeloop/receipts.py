@@ -19,7 +19,6 @@ undecided run as an acceptance.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -233,29 +232,13 @@ def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write, fsync, rename: no half file is ever visible under ``path``.
+    """Write, fsync, rename, fsync the directory: no half file is ever visible under ``path``.
 
-    ``durable=False`` skips the fsync for copies of bytes already durable
+    ``durable=False`` skips the fsyncs for copies of bytes already durable
     elsewhere (a cached receipt re-listed in a run); the rename still makes the
-    write all-or-nothing.
+    write all-or-nothing. The temporary file is created exclusively, so a
+    symlink planted beside ``path`` is never written through (DESIGN.md §2.6).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-    # The directory is not fsynced: after a crash the rename may be lost (the
-    # old receipt or none remains), but never a torn file under the real name —
-    # and a torn envelope would fail its signature anyway.
+    from changeloop import fsio
+
+    fsio.write_atomic(path, data, durable=durable)

@@ -1,28 +1,55 @@
-"""Layout of ``.changeloop/`` (DESIGN.md §2.4), in one place.
+"""Layout of ``.changeloop/`` (DESIGN.md §2.4), in one place, and the rules that keep it ours.
 
 ``keys/`` the workspace key; ``cache/`` pass receipts by fingerprint;
 ``runs/<run-id>/`` logs, reports and receipts of one run;
 ``receipts/<change>/`` the latest receipt per provider and capability;
 ``durations.json`` how long providers took, for critical-path scheduling.
+
+A cloned repository must not be able to plant this state (DESIGN.md §2.6): a
+committed ``.changeloop -> somewhere`` symlink plus a committed key and cache
+entries sealed with it would make ``prove`` reuse "passes" nothing ran.
+:func:`check_state` refuses that before anything runs (exit 2); it is called
+when a :class:`StateDir` is made, so every verb that opens the state gets it.
+Damaged state that could only be ours (wrong JSON, a directory where a file
+belongs) is ignored and rebuilt instead (DESIGN.md §5 "Faults").
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import shutil
+import stat
+import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from changeloop import fsio
+from changeloop.errors import FileRefused, StateRefused
+
+STATE = ".changeloop"
+SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes")
+WORKSPACE_KEY = Path("keys") / "local.key"
+_DURATIONS_LIMIT = 4 * fsio.MIB
+_REAL_DIR_FIX = (
+    "delete it (`rm {path}`); changeloop makes a real directory of its own on the next run"
+    " — .changeloop/ is local state, never part of a repository"
+)
 
 
 @dataclass(frozen=True)
 class StateDir:
     root: Path  # the workspace root
 
+    def __post_init__(self) -> None:
+        check_state(self.root)
+
     @property
     def path(self) -> Path:
-        return self.root / ".changeloop"
+        return self.root / STATE
 
     @property
     def cache(self) -> Path:
@@ -40,43 +67,228 @@ class StateDir:
         return self.path / "receipts" / change
 
     def new_run_dir(self) -> tuple[str, Path]:
+        """A fresh ``runs/<run-id>/``; damaged leftovers of earlier runs are cleared first."""
+        _repair_receipts(self.path / "receipts")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         run_id = f"{stamp}-{secrets.token_hex(3)}"
         path = self.runs / run_id
-        path.mkdir(parents=True, exist_ok=False)
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise unusable(path, exc) from exc
         return run_id, path
 
     # -- durations remembered between runs (critical-path weights) --------
     def _durations_file(self) -> Path:
         return self.path / "durations.json"
 
-    def load_durations(self, change: str) -> dict[str, float]:
+    def _read_durations(self) -> dict[str, dict[str, float]]:
+        """Every change's durations; anything damaged (shape, depth, a directory) reads as none."""
         try:
-            data = json.loads(self._durations_file().read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            raw = fsio.read_regular(
+                self._durations_file(), limit=_DURATIONS_LIMIT, what="durations file"
+            )
+            data = json.loads(raw)
+        except (FileRefused, ValueError, RecursionError):
             return {}
-        per_change = data.get(change, {}) if isinstance(data, dict) else {}
-        return {k: float(v) for k, v in per_change.items() if isinstance(v, int | float)}
+        if not isinstance(data, dict):
+            return {}
+        clean: dict[str, dict[str, float]] = {}
+        for change, per_change in data.items():
+            if not isinstance(per_change, dict):
+                continue
+            clean[change] = {
+                name: float(value)
+                for name, value in per_change.items()
+                if isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and 0 <= value < 1e9
+            }
+        return clean
+
+    def load_durations(self, change: str) -> dict[str, float]:
+        return self._read_durations().get(change, {})
 
     def save_durations(self, change: str, durations: dict[str, float]) -> None:
+        """Remember ``durations``; they are hints, so a write that fails is skipped, not fatal."""
+        data = self._read_durations()
+        data.setdefault(change, {}).update(durations)
         target = self._durations_file()
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                data = {}
-        except (OSError, ValueError):
-            data = {}
-        data.setdefault(change, {}).update(durations)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
-        tmp.replace(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            clear_non_file(target)
+            fsio.write_atomic(target, json.dumps(data, sort_keys=True).encode("utf-8"))
+        except OSError:
+            return
+
+
+def check_state(root: Path) -> None:
+    """Refuse (exit 2) a workspace state this checkout could have planted, or one we cannot use.
+
+    ``.changeloop/`` and its ``keys/``, ``cache/``, ``runs/``, ``receipts/``,
+    ``sandboxes/`` must be real directories (absent is fine: they are made on
+    first use); nothing under ``.changeloop/`` may be tracked by git; the
+    workspace key, when present, must be a regular file with no group or other
+    permission bits.
+    """
+    state = root / STATE
+    if not _check_dir(state):
+        return
+    _check_access(state)
+    for name in SUBDIRS:
+        if _check_dir(state / name):
+            _check_access(state / name)
+    receipts = state / "receipts"
+    for entry in _entries(receipts):
+        _check_dir(entry)
+    _check_tracked(root)
+    _check_workspace_key(state / WORKSPACE_KEY)
+
+
+def _check_dir(path: Path) -> bool:
+    """Whether ``path`` is a real directory; refusal when it is a symlink or not a directory."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise unusable(path, exc) from exc
+    if stat.S_ISLNK(info.st_mode):
+        target = path.readlink()
+        raise StateRefused(
+            path,
+            f"{path} is a symlink (to {target}); changeloop's state must be a real directory of"
+            " the workspace, or a repository could plant keys and cached passes",
+            _REAL_DIR_FIX.format(path=path),
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise StateRefused(
+            path,
+            f"{path} is not a directory; changeloop keeps its state there",
+            f"move or delete {path}; changeloop makes the directory on the next run",
+        )
+    return True
+
+
+def _check_access(directory: Path) -> None:
+    """A state directory we cannot list or write is refused now, not met mid-run."""
+    if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+        raise StateRefused(
+            directory,
+            f"cannot use {directory}: permission denied (changeloop reads and writes its state"
+            " there)",
+            f"run changeloop as the user who owns {directory}, or fix its permissions",
+        )
+
+
+def _entries(directory: Path) -> list[Path]:
+    try:
+        return sorted(directory.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise unusable(directory, exc) from exc
+
+
+def _check_tracked(root: Path) -> None:
+    """Refuse any file under ``.changeloop/`` that git tracks (a committed key or cache)."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--", STATE],
+            cwd=root,
+            capture_output=True,
+            check=False,
+            timeout=60,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return  # no git: nothing can be tracked
+    if done.returncode != 0:
+        return  # not a work tree
+    tracked = [p.decode("utf-8", "replace") for p in done.stdout.split(b"\0") if p]
+    if not tracked:
+        return
+    shown = ", ".join(tracked[:3]) + (f" and {len(tracked) - 3} more" if len(tracked) > 3 else "")
+    raise StateRefused(
+        root / STATE,
+        f"git tracks files under {root / STATE} ({shown}); committed state (a key, cached"
+        " passes) would let a repository make prove say PROVEN with nothing run",
+        "remove it from the repository and from disk: `git rm -r --cached .changeloop && "
+        "rm -rf .changeloop`, then commit; changeloop remakes its state on the next run",
+    )
+
+
+def _check_workspace_key(path: Path) -> None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise unusable(path, exc) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise StateRefused(
+            path,
+            f"the workspace key {path} is not a regular file",
+            f"delete {path} (and local.pub beside it); changeloop makes a new key on the next"
+            " run (cached passes of the old key are then run again)",
+        )
+    if info.st_mode & 0o077:
+        raise StateRefused(
+            path,
+            f"the workspace key {path} has mode {stat.S_IMODE(info.st_mode):04o}; a private key"
+            " must not be readable or writable by group or others",
+            f"`chmod 600 {path}` if you made it, or delete it to get a new one",
+        )
+
+
+def clear_non_file(path: Path) -> None:
+    """Remove a directory (never followed if a symlink) standing where our file belongs."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _repair_receipts(receipts: Path) -> None:
+    """``receipts/<change>/`` holds only regular files we wrote: clear anything else there."""
+    for change_dir in _entries(receipts):
+        try:
+            entries = list(change_dir.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(entry, ignore_errors=True)
+            elif not stat.S_ISREG(info.st_mode):
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+
+
+def unusable(path: Path, exc: OSError) -> StateRefused:
+    """A filesystem error on the state, as a refusal naming the path it hit (exit 2)."""
+    where = Path(exc.filename) if exc.filename else path
+    return StateRefused(
+        where,
+        f"cannot use {where}: {exc.strerror or exc}",
+        "run changeloop as a user who can write the workspace, or fix the permissions of"
+        f" {where if where.is_dir() else where.parent}",
+    )
 
 
 def ensure_gitignored(root: Path) -> None:
     """Keep ``.changeloop/`` out of the user's commits without touching their .gitignore."""
-    state = root / ".changeloop"
-    state.mkdir(exist_ok=True)
+    state = root / STATE
+    _check_dir(state)
     ignore = state / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
+    try:
+        state.mkdir(exist_ok=True)
+        if not ignore.exists() or ignore.is_symlink():
+            fsio.write_atomic(ignore, b"*\n")
+    except OSError as exc:
+        raise unusable(state, exc) from exc

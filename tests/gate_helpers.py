@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prove_helpers import make_change, make_repo
+
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 EVIDENCE = """\
 version: 3

@@ -148,7 +148,7 @@ def unb64(text: str) -> bytes:
 
 
 class _NoExecutor:
-    async def run(self, job: Any) -> Any:
+    async def run(self, _job: Any) -> Any:
         raise AssertionError("this adapter must run nothing")
 
 

@@ -8,14 +8,14 @@ import stat
 from pathlib import Path
 
 import pytest
+from gate_helpers import run
+from prove_helpers import make_change, make_repo
 
 from changeloop.contracts import contracts, has_flag, has_subcommand
 from changeloop.detect import derive
 from changeloop.detect.types import Detection
 from changeloop.model import Provider
 from changeloop.providers import playwright
-from tests.gate_helpers import run
-from tests.prove_helpers import make_change, make_repo
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

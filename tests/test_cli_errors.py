@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 
 def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -71,7 +71,7 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
     bad = workspace / "bad.json"
     bad.write_text('{"payload": "", "payload": ""}')
-    pub = workspace / "k"
+    pub = workspace.parent / "k"  # keygen refuses --out where git would not ignore the key
     assert _run("keygen", "--out", str(pub), cwd=workspace).returncode == 0
     imported = _run("receipt", "import", str(bad), "--change", "c1", "--public-key",
                     str(pub / "changeloop.pub"), "--json", cwd=workspace)
@@ -86,7 +86,7 @@ def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
 
 
 def test_import_of_a_missing_file_is_a_refusal_that_copies_nothing(workspace: Path) -> None:
-    keys = workspace / "k"
+    keys = workspace.parent / "k"  # keygen refuses --out where git would not ignore the key
     assert _run("keygen", "--out", str(keys), cwd=workspace).returncode == 0
     result = _run("receipt", "import", "missing.json", "--change", "c1", "--public-key",
                   str(keys / "changeloop.pub"), "--json", cwd=workspace)

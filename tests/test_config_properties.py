@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 import yaml
+from config_helpers import VALID_EVIDENCE, VALID_EXECUTION, make_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from changeloop.errors import ChangeloopError
 from changeloop.plan import build_plan
 from changeloop.preflight import check
-from tests.config_helpers import VALID_EVIDENCE, VALID_EXECUTION, make_workspace
 
 FULL_EXECUTION = VALID_EXECUTION + """\
 repositories:

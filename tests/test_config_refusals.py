@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_helpers import VALID_EVIDENCE, make_workspace
 
 from changeloop.errors import ConfigError, Problem
 from changeloop.plan import build_plan
-from tests.config_helpers import VALID_EVIDENCE, make_workspace
 
 EXEC_HEAD = "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n"
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 import pytest
+from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 from changeloop.resources import parse_resources
 from changeloop.scheduler import Task, TaskResult, schedule
-from tests.prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 SERVER = """\
 import http.server, sys

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_repo
 
 from changeloop.fingerprint import InputsIndex
-from tests.prove_helpers import make_repo
 
 FILES = [
     "src/a.py",

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 from changeloop.providers.reports import read_report
 from changeloop.providers.reports.tap import parse
-from tests.prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 NODE_TAPS = sorted(FIXTURES.glob("node*/*/report.tap"))

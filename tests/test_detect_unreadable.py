@@ -162,7 +162,7 @@ def _as_nobody(site: Path, root: Path, *argv: str) -> subprocess.CompletedProces
     )
 
 
-def test_the_setup_really_cannot_read_the_directory(nobody_site: Path, workspace: Path) -> None:
+def test_the_setup_really_cannot_read_the_directory(nobody_site: Path, workspace: Path) -> None:  # noqa: ARG001 (the fixture makes the directory)
     probe = subprocess.run(
         [
             "setpriv",

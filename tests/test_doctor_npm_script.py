@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 
 def test_unreadable_npm_test_script_is_kept_as_a_command(

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 
 def test_linter_missing_from_the_repository_virtualenv(

@@ -138,7 +138,7 @@ NEGATIVE: list[tuple[str, Callable[[Path], bytes], str]] = [
 
 
 @pytest.mark.parametrize(("case", "make", "words"), NEGATIVE, ids=[c for c, _, _ in NEGATIVE])
-def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], words: str) -> None:
+def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], words: str) -> None:  # noqa: ARG001 (the case id)
     put(ws, make(ws))
     [out] = run_external(ws)
     assert out.status == "fail"
@@ -185,7 +185,7 @@ BAD_KEYS: list[tuple[str, Callable[[], str], str]] = [
 
 
 @pytest.mark.parametrize(("case", "pem", "words"), BAD_KEYS, ids=[c for c, _, _ in BAD_KEYS])
-def test_configured_key_refusals(tmp_path: Path, case: str, pem: Callable[[], str], words: str) -> None:
+def test_configured_key_refusals(tmp_path: Path, case: str, pem: Callable[[], str], words: str) -> None:  # noqa: ARG001 (the case id)
     make_workspace(tmp_path, pub_pem=pem())
     put(tmp_path, good(tmp_path))
     plan = plan_of(tmp_path)
@@ -217,6 +217,18 @@ def test_an_envelope_nobody_can_parse_fails_closed_naming_the_file(ws: Path) -> 
     put(ws, b"{}", "c.json")
     [out] = run_external(ws)
     assert out.status == "fail" and "receipts/c.json" in (out.reason or "")
+
+
+def test_a_fifo_among_the_receipts_is_never_waited_on(ws: Path) -> None:
+    # Nobody writes to it: opening it to read would block prove forever. It holds
+    # no receipt (it is not a file), so the valid envelope beside it decides.
+    import os
+
+    put(ws, good(ws), "b.json")
+    os.mkfifo(ws / "openspec/changes/add-review/receipts/pipe.json")
+    [out] = run_external(ws)
+    assert out.status == "pass", out.reason
+    assert out.details["receipt"]["path"].endswith("b.json")
 
 
 def test_external_reads_the_workspace_never_the_sandbox(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:

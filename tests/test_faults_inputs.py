@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import make_change, make_repo
 
 EVIDENCE = """\
 version: 3

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from tests.prove_helpers import make_change, make_repo
+from prove_helpers import make_change, make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = int(os.environ.get("CHANGELOOP_SOAK_RUNS", "10"))

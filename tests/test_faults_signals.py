@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.prove_helpers import make_change, make_repo
+from prove_helpers import make_change, make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / "changeloop"

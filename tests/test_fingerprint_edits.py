@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import changed, fingerprints, make_repo, write
 
 from changeloop import fingerprint
 from changeloop.model import Provider, Readiness, Service
-from tests.sandbox_helpers import changed, fingerprints, make_repo, write
 
 SECRET = "s3cr3t-value-never-in-clear"
 
@@ -241,8 +241,9 @@ def test_ignored_files_never_count_in_inputs(tmp_path: Path) -> None:
     ],
 )
 def test_glob_matching_agrees_with_git(tmp_path: Path, pattern: str) -> None:
+    from sandbox_helpers import git
+
     from changeloop.fingerprint import InputsIndex
-    from tests.sandbox_helpers import git
 
     repo = make_repo(
         tmp_path / "r",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sandbox_helpers import fingerprints, make_repo
 
 from changeloop.model import Provider
-from tests.sandbox_helpers import fingerprints, make_repo
 
 FILES = ["src/a.py", "src/b.py", "docs/readme.md", "openspec/x.md"]
 

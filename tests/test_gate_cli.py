@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.gate_helpers import codes, gate, prove, run, workspace
-from tests.prove_helpers import git
+from gate_helpers import codes, gate, prove, run, workspace
+from prove_helpers import git
 
 
 def test_fresh_proof_passes_the_gate_with_the_fixed_shape(tmp_path: Path, capsys) -> None:

@@ -323,7 +323,7 @@ def test_verify_json_reports_the_subjects_of_the_signed_statement(
 
 # -- prove: each envelope judged on its own --------------------------------------------
 def test_prove_judges_a_hostile_envelope_as_a_refusal_not_an_adapter_crash(
-    tmp_path: Path, workspace: Path
+    workspace: Path,
 ) -> None:
     receipts = workspace / "openspec" / "changes" / "add-review" / "receipts"
     receipts.mkdir()

@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.prove_helpers import make_change, make_repo, prove_json, provider_entry
+from prove_helpers import make_change, make_repo, prove_json, provider_entry
 
 DEEP = 100_000
 DEEP_JSON = "[" * DEEP + "]" * DEEP
@@ -43,7 +42,7 @@ def _deep_payload(fingerprint: str) -> bytes:
 
 @pytest.mark.parametrize(
     "entry",
-    [lambda fp: _deep_file(), _deep_envelope, _deep_payload],
+    [lambda _fp: _deep_file(), _deep_envelope, _deep_payload],
     ids=["deep-entry", "deep-envelope", "deep-payload"],
 )
 def test_a_deeply_nested_cache_entry_is_a_miss(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sandbox_helpers import commit_all, git, make_repo, reference_tree, user_state, write
+
 from changeloop.identity import content_identity
-from tests.sandbox_helpers import commit_all, git, make_repo, reference_tree, user_state, write
 
 FILES = {
     "src/app.py": "print('hi')\n",

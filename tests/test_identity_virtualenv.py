@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from prove_helpers import make_repo
+
 from changeloop import sandboxes
 from changeloop.identity import content_identity
 from changeloop.model import Repository
-from tests.prove_helpers import make_repo
 
 
 def _venv(repo: Path) -> None:

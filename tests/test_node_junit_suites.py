@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 from changeloop.providers.reports import read_report
-from tests.prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 SUITES = FIXTURES / "node_suites"

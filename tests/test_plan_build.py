@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_helpers import VALID_EXECUTION, git_init, make_workspace, plan_for
 
 from changeloop.graph import CycleError, topological_order
 from changeloop.model import Provider
 from changeloop.plan import build_plan
-from tests.config_helpers import VALID_EXECUTION, git_init, make_workspace, plan_for
 
 
 def test_defaults_without_execution(tmp_path: Path) -> None:

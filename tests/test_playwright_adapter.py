@@ -12,17 +12,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-from changeloop.providers import playwright
-from changeloop.providers.base import Outcome
-from changeloop.providers.reports import playwright_json
-from tests.browser_helpers import (
+from browser_helpers import (
     make_ctx,
     make_plan,
     playwright_project,
     playwright_provider,
     require_browser,
 )
+
+from changeloop.providers import playwright
+from changeloop.providers.base import Outcome
+from changeloop.providers.reports import playwright_json
 
 pytestmark = pytest.mark.browser
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from browser_helpers import make_plan, playwright_provider
 
 from changeloop.providers import playwright
-from tests.browser_helpers import make_plan, playwright_provider
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from browser_helpers import EXAMPLE_WEB, assert_clean, free_port, make_ctx, require_browser
 
 from changeloop.plan import build_plan
 from changeloop.providers import playwright
 from changeloop.providers.base import Finding, Outcome
 from changeloop.services import ServiceManager
 from changeloop.workspace import find_change
-from tests.browser_helpers import EXAMPLE_WEB, assert_clean, free_port, make_ctx, require_browser
 
 pytestmark = pytest.mark.browser
 

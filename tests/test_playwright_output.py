@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import EXAMPLE_WEB, free_port, require_browser
+from prove_helpers import git, make_repo, prove_json
 
 from changeloop.model import Provider
 from changeloop.providers.playwright import OUTPUT_DIR, effective_command, output_env, run_argv
-from tests.browser_helpers import EXAMPLE_WEB, free_port, require_browser
-from tests.prove_helpers import git, make_repo, prove_json
 
 
 def _user_copy_of_the_example(tmp: Path, port: int) -> Path:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_helpers import VALID_EXECUTION, git_init, plan_for
 
 from changeloop.errors import PreflightError, Problem
 from changeloop.preflight import check, enforce
-from tests.config_helpers import VALID_EXECUTION, git_init, plan_for
 
 TWO_REPOS = "version: 3\nrepositories: {web: web, api: api}\nrequires: [test]\n"
 

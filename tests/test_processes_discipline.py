@@ -12,10 +12,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from engine_helpers import assert_tree_gone, env, pid_alive, tree_argv, wait_ready
 
 from changeloop.process_output import TAIL_BYTES, TAIL_LINES
 from changeloop.processes import ProcessResult, run_process, start_process
-from tests.engine_helpers import assert_tree_gone, env, pid_alive, tree_argv, wait_ready
 
 GRACE = 0.3
 

@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from changeloop.cli.main import main
-from tests.prove_helpers import (
+from prove_helpers import (
     make_change,
     make_repo,
     prove_json,
     provider_entry,
     receipts_of,
 )
+
+from changeloop.cli.main import main
 
 PY = sys.executable
 

@@ -6,8 +6,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from tests.gate_helpers import run
-from tests.prove_helpers import make_change, make_repo
+from gate_helpers import run
+from prove_helpers import make_change, make_repo
 
 
 def _workspace(tmp_path: Path, lanes: dict, evidence: str | None = None) -> Path:

@@ -7,8 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
+from prove_helpers import make_change, make_repo
+
 from changeloop.identity import content_identity
-from tests.prove_helpers import make_change, make_repo
 
 
 def _trees(envelope: Path) -> dict[str, str]:

@@ -60,7 +60,7 @@ def test_sign_import_then_external_accepts_for_this_content_only(
     assert status == "fail" and "was made for content" in (reason or "")
 
 
-def test_sign_fail_status_makes_external_fail(ws: tuple[Path, Path], tmp_path: Path) -> None:
+def test_sign_fail_status_makes_external_fail(ws: tuple[Path, Path]) -> None:
     root, keys = ws
     out = root / "openspec/changes/add-review/receipts/no.json"
     assert sign(root, keys, out, "--status", "fail", "--reason", "auth check missing") == 0
@@ -103,7 +103,7 @@ def test_import_refuses_a_key_the_change_does_not_trust(ws: tuple[Path, Path], t
                  "--public-key", str(other / "changeloop.pub")]) == 0
 
 
-def test_unknown_change_exits_2(ws: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_change_exits_2(ws: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     root, keys = ws
     assert main(["receipt", "sign", "--root", str(root), "--change", "nope", "--claims", "a",
                  "--key", str(keys / "changeloop.key"), "--issuer", "x"]) == 2

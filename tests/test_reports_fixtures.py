@@ -116,7 +116,7 @@ def test_fixture_is_judged_exactly(runner, case, name, code, test, disc, counts,
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["exit_code"] == code
     path = folder / name
-    report = read_report(path, code) if path.exists() else None
+    report = read_report(path) if path.exists() else None
     found = classify(exit_code=code, timed_out=False, output=(folder / "stdout.txt").read_text(),
                      report=report, report_named=name)
     assert judge_test(code, False, report, name)[0] == test
@@ -135,4 +135,4 @@ def test_lying_green_reports_never_pass():
     for runner, case, name in lies:
         folder = FIXTURES / runner / case
         code = json.loads((folder / "meta.json").read_text())["exit_code"]
-        assert judge_test(code, False, read_report(folder / name, code), name)[0] != "pass"
+        assert judge_test(code, False, read_report(folder / name), name)[0] != "pass"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
+from prove_helpers import git, make_change, make_repo, prove_json
 
 EVIDENCE = """\
     version: 3
@@ -56,15 +56,17 @@ def test_unidentifiable_content_is_one_prove_shaped_error(tmp_path: Path, capsys
     assert doc["change"] == "c1"
 
 
-def test_provider_that_could_not_run_says_why(tmp_path: Path, capsys: Any) -> None:
+def test_a_state_path_that_is_not_a_directory_is_refused_naming_it(
+    tmp_path: Path, capsys: Any
+) -> None:
+    # Was a run-time "could not run" (exit 1); DESIGN.md §5 "Faults" and §13 make a
+    # state path that is not a directory a refusal before anything runs (exit 2).
     root = _workspace(tmp_path)
     state = root / ".changeloop"
     state.mkdir()
     (state / "sandboxes").write_text("not a directory\n")  # the sandbox cannot be made
     code, doc = prove_json(root, "c1", "--sandbox", "copy", capsys=capsys)
-    assert code == 1
-    entry = provider_entry(doc, "check")
-    assert entry["receipts"] == []
-    assert entry["reason"] and "sandboxes" in entry["reason"]
-    reasons = doc["claims"]["x"]["reasons"]
-    assert any("could not run" in r and "sandboxes" in r for r in reasons), reasons
+    assert code == 2
+    assert doc["errors"][0]["path"] == str(state / "sandboxes")
+    assert "not a directory" in doc["errors"][0]["message"]
+    assert not (state / "runs").exists()  # nothing ran

@@ -30,10 +30,10 @@ WRONG_SHAPES = [
 def test_wrong_shape_is_unreadable(tmp_path: Path, fmt: str, doc: object) -> None:
     report = tmp_path / "report.json"
     report.write_text(json.dumps(doc))
-    result = read_report(report, 0, fmt)
+    result = read_report(report, fmt)
     assert result.counts is None and result.error
     if fmt == "playwright":
-        assert read_playwright(report, 0).counts is None
+        assert read_playwright(report).counts is None
 
 
 def test_wrong_shape_report_through_prove_is_a_fail_with_its_reason(

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import git, make_repo, reference_tree, user_state, write
 
 from changeloop import sandboxes
 from changeloop.identity import content_identity
 from changeloop.model import Repository, SandboxMode
 from changeloop.sandboxes.base import owner_alive
-from tests.sandbox_helpers import git, make_repo, reference_tree, user_state, write
 
 FILES = {
     "src/app.py": "print('hi')\n",
@@ -184,7 +184,8 @@ def test_cleanup_stale_removes_only_dead_owners(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
     stale = sorted(p for p in boxes.iterdir() if p.is_dir())
     assert len(stale) == 2 and all(owner_alive(p) is False for p in stale)
-    assert len(git(repo.path, "worktree", "list").splitlines()) == 2
+    # A sandbox is a repository of its own: nothing is registered in the user's.
+    assert len(git(repo.path, "worktree", "list").splitlines()) == 1
     live = sandboxes.create("copy", repo, boxes)  # ours: this process is alive
     (boxes / "not-a-sandbox").mkdir()
     removed = sandboxes.cleanup_stale(boxes)

@@ -94,7 +94,7 @@ def test_fail_fast_lets_running_jobs_finish() -> None:
 
 
 def test_exception_is_a_failure_with_reason() -> None:
-    async def run(job: Task) -> bool:
+    async def run(_job: Task) -> bool:
         raise ValueError("adapter bug")
 
     results = anyio.run(lambda: schedule([Task("a"), Task("b", ("a",))], run, slots=2))
@@ -188,7 +188,7 @@ def test_readers_share_and_mutex_serialises() -> None:
     ],
 )
 def test_bad_graphs_are_refused(jobs: list[Task], message: str) -> None:
-    async def run(job: Task) -> bool:
+    async def run(_job: Task) -> bool:
         return True
 
     with pytest.raises(ValueError, match=message):

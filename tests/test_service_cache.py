@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.prove_helpers import make_change, make_repo, prove_json, provider_entry
+from prove_helpers import make_change, make_repo, prove_json, provider_entry
 
 PY = sys.executable
 

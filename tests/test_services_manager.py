@@ -10,11 +10,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from browser_helpers import alive, assert_clean, free_port, make_plan, pids_of, service
 
 from changeloop.model import Service
 from changeloop.providers.base import Finding
 from changeloop.services import ServiceManager
-from tests.browser_helpers import alive, assert_clean, free_port, make_plan, pids_of, service
 
 
 def _manager(

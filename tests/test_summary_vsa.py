@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import in_toto_attestation.v1.statement_pb2 as spb
+from gate_helpers import prove, run, workspace
 from google.protobuf import json_format
 from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
 from in_toto_attestation.v1.statement import Statement
@@ -18,7 +19,6 @@ from securesystemslib.signer import SSlibKey
 from changeloop import __version__
 from changeloop.identity import content_identity
 from changeloop.keys import keyid, load_public_key_file
-from tests.gate_helpers import prove, run, workspace
 
 
 def _keys(tmp_path: Path, capsys) -> tuple[Path, Path]:

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.prove_helpers import make_change, make_repo, prove_json, receipts_of
+from prove_helpers import make_change, make_repo, prove_json, receipts_of
 
 
 def test_pytest_version_is_read_from_the_run(

@@ -22,7 +22,7 @@ def test_claim_marker_under_strict_markers_reaches_junit_and_json(tmp_path: Path
         cwd=tmp_path, capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert read_report(tmp_path / "r.xml", 0).credited_claims() == ("one", "three", "two")
+    assert read_report(tmp_path / "r.xml").credited_claims() == ("one", "three", "two")
     doc = json.loads((tmp_path / "r.json").read_text())
     assert sorted(doc["tests"][0]["metadata"]["claims"]) == ["one", "three", "two"]
-    assert read_report(tmp_path / "r.json", 0).credited_claims() == ("one", "three", "two")
+    assert read_report(tmp_path / "r.json").credited_claims() == ("one", "three", "two")

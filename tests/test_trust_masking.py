@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prove_helpers import git, make_change, make_repo
 
 from changeloop.cli.main import main
-from tests.prove_helpers import git, make_change, make_repo
 
 TOKEN = "tok-3f9a8c7e2b1d"
 TEST_FILE = """\

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.prove_helpers import git, make_change, make_repo, prove_json, provider_entry
+from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
 
 EVIDENCE = """\
 version: 3

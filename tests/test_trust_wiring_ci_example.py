@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_trust_wiring import CHANGE, GOOD, TEST, ci_proves, git, prove
 
 from changeloop.cli.main import main
-from tests.test_trust_wiring import CHANGE, GOOD, TEST, ci_proves, git, prove
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ci" / "ci-execution.yaml"
 EVIDENCE = """\

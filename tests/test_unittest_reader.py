@@ -39,7 +39,7 @@ def test_fixtures_cover_311_and_312_plus() -> None:
 def test_green_with_load_tests_doctest_counts_ran_n(version: str) -> None:
     data, code, ran = _case(version, "green")
     assert sniff(data) == "unittest"
-    result = read_report(data, code)
+    result = read_report(data)
     assert result.format == "unittest" and result.tool == "unittest"
     assert result.counts is not None
     assert result.counts.to_json() == {"discovered": ran, "passed": ran, "failed": 0, "skipped": 0}
@@ -55,7 +55,7 @@ def test_green_with_load_tests_doctest_counts_ran_n(version: str) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_mixed_outcomes_are_normalized(version: str) -> None:
     data, code, ran = _case(version, "mixed")
-    result = read_report(data, code)
+    result = read_report(data)
     outcomes = {t.name: t.outcome for t in result.tests or ()}
     assert outcomes == {
         "test_ok": "passed",
@@ -91,7 +91,7 @@ def test_mixed_outcomes_are_normalized(version: str) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_quiet_output_is_a_count_mismatch_filled_from_the_summary(version: str) -> None:
     data, code, ran = _case(version, "quiet")
-    result = read_report(data, code, "unittest")
+    result = read_report(data, "unittest")
     assert result.counts is not None and result.counts.discovered == ran
     assert result.counts.failed == min(ran, 5) and result.counts.skipped == min(ran - 5, 2)
     assert "count-mismatch" in {f.kind for f in result.findings}
@@ -101,7 +101,7 @@ def test_quiet_output_is_a_count_mismatch_filled_from_the_summary(version: str) 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_import_error_is_a_failed_test_with_its_finding(version: str) -> None:
     data, code, _ = _case(version, "import_error")
-    result = read_report(data, code)
+    result = read_report(data)
     assert result.counts is not None
     assert result.counts.to_json() == {"discovered": 2, "passed": 1, "failed": 1, "skipped": 0}
     kinds = {f.kind for f in result.findings}
@@ -112,7 +112,7 @@ def test_import_error_is_a_failed_test_with_its_finding(version: str) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_no_tests_fails_discovery(version: str) -> None:
     data, code, _ = _case(version, "no_tests")
-    result = read_report(data, code, "unittest")
+    result = read_report(data, "unittest")
     assert result.counts is not None and result.counts.discovered == 0
     assert judge_discovery(code, False, result, 1)[0] == "fail"
     expected = "pass" if code == 0 else "fail"  # 3.11 exits 0; 3.12+ exit 5 "NO TESTS RAN"
@@ -121,9 +121,9 @@ def test_no_tests_fails_discovery(version: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_test_writing_to_stderr_keeps_its_status(version: str) -> None:
-    data, code, _ = _case(version, "stderr_noise")
+    data, _code, _ = _case(version, "stderr_noise")
     assert sniff(data) == "unittest"  # the bare "ok" line must not look like TAP
-    result = read_report(data, code)
+    result = read_report(data)
     assert result.counts is not None
     assert result.counts.to_json() == {"discovered": 2, "passed": 2, "failed": 0, "skipped": 0}
     assert "count-mismatch" not in {f.kind for f in result.findings}
@@ -131,7 +131,7 @@ def test_a_test_writing_to_stderr_keeps_its_status(version: str) -> None:
 
 def test_cut_short_run_could_not_say() -> None:
     data = b"test_a (m.T.test_a) ... ok\ntest_b (m.T.test_b) ... "
-    result = read_report(data, -9, "unittest")
+    result = read_report(data, "unittest")
     assert result.counts is None and result.error is not None
     assert {t.name: t.outcome for t in result.tests or ()} == {
         "test_a": "passed",
@@ -142,7 +142,7 @@ def test_cut_short_run_could_not_say() -> None:
 
 def test_summary_without_ok_or_failed_is_a_suite_failure() -> None:
     data = b"test_a (m.T.test_a) ... ok\n\n" + b"-" * 70 + b"\nRan 1 test in 0.000s\n"
-    result = read_report(data, 0, "unittest")
+    result = read_report(data, "unittest")
     assert result.suite_failed and judge_test(0, False, result, None)[0] == "fail"
 
 
@@ -152,6 +152,6 @@ def test_python_310_description_format() -> None:
         + b"-" * 70
         + b"\nRan 2 tests in 0.001s\n\nOK\n"
     )
-    result = read_report(data, 0)
+    result = read_report(data)
     assert [t.id for t in result.tests or ()] == ["pkg.tests.T::test_a", "pkg.tests.T::test_b"]
     assert result.credited_claims() == ("c1",)

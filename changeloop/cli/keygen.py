@@ -7,6 +7,8 @@ Writes ``DIR/changeloop.key`` (PKCS#8 PEM, mode 0600) and ``DIR/changeloop.pub``
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +27,78 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory to write changeloop.key and changeloop.pub into")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="directory to write changeloop.key and changeloop.pub into",
+    )
     common.add_common(parser)
     parser.set_defaults(func=run)
+
+
+def _refuse_unignored(out_dir: Path) -> None:
+    """Inside a git work tree, refuse an ``--out`` where git would not ignore the private key.
+
+    A key written where ``git add -A`` picks it up is one commit away from
+    being public (DESIGN.md §2.6).
+    """
+    probe = out_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # --out may not exist yet: ask from its nearest ancestor
+    if not probe.is_dir():
+        return
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=probe,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return  # no git here: nothing can commit the key
+    if top.returncode != 0 or not top.stdout.strip():
+        return  # not inside a work tree
+    key = out_dir.resolve() / "changeloop.key"  # the physical path, as git sees the tree
+    done = subprocess.run(
+        ["git", "check-ignore", "-q", "--", str(key)],
+        cwd=probe,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=60,
+    )
+    if done.returncode == 0:
+        return  # ignored
+    why = done.stderr.strip().splitlines()[-1] if done.returncode != 1 and done.stderr else ""
+    raise ChangeloopError(
+        Problem(
+            code="key_not_ignored",
+            message=(
+                f"{key} is inside the git work tree {top.stdout.strip()} and git would not"
+                " ignore it; a private key there is one `git add` away from being committed"
+                + (f" ({why})" if why else "")
+            ),
+            location=Location(str(out_dir)),
+            fix=(
+                "write the key outside the repository (e.g. --out ~/.config/changeloop), or"
+                " add `changeloop.key` (or the --out directory) to .gitignore first"
+            ),
+        ),
+        exit_code=2,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from changeloop.keys import keyid, load_private_key, write_keypair
 
+    _refuse_unignored(args.out)
     try:
         key_path, pub_path = write_keypair(args.out, "changeloop")
     except OSError as exc:

@@ -39,7 +39,7 @@ class _Signals:
         self.installed = False
         self.previous: dict[int, Any] = {}
 
-    def handler(self, signum: int, frame: FrameType | None) -> None:
+    def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
         self.received.append(signum)
         if self.armed and not self.raised:
             self.raised = True

@@ -60,8 +60,9 @@ def register(sub: Any) -> None:
         "--sandbox",
         choices=tuple(MODES),
         default=DEFAULT_MODE,
-        help="where providers run: in place (none, default), a git worktree of tracked "
-        "content, or a copy of tracked + untracked-not-ignored files",
+        help="where providers run: in place (none, default); worktree: a git repository of "
+        "its own holding the tracked content; copy: the same with untracked-not-ignored "
+        "files too",
     )
     parser.add_argument("--keep-sandbox", action="store_true", help="keep sandboxes after the run")
     parser.add_argument(

@@ -42,12 +42,25 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sign.add_argument("--change", required=True, metavar="ID")
-    sign.add_argument("--claims", required=True, metavar="A,B",
-                      help="claims this receipt credits (comma-separated)")
-    sign.add_argument("--key", required=True, type=Path, metavar="PATH",
-                      help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)")
-    sign.add_argument("--issuer", required=True, metavar="NAME",
-                      help="the issuer the verifying provider expects (ci.issuer / authority.name)")
+    sign.add_argument(
+        "--claims",
+        required=True,
+        metavar="A,B",
+        help="claims this receipt credits (comma-separated)",
+    )
+    sign.add_argument(
+        "--key",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="Ed25519 private key (PKCS#8 PEM, e.g. from `changeloop keygen`)",
+    )
+    sign.add_argument(
+        "--issuer",
+        required=True,
+        metavar="NAME",
+        help="the issuer the verifying provider expects (ci.issuer / authority.name)",
+    )
     sign.add_argument("--status", choices=("pass", "fail"), default="pass")
     sign.add_argument("--reason", metavar="TEXT", help="why it fails (with --status fail)")
     sign.add_argument("--url", metavar="URL", help="the CI run or review this receipt records")
@@ -70,10 +83,17 @@ def register(sub: Any) -> None:
         description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
     )
     verify.add_argument("file", type=Path, metavar="FILE")
-    verify.add_argument("--public-key", required=True, type=Path, action="append",
-                        metavar="PEM", help="trusted Ed25519 public key file (repeatable)")
-    verify.add_argument("--change", metavar="ID",
-                        help="also require the receipt to name this change")
+    verify.add_argument(
+        "--public-key",
+        required=True,
+        type=Path,
+        action="append",
+        metavar="PEM",
+        help="trusted Ed25519 public key file (repeatable)",
+    )
+    verify.add_argument(
+        "--change", metavar="ID", help="also require the receipt to name this change"
+    )
     common.add_common(verify)
     verify.set_defaults(func=run_verify)
 
@@ -171,8 +191,15 @@ def run_sign(args: argparse.Namespace) -> int:
     else:
         write_atomic(args.out, sealed.envelope)
         if common.json_mode(args):
-            common.emit_json({"version": "1", "id": sealed.id, "path": str(args.out),
-                              "keyid": sealed.keyid, "subjects": binding["trees"]})
+            common.emit_json(
+                {
+                    "version": "1",
+                    "id": sealed.id,
+                    "path": str(args.out),
+                    "keyid": sealed.keyid,
+                    "subjects": binding["trees"],
+                }
+            )
     common.say(f"signed {sealed.id} for change {change.id} ({args.status}; content {trees})")
     return 0
 
@@ -246,13 +273,17 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from changeloop import workspace
     from changeloop.dsse import read_envelope
+    from changeloop.fsio import write_all
     from changeloop.keys import load_public_key, load_public_key_file
     from changeloop.plan import build_plan
-    from changeloop.receipts import write_atomic
+    from changeloop.state import check_state
     from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
 
     root = workspace.find_root(override=common.root_arg(args))
+    check_state(root)
     change = workspace.find_change(root, args.change)
+    target = change.path / "receipts"
+    _refuse_symlinked(target, root)
     plan = build_plan(root, change)
     keys = [
         Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
@@ -277,38 +308,107 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             data = read_envelope(path)  # bounded: never more than 4 MiB is read
         except OSError as exc:  # an unreadable file is one more refusal: nothing is copied
-            refused.append(Problem(code="unreadable", message=f"cannot read receipt {path}: "
-                                   f"{exc.strerror}", location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code="unreadable",
+                    message=f"cannot read receipt {path}: {exc.strerror}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         except VerificationError as exc:
-            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
-                                   message=f"{exc.check} check failed: {exc.reason}",
-                                   location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code=f"receipt_{exc.check.lower()}",
+                    message=f"{exc.check} check failed: {exc.reason}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         try:
             verified = verify_envelope(data, keys, Expectation(change=change.id))
         except VerificationError as exc:
-            refused.append(Problem(code=f"receipt_{exc.check.lower()}",
-                                   message=f"{exc.check} check failed: {exc.reason}",
-                                   location=Location(str(path))))
+            refused.append(
+                Problem(
+                    code=f"receipt_{exc.check.lower()}",
+                    message=f"{exc.check} check failed: {exc.reason}",
+                    location=Location(str(path)),
+                )
+            )
             continue
         accepted.append((path, data, verified.id))
     if refused:
         raise ChangeloopError(
-            [*refused, Problem(code="nothing_imported",
-                               message="nothing was imported (one refusal copies nothing)")],
+            [
+                *refused,
+                Problem(
+                    code="nothing_imported",
+                    message="nothing was imported (one refusal copies nothing)",
+                ),
+            ],
             exit_code=1,
         )
-    target = change.path / "receipts"
+    _refuse_symlinked(target, root)  # again, just before writing
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="unwritable",
+                message=f"cannot create {target}: {exc.strerror or exc}",
+                location=Location(str(target)),
+                fix="run as a user who can write the change's directory",
+            ),
+            exit_code=1,
+        ) from exc
+    items = [(target / f"{rid.removeprefix('sha256:')}.json", data) for _p, data, rid in accepted]
+    try:  # write all, fsync all, rename all, fsync the directory (DESIGN.md §13)
+        write_all(items)
+    except OSError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="unwritable",
+                message=f"cannot write into {target}: {exc.strerror or exc}",
+                location=Location(str(exc.filename or target)),
+                fix="run as a user who can write the change's directory",
+            ),
+            exit_code=1,
+        ) from exc
     imported = []
-    for path, data, receipt_id in accepted:
-        dest = target / f"{receipt_id.removeprefix('sha256:')}.json"
-        write_atomic(dest, data)
+    for (path, _data, receipt_id), (dest, _bytes) in zip(accepted, items, strict=True):
         imported.append({"file": str(path), "id": receipt_id, "path": _rel(dest, root)})
         common.say(f"imported {path} → {_rel(dest, root)}")
     if common.json_mode(args):
         common.emit_json({"version": "1", "imported": imported})
     return 0
+
+
+def _refuse_symlinked(target: Path, root: Path) -> None:
+    """Refuse a ``receipts/`` directory that is, or lies under, a symlink (exit 1, nothing copied).
+
+    Writing through it would put verified receipts wherever the link points
+    (DESIGN.md §2.6).
+    """
+    from changeloop.fsio import symlink_under
+
+    link = symlink_under(target, root)
+    if link is None:
+        return
+    raise ChangeloopError(
+        [
+            Problem(
+                code="receipts_symlinked",
+                message=f"{link} is a symlink; receipts are imported only into a real"
+                f" directory {target}",
+                location=Location(str(link)),
+                fix=f"replace the symlink {link} with a real directory, then import again",
+            ),
+            Problem(
+                code="nothing_imported", message="nothing was imported (one refusal copies nothing)"
+            ),
+        ],
+        exit_code=1,
+    )
 
 
 def _rel(path: Path, root: Path) -> str:

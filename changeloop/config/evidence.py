@@ -48,6 +48,7 @@ def evidence_from_document(doc: Document) -> Evidence:
         for claim_id, body in (data.get("claims") or {}).items()
     }
     return Evidence(
+        marks=doc,
         path=doc.path,
         version=READS,
         repositories=repositories,

@@ -16,7 +16,8 @@ from typing import Any, Literal, cast
 
 from changeloop.config.schema import check_version, position, schema_problems
 from changeloop.config.yamlio import Document, load_yaml
-from changeloop.errors import ConfigError, Problem
+from changeloop.errors import ConfigError, FileRefused, Problem
+from changeloop.fsio import KIB, read_regular
 from changeloop.model import (
     DEFAULT_TIMEOUT_MS,
     KNOWN_CAPABILITIES,
@@ -101,7 +102,12 @@ def execution_from_document(doc: Document) -> Execution:
     if problems:
         raise ConfigError(sorted(problems, key=position))
     return Execution(
-        path=doc.path, version=READS, providers=providers, services=services, setup=setup
+        path=doc.path,
+        version=READS,
+        providers=providers,
+        services=services,
+        setup=setup,
+        marks=doc,
     )
 
 
@@ -134,13 +140,13 @@ def _trusted(
         return TrustedKey(role=role, name=str(label), public_key_pem=str(inline), source="inline")
     key_path = base / str(file)
     try:
-        pem = key_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        pem = read_regular(key_path, limit=64 * KIB, what="publicKeyFile").decode("utf-8")
+    except (FileRefused, UnicodeDecodeError) as exc:
         problems.append(
             Problem(
                 code="public_key_file_missing",
                 message=f"publicKeyFile {file!r} of provider {name!r} cannot be read "
-                f"({getattr(exc, 'strerror', None) or exc})",
+                f"({getattr(exc, 'reason', None) or exc})",
                 location=doc.location((*where, "publicKeyFile")),
                 fix="commit the PEM next to execution.yaml, or fix the path (relative to it)",
                 providers=(name,),

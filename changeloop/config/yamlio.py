@@ -12,9 +12,7 @@ never contain — duplicate keys, alias bombs, non-standard tags — and keep th
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from changeloop.errors import ConfigError, Location, Problem
+from changeloop.errors import ConfigError, FileRefused, Location, Problem
+from changeloop.fsio import read_regular
 
 # Nodes visited a second time (through an alias) before we call it a bomb.
 ALIAS_BUDGET = 10_000
@@ -333,46 +332,23 @@ class _Walker:
 def load_yaml(path: Path, display: str | None = None) -> Document:
     """Read ``path`` safely; every refusal is a ConfigError with file, line and column."""
     shown = display or str(path)
-    raw = _read_regular(path, shown)
-    if len(raw) > MAX_BYTES:
-        raise _problem("file_too_large", f"{shown} is larger than {MAX_BYTES} bytes", shown)
-    return parse_yaml(_decode(raw, shown), path, shown)
-
-
-def _read_regular(path: Path, shown: str) -> bytes:
-    """The bytes of a regular file, at most MAX_BYTES + 1 of them; anything else is refused.
-
-    A symlink loop, a directory, a FIFO or a device named ``evidence.yaml`` is a
-    refusal naming the path (exit 2), never a hang or a crash.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _problem(
-                    "not_a_regular_file",
-                    f"{shown} is not a regular file",
-                    shown,
-                    fix=f"make {shown} a plain YAML file",
-                )
-            chunks: list[bytes] = []
-            size = 0
-            while size <= MAX_BYTES:
-                chunk = os.read(fd, MAX_BYTES + 1 - size)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
-    except OSError as exc:
+    try:  # a regular file, read without blocking and with a cap (a FIFO never hangs us)
+        raw = read_regular(path, limit=MAX_BYTES, what=shown)
+    except FileRefused as exc:
+        code = (
+            "file_too_large"
+            if "larger than" in exc.reason
+            else "not_a_regular_file"
+            if "not a regular file" in exc.reason
+            else "unreadable_file"
+        )
         raise _problem(
-            "unreadable_file",
-            f"cannot read {shown}: {exc.strerror or exc}",
+            code,
+            f"cannot read {shown}: {exc.reason}",
             shown,
-            fix=f"check that {shown} is a readable file (not a symlink loop or a directory)",
+            fix=f"make {shown} a plain, readable YAML file (not a symlink loop, FIFO or directory)",
         ) from exc
+    return parse_yaml(_decode(raw, shown), path, shown)
 
 
 def parse_yaml(text: str, path: Path, display: str) -> Document:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Protocol
 
 from changeloop.errors import Problem
@@ -205,19 +205,58 @@ def missing_command(provider: Provider, example: str) -> list[Problem]:
 def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
     """The one claim rule for every adapter: a provider's own ``claims`` follow its status.
 
-    Pass ⇒ ``credited``, fail ⇒ ``failed``, inconclusive ⇒ ``uncredited``; a mark
-    the adapter set itself (e.g. a failing test citing the claim) stands.
+    Fail ⇒ each listed claim ``failed``; inconclusive ⇒ none of them credited (a
+    ``failed`` mark from a test citing it stands); pass ⇒ ``credited`` (a pass never
+    carries a failed claim). The receipt sink applies it to every outcome.
     """
     if not provider.claims:
         return outcome
-    mark: ClaimMark = (
-        "credited"
-        if outcome.status == "pass"
-        else "failed"
-        if outcome.status == "fail"
-        else "uncredited"
-    )
     claims = dict(outcome.claims)
     for cid in provider.claims:
-        claims.setdefault(cid, mark)
+        mark = claims.get(cid)
+        if outcome.status == "fail":
+            claims[cid] = "failed"
+        elif outcome.status == "inconclusive":
+            claims[cid] = "failed" if mark == "failed" else "uncredited"
+        elif mark != "failed":
+            claims[cid] = "credited"
     return replace(outcome, claims=claims)
+
+
+# -- defaults every adapter shares ---------------------------------------------
+def own_repository(provider: Provider, plan: Plan) -> tuple[str, ...]:  # noqa: ARG001 (the Adapter signature)
+    """The shared ``repositories`` rule: a provider's result depends on its own repository."""
+    return (provider.repository,) if provider.repository else ()
+
+
+def read_own_workspace(provider: Provider, plan: Plan) -> tuple[str, ...]:  # noqa: ARG001 (the Adapter signature)
+    """The shared ``default_resources`` rule: a shared read of its own repository."""
+    return (f"workspace-read:{provider.repository}",)
+
+
+def escape_reason(path: str) -> str | None:
+    """Why ``path`` leaves its repository on paper (absolute, or climbing with ``..``), or None.
+
+    The one path-escape check (DESIGN §9): preflight, every adapter and the
+    contract digest ask it, on POSIX and Windows spellings alike.
+    """
+    posix, windows = PurePosixPath(path), PureWindowsPath(path)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive or path.startswith("\\"):
+        return "is absolute"
+    if ".." in posix.parts or ".." in windows.parts:
+        return "climbs out with '..'"
+    return None
+
+
+def escapes(path: str) -> bool:
+    return escape_reason(path) is not None
+
+
+def inside(root: Path, rel: str) -> Path | None:
+    """``root / rel``, or None when it resolves outside ``root`` (the one symlink-escape check)."""
+    path = root / rel
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return None
+    return path

@@ -23,6 +23,8 @@ from changeloop.providers.base import (
     Outcome,
     RunContext,
     missing_command,
+    own_repository,
+    read_own_workspace,
 )
 from changeloop.run.job import Job, JobResult
 
@@ -31,12 +33,10 @@ DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
 RUNS_COMMAND = True
 
 
-def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (f"workspace-read:{provider.repository}",)
+default_resources = read_own_workspace
 
 
-def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (provider.repository,) if provider.repository else ()
+repositories = own_repository
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from changeloop.errors import Problem
+from changeloop.errors import FileRefused, Problem
+from changeloop.fsio import MIB, read_regular
 from changeloop.model import Plan, Provider
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext
+from changeloop.providers.base import Finding, Observer, Outcome, RunContext, escape_reason
 
 NAME = "contract-digest"
 DEFAULT_CAPABILITY = "cross-repo-contract"
 RUNS_COMMAND = False
+CONTRACT_LIMIT = 64 * MIB  # a contract (schema, OpenAPI document) is far smaller
 
 
 def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
@@ -46,15 +48,8 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
 
 
 def static_escape(path: str) -> str | None:
-    """Why ``path`` escapes its repository on paper, or None."""
-    if not path:
-        return "is empty"
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or path.startswith("\\") or (len(path) > 1 and path[1] == ":"):
-        return "is absolute"
-    if ".." in pure.parts or ".." in path.split("\\"):
-        return "climbs out with '..'"
-    return None
+    """Why ``path`` escapes its repository on paper, or None (``base.escape_reason``)."""
+    return "is empty" if not path else escape_reason(path)
 
 
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
@@ -122,13 +117,11 @@ def digest_file(base: Path, path: str) -> tuple[str | None, str | None]:
         return None, f"is a symlink pointing outside the repository (to {resolved})"
     if resolved.is_dir():
         return None, "is a directory, not a file"
-    if not resolved.is_file():
-        return None, "is not a regular file"
-    digest = hashlib.sha256()
-    with resolved.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 16), b""):
-            digest.update(chunk)
-    return digest.hexdigest(), None
+    try:
+        data = read_regular(resolved, limit=CONTRACT_LIMIT, what="contract file")
+    except FileRefused as exc:
+        return None, exc.reason
+    return hashlib.sha256(data).hexdigest(), None
 
 
 async def run(ctx: RunContext) -> list[Outcome]:

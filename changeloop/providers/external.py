@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from changeloop.dsse import VerificationError, parse_envelope, verify_signatures
+from changeloop.dsse import VerificationError, parse_envelope, read_envelope, verify_signatures
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.keys import KeyRefused, load_public_key
 from changeloop.model import ClaimMark, Plan, Provider, Status
@@ -40,7 +40,6 @@ from changeloop.wiring import wiring_digest
 NAME = "external"
 DEFAULT_CAPABILITY = "review"
 RUNS_COMMAND = False
-MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
 
 def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
@@ -219,21 +218,10 @@ def _why(j: _Judged, root: Path) -> str:
     return f"{_display(j.path, root)}: {j.check} check failed: {j.reason}"
 
 
-def _read_envelope(path: Path) -> bytes:
-    """The file's bytes, refusing anything over the cap without reading it all."""
-    with path.open("rb") as handle:
-        data = handle.read(MAX_ENVELOPE_BYTES + 1)
-    if len(data) > MAX_ENVELOPE_BYTES:
-        raise VerificationError(
-            "json", f"more than {MAX_ENVELOPE_BYTES} bytes is too large for a receipt envelope"
-        )
-    return data
-
-
 def _judge(path: Path, ctx: RunContext, keys: list[Trusted], others: list[Trusted]) -> _Judged:
     """Judge one envelope; whatever it holds, the answer is a record, never an exception."""
     try:
-        data = _read_envelope(path)
+        data = read_envelope(path)  # bounded, and a FIFO is refused, never waited on
         return _route(path, data, ctx, keys, others)
     except OSError as exc:
         return _Judged(path, "broken", check="json", reason=f"cannot read: {exc.strerror}")

@@ -22,7 +22,6 @@ for a claim no test names (DESIGN.md §3, §7).
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -37,7 +36,10 @@ from changeloop.providers.base import (
     Outcome,
     RunContext,
     TestCounts,
+    escapes,
+    inside,
     missing_command,
+    own_repository,
 )
 from changeloop.providers.reports import playwright_json
 from changeloop.providers.reports.model import ReportResult
@@ -58,8 +60,7 @@ def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
     return (f"workspace-read:{repo}", f"dev-server:{repo}", f"browser:{repo}")
 
 
-def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (provider.repository,) if provider.repository else ()
+repositories = own_repository
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
@@ -169,8 +170,7 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     problems = missing_command(provider, "[npx, playwright, test]")
     report = report_path(provider)
-    norm = posixpath.normpath(report)
-    if report.startswith("/") or norm == ".." or norm.startswith("../"):
+    if escapes(report):
         problems.append(
             Problem(
                 code="path_escape",
@@ -187,10 +187,9 @@ async def run(ctx: RunContext) -> list[Outcome]:
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
     workdir = ctx.workdirs[provider.repository]
-    report = workdir / report_path(provider)
-    try:  # a symlink may lead the report out of the repository: refuse before touching it
-        report.resolve().relative_to(workdir.resolve())
-    except ValueError:
+    # a symlink may lead the report out of the repository: refuse before touching it
+    report = inside(workdir, report_path(provider))
+    if report is None:
         reason = (
             f"report {report_path(provider)!r} resolves outside the repository"
             " (symlink); nothing was run"
@@ -218,7 +217,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
     assert argv is not None
     job = ctx.job(argv, repo=provider.repository, env=env, log_name=provider.name)
     result = await ctx.executor.run(job)
-    parsed = playwright_json.read(report, result.exit_code) if report.is_file() else None
+    parsed = playwright_json.read(report) if report.is_file() else None
     return judge(ctx, result, parsed, report_path(provider))
 
 

@@ -18,8 +18,8 @@ Rules (DESIGN.md §3, REPORTS.md):
   ``minimum`` (default 1); zero tests ran always fails it. It is issued under
   ``discoveryProvider`` when set, else under this provider's name.
 - Claims: a test that passed citing a claim credits it in a passing receipt; a
-  failing test citing it marks it ``failed``; the provider's ``claims:`` are
-  credited by a passing receipt. Claims that need ``test`` and no test cited
+  failing test citing it marks it ``failed``; the provider's own ``claims:``
+  follow the one rule of ``base.mark_listed_claims``. Claims that need ``test`` and no test cited
   stay ``uncredited`` (the verdict makes them inconclusive).
 - With no ``report``, libtest text is read from stdout (``cargo test``), and
   unittest's ``-v`` output from the log (it writes to stderr) when ``format:
@@ -41,14 +41,24 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
+from changeloop.providers.base import (
+    Finding,
+    Observer,
+    Outcome,
+    RunContext,
+    escapes,
+    inside,
+    missing_command,
+    own_repository,
+    read_own_workspace,
+)
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
@@ -63,12 +73,10 @@ MAX_FINDINGS = 50
 MAX_NAMES = 200
 
 
-def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (f"workspace-read:{provider.repository}",)
+default_resources = read_own_workspace
 
 
-def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (provider.repository,) if provider.repository else ()
+repositories = own_repository
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
@@ -88,16 +96,11 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
     }
 
 
-def _escapes(rel: str) -> bool:
-    path = PurePosixPath(rel.replace("\\", "/"))
-    return path.is_absolute() or ".." in path.parts
-
-
 def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     problems = missing_command(
         provider, "[python, -m, pytest, --junitxml=.changeloop/reports/test.xml]"
     )
-    if provider.report is not None and _escapes(provider.report):
+    if provider.report is not None and escapes(provider.report):
         problems.append(
             Problem(
                 code="path_escape",
@@ -121,16 +124,6 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     return problems
 
 
-def _report_file(workdir: Path, rel: str) -> Path | None:
-    """The report path, or None when it resolves outside the working dir (a symlink)."""
-    path = workdir / rel
-    try:
-        path.resolve().relative_to(workdir.resolve())
-    except ValueError:
-        return None
-    return path
-
-
 async def run(ctx: RunContext) -> list[Outcome]:
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
@@ -140,7 +133,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
     disc_name = provider.discovery_provider or provider.name
     report_path: Path | None = None
     if provider.report is not None:
-        report_path = _report_file(workdir, provider.report)
+        report_path = inside(workdir, provider.report)
         if report_path is None:
             reason = f"report {provider.report!r} resolves outside the repository (symlink)"
             return [
@@ -264,8 +257,8 @@ def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> Repor
             fmt = "unittest" if sniff(log) == "unittest" else None
         if fmt == "unittest":
             # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
-            return read_report(_read_text(result.log_path).encode(), result.exit_code, fmt)
-        return read_report(stdout, result.exit_code, fmt or "libtest")
+            return read_report(_read_text(result.log_path).encode(), fmt)
+        return read_report(stdout, fmt or "libtest")
     if not report_path.is_file():
         return None
     with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
@@ -273,7 +266,7 @@ def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> Repor
         Masker(ctx.secrets).copy_file(
             report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}"
         )
-    return read_report(report_path, result.exit_code, fmt)
+    return read_report(report_path, fmt)
 
 
 def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:
@@ -346,10 +339,8 @@ def claim_marks(
     for claim in marks:
         if claim in cited_fail:
             marks[claim] = "failed"
-        elif status == "pass" and (claim in cited_pass or claim in ctx.provider.claims):
+        elif status == "pass" and claim in cited_pass:
             marks[claim] = "credited"
-        elif status == "fail" and claim in ctx.provider.claims:
-            marks[claim] = "failed"
     return marks
 
 

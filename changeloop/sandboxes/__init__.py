@@ -40,7 +40,8 @@ def cleanup_stale(base_dir: Path) -> list[Path]:
     """Remove sandboxes whose owning process is gone; return what was removed.
 
     ``base_dir`` is the directory sandboxes are made in (``.changeloop/sandboxes``).
-    A worktree's registration in its source repository is pruned too.
+    A linked worktree left by an older changeloop (sandboxes were linked
+    worktrees then) is also pruned from its source repository.
     """
     removed: list[Path] = []
     if not base_dir.is_dir():

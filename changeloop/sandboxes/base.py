@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Protocol
 
+from changeloop.fsio import write_atomic
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 
 _NAME = re.compile(r"^(?P<repo>.+)\.(?P<pid>\d+)-(?P<start>\d+)\.(?P<token>[0-9a-f]+)$")
@@ -61,7 +62,8 @@ def new_dir(base_dir: Path, repo_name: str) -> Path:
     ignore = base_dir / ".gitignore"
     if not ignore.exists():
         # Self-ignoring: a sandbox inside the user's checkout never shows in their status.
-        ignore.write_text("*\n", encoding="utf-8")
+        # Written exclusively: a symlink planted here is never followed.
+        write_atomic(ignore, b"*\n", durable=False)
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", repo_name) or "repo"
     pid = os.getpid()
     return base_dir / f"{safe}.{pid}-{process_start(pid)}.{secrets.token_hex(4)}"
@@ -75,7 +77,7 @@ def owner_alive(path: Path) -> bool | None:
     pid, start = int(match["pid"]), int(match["start"])
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # gone, or a pid no process can have
         return False
     except PermissionError:
         return True

@@ -8,9 +8,11 @@ CPU): copy-on-write clones where the filesystem has them (btrfs, XFS), a real
 copy otherwise — never hardlinks, which would let a provider's in-place write
 reach the user's file. Modes, symlinks and timestamps are kept.
 
-The identity is computed from the copy itself (its own work tree, hashed into
-the source repository's object store), so it names exactly what the sandbox
-holds even if the user edits files while the copy is made.
+The copy is then made a repository of its own (``own_repo``): its index is the
+one the identity is computed with — the copy's own work tree hashed into the
+source repository's object store — so it names exactly what the sandbox holds
+even if the user edits files while the copy is made, ``git ls-files`` inside
+lists the copied files (untracked ones included) and ``git status`` is clean.
 """
 
 from __future__ import annotations
@@ -18,20 +20,21 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.identity import (
+    GitLayout,
     git,
     git_env,
-    identity_from_index,
+    identity_from_tree,
     layout,
     stage,
     virtualenv_excludes,
 )
 from changeloop.model import ContentIdentity, Repository, SandboxMode
+from changeloop.sandboxes import own_repo
 from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
 
 _ARGV_BUDGET = 96 * 1024  # bytes of paths per cp invocation, well under ARG_MAX
@@ -135,46 +138,51 @@ def copy_files(source: Path, dest: Path, paths: Sequence[str]) -> None:
         )
 
 
-def hash_copy(path: Path, source: Path) -> ContentIdentity:
-    """The identity of the copy, computed from its own files with the source's objects.
+def index_copy(path: Path, source: Path, lay: GitLayout) -> tuple[str, ContentIdentity]:  # noqa: ARG001 (kept for callers)
+    """Write the copy's own index; return its full tree and the identity in it.
 
-    The temporary index is seeded from the user's (top-level repositories only:
-    its paths must match the copy's layout) and compared with
+    The index (``<copy>/.git/index``) is seeded from the user's (top-level
+    repositories only: its paths must match the copy's layout) and compared with
     ``core.checkStat=minimal``: ``cp -a`` keeps size, mode and mtime, so git
     re-hashes exactly the files whose stat differs from what the user's index
     recorded — the trust ``git status`` itself places in the stat cache,
     including its re-hash of racily clean entries (the index mtime is kept).
+    Git runs against the source's repository (its config and excludes, its
+    object store: the identity's tree must be there), and writes a plain index
+    (no split index, untracked cache or fsmonitor data of the user's) that the
+    sandbox's own git can read. Inside the sandbox, git's default stat checks
+    re-hash what the user's stat data cannot vouch for.
     """
-    lay = layout(source)
-    with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
-        index = Path(tmp) / "index"
-        if not lay.prefix and lay.index.is_file():
-            shutil.copy2(lay.index, index)
-        env = git_env(
-            index,
-            {
-                "GIT_DIR": str(lay.git_dir),
-                "GIT_WORK_TREE": str(path),
-                "GIT_CONFIG_COUNT": "2",
-                "GIT_CONFIG_KEY_0": "core.checkStat",
-                "GIT_CONFIG_VALUE_0": "minimal",
-                "GIT_CONFIG_KEY_1": "core.trustctime",
-                "GIT_CONFIG_VALUE_1": "false",
-            },
-        )
-        stage(path, env, include_untracked=True)
-        return identity_from_index(
-            path, env, write_prefix="", head_prefix=lay.prefix, head=lay.head
-        )
+    index = path / ".git" / "index"
+    if not lay.prefix and lay.index.is_file():
+        shutil.copy2(lay.index, index)
+    env = own_repo.with_config(
+        git_env(index, {"GIT_DIR": str(lay.git_dir), "GIT_WORK_TREE": str(path)}),
+        {
+            "core.checkStat": "minimal",
+            "core.trustctime": "false",
+            "core.splitIndex": "false",
+            "core.untrackedCache": "false",
+            "core.fsmonitor": "false",
+        },
+    )
+    stage(path, env, include_untracked=True)
+    full_tree = git(["write-tree"], cwd=path, env=env).stdout.decode().strip()
+    identity = identity_from_tree(
+        path, env, full_tree, prefix="", head_prefix=lay.prefix, head=lay.head
+    )
+    return full_tree, identity
 
 
 def create(repo: Repository, base_dir: Path) -> Sandbox:
     source = repo.path.resolve()
-    layout(source)  # refuse a path that is not a git work tree, before copying anything
+    lay = layout(source)  # refuse a path that is not a git work tree, before copying anything
     path = new_dir(base_dir, repo.name)
     try:
         copy_files(source, path, list_files(source, base_dir.resolve()))
-        identity = hash_copy(path, source)
+        own_repo.init(path, lay)
+        full_tree, identity = index_copy(path, source, lay)
+        own_repo.finish(path, source, full_tree, lay)
     except BaseException:
         remove_tree(path)
         raise

@@ -1,16 +1,20 @@
-"""``--sandbox worktree``: a detached git worktree of a snapshot of tracked files.
+"""``--sandbox worktree``: a repository of its own holding a snapshot of tracked files.
 
 The snapshot holds tracked files with their *working-tree* content (not just
-HEAD): a temporary index is brought up to date (``git add -u``), written as a
-tree and wrapped in an unreferenced commit (``git commit-tree``), then checked
-out with ``git worktree add --detach`` using ``checkout.workers`` = CPU count.
-No ref, branch or index of the user moves; untracked files are absent. The same
-index, minus ``openspec/``, gives the identity, so it names exactly what was
-checked out. The checkout keeps ``openspec/`` (providers may read it).
+HEAD; the ``git stash create`` idea): a temporary index seeded from the user's
+is brought up to date (``git add -u``) and written as a tree, in the user's
+object store. That tree is checked out into the sandbox's own repository
+(``own_repo``: objects borrowed through alternates, no ``git worktree``, which
+would share the user's refs and config) with ``git read-tree -u`` and
+``checkout.workers`` = CPU count; the sandbox's HEAD is a commit of it whose
+parent is the user's HEAD. No ref, branch or index of the user moves;
+untracked files are absent. The identity is the same tree minus ``openspec/``,
+so it names exactly what was checked out; the checkout keeps ``openspec/``
+(providers may read it).
 
 For a repository inside a bigger work tree only that subdirectory is brought
 up to date; the rest of the checkout is the user's index, and the sandbox path
-is ``<worktree>/<prefix>``.
+is ``<sandbox>/<prefix>``.
 """
 
 from __future__ import annotations
@@ -19,83 +23,45 @@ import os
 import tempfile
 from pathlib import Path
 
-from changeloop.identity import (
-    git,
-    git_env,
-    identity_from_index,
-    layout,
-    seed_index,
-    stage,
-)
+from changeloop.identity import git, git_env, identity_from_tree, layout, seed_index, stage
 from changeloop.model import ContentIdentity, Repository, SandboxMode
+from changeloop.sandboxes import own_repo
 from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
-
-# A fixed author keeps the snapshot independent of the user's git config.
-_IDENT = {
-    "GIT_AUTHOR_NAME": "changeloop",
-    "GIT_AUTHOR_EMAIL": "changeloop@localhost",
-    "GIT_COMMITTER_NAME": "changeloop",
-    "GIT_COMMITTER_EMAIL": "changeloop@localhost",
-}
 
 
 class Worktree(Sandbox):
-    def __init__(self, root: Path, path: Path, identity: ContentIdentity, source: Path) -> None:
+    def __init__(self, root: Path, path: Path, identity: ContentIdentity) -> None:
         self.mode: SandboxMode = "worktree"
-        self.root = root  # the worktree's top level
+        self.root = root  # the sandbox repository's top level
         self.path = path
         self.identity = identity
-        self._source = source
 
     def remove(self) -> None:
-        """Delete the checkout, then let git forget it (``worktree prune``)."""
         remove_tree(self.root)
-        git(["worktree", "prune"], cwd=self._source, check=False)
 
 
 def create(repo: Repository, base_dir: Path) -> Sandbox:
     source = repo.path.resolve()
     lay = layout(source)
-    root = new_dir(base_dir, repo.name)
     with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
-        env = git_env(Path(tmp) / "index", _IDENT)
+        env = git_env(Path(tmp) / "index")
         seed_index(lay, Path(tmp) / "index", source)
         stage(source, env, include_untracked=False)
         full_tree = git(["write-tree"], cwd=source, env=env).stdout.decode().strip()
-        parents = ["-p", lay.head] if lay.head else []
-        commit = (
-            git(
-                ["commit-tree", full_tree, *parents, "-m", "changeloop sandbox snapshot"],
-                cwd=source,
-                env=env,
-            )
-            .stdout.decode()
-            .strip()
+        identity = identity_from_tree(
+            source, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
         )
-        try:
-            git(
-                [
-                    "-c",
-                    f"checkout.workers={os.cpu_count() or 1}",
-                    "-c",
-                    "core.hooksPath=/dev/null",  # the user's hooks are not ours to run
-                    "worktree",
-                    "add",
-                    "--detach",
-                    "--quiet",
-                    str(root),
-                    commit,
-                ],
-                cwd=source,
-                env=git_env(extra=_IDENT),
-            )
-            identity = identity_from_index(
-                source, env, write_prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
-            )
-        except BaseException:
-            remove_tree(root)
-            git(["worktree", "prune"], cwd=source, check=False)
-            raise
+    root = new_dir(base_dir, repo.name)
+    try:
+        own_repo.init(root, lay)
+        checkout = own_repo.with_config(
+            own_repo.own_env(root), {"checkout.workers": str(os.cpu_count() or 1)}
+        )
+        git(["read-tree", "-u", "--reset", full_tree], cwd=root, env=checkout)
+        own_repo.finish(root, lay.toplevel, full_tree, lay)
+    except BaseException:
+        remove_tree(root)
+        raise
     path = root / lay.prefix if lay.prefix else root
     path.mkdir(parents=True, exist_ok=True)  # a subdirectory with no tracked files yet
-    return Worktree(root, path, identity, source)
+    return Worktree(root, path, identity)

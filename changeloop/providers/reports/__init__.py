@@ -3,8 +3,8 @@
 Example::
 
     from changeloop.providers.reports import read_report
-    result = read_report(Path("test-results/unit.xml"), exit_code=0)          # sniffed
-    result = read_report(b"...", exit_code=1, format="vitest")                 # named
+    result = read_report(Path("test-results/unit.xml"))                 # sniffed
+    result = read_report(b"...", format="vitest")                       # named
 
 Every reader returns :class:`changeloop.providers.reports.model.ReportResult`.
 Readers never raise on bad input: an unreadable or truncated report is a result
@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from changeloop.errors import FileRefused
+from changeloop.fsio import MIB, read_regular
 from changeloop.providers.reports import (
     jest_vitest_json,
     junit,
@@ -30,7 +32,7 @@ from changeloop.providers.reports import (
 from changeloop.providers.reports.model import ReportResult, unreadable
 from changeloop.providers.reports.sniff import sniff
 
-Reader = Callable[[Path | bytes, int | None], ReportResult]
+Reader = Callable[[Path | bytes], ReportResult]
 
 READERS: dict[str, Reader] = {
     "junit": junit.read,
@@ -58,6 +60,9 @@ ALIASES: dict[str, str] = {
     "pyunit": "unittest",
 }
 FORMATS = tuple(sorted({*READERS, *ALIASES}))
+# The largest report read: big suites write tens of MiB of JUnit XML; beyond
+# this a report is refused (inconclusive) rather than read into memory.
+REPORT_LIMIT = 64 * MIB
 
 
 def canonical_format(name: str) -> str | None:
@@ -67,14 +72,20 @@ def canonical_format(name: str) -> str | None:
     return key if key in READERS else None
 
 
-def read_report(
-    source: Path | bytes, exit_code: int | None = None, format: str | None = None
-) -> ReportResult:
-    """Read one report (a path or its bytes) with the named or sniffed reader."""
+def read_report(source: Path | bytes, format: str | None = None) -> ReportResult:
+    """Read one report (a path or its bytes) with the named or sniffed reader.
+
+    A path must be a regular file of at most :data:`REPORT_LIMIT` bytes: a FIFO
+    or a device named as the report is refused, never waited on or read forever.
+    """
     try:
-        data = source.read_bytes() if isinstance(source, Path) else source
-    except OSError as exc:
-        return unreadable(format or "unknown", f"cannot read report: {exc}")
+        data = (
+            read_regular(source, limit=REPORT_LIMIT, what="report")
+            if isinstance(source, Path)
+            else source
+        )
+    except FileRefused as exc:
+        return unreadable(format or "unknown", f"cannot read report: {exc.problems[0].message}")
     if not data.strip():
         return unreadable(format or "unknown", "the report is empty")
     fmt = canonical_format(format) if format else sniff(data)
@@ -86,7 +97,7 @@ def read_report(
         )
         return unreadable(format or "unknown", why)
     try:
-        return READERS[fmt](data, exit_code)
+        return READERS[fmt](data)
     except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
         # Valid JSON/XML of the wrong shape (a list where a runner writes objects).
         return unreadable(fmt, f"{fmt} report has an unexpected shape: {exc}")

@@ -39,7 +39,7 @@ def _excerpt(text: str, marker: str, lines: int = 6) -> str:
 
 def classify(
     *,
-    exit_code: int | None,
+    exit_code: int | None,  # noqa: ARG001 (kept for callers; judged by the adapter)
     timed_out: bool,
     output: str,
     report: ReportResult | None,
@@ -52,30 +52,60 @@ def classify(
     out: list[Finding] = []
     if timed_out:
         secs = f" after {timeout_ms / 1000:g} s" if timeout_ms else ""
-        out.append(Finding(kind="timeout", message=f"the test run was killed{secs}",
-                           severity="error"))
+        out.append(
+            Finding(kind="timeout", message=f"the test run was killed{secs}", severity="error")
+        )
     conftest = _CONFTEST.search(text)
     if conftest:
-        out.append(Finding(kind="pytest-conftest-error", severity="error",
-                           message=_excerpt(text, conftest.group(0)), file=conftest.group(1)))
+        out.append(
+            Finding(
+                kind="pytest-conftest-error",
+                severity="error",
+                message=_excerpt(text, conftest.group(0)),
+                file=conftest.group(1),
+            )
+        )
     if report is None or report.counts is None:
         if "ImportError while importing test module" in text and "pytest-import-error" not in have:
-            out.append(Finding(kind="pytest-import-error", severity="error",
-                               message=_excerpt(text, "ImportError while importing test module")))
+            out.append(
+                Finding(
+                    kind="pytest-import-error",
+                    severity="error",
+                    message=_excerpt(text, "ImportError while importing test module"),
+                )
+            )
         elif "ERROR collecting" in text and "pytest-collection-error" not in have:
-            out.append(Finding(kind="pytest-collection-error", severity="error",
-                               message=_excerpt(text, "ERROR collecting")))
+            out.append(
+                Finding(
+                    kind="pytest-collection-error",
+                    severity="error",
+                    message=_excerpt(text, "ERROR collecting"),
+                )
+            )
         compile_error = _COMPILE.search(text)
         if compile_error:
-            out.append(Finding(kind="compile-error", severity="error",
-                               message=clip(compile_error.group(0), 800)))
+            out.append(
+                Finding(
+                    kind="compile-error",
+                    severity="error",
+                    message=clip(compile_error.group(0), 800),
+                )
+            )
     unhandled = _UNHANDLED.search(text)
     if unhandled:
-        out.append(Finding(kind="unhandled-error", severity="error",
-                           message=_excerpt(text, unhandled.group(0))))
+        out.append(
+            Finding(
+                kind="unhandled-error", severity="error", message=_excerpt(text, unhandled.group(0))
+            )
+        )
     if report_named is not None and report is None:
-        out.append(Finding(kind="report-missing", severity="error",
-                           message=f"the runner did not write {report_named}"))
+        out.append(
+            Finding(
+                kind="report-missing",
+                severity="error",
+                message=f"the runner did not write {report_named}",
+            )
+        )
     ran = report.ran if report is not None else None
     no_tests = _NO_TESTS.search(text)
     if "no-tests-collected" not in have and (ran == 0 or (ran is None and no_tests)):

@@ -53,7 +53,7 @@ def looks_like_jest(doc: Mapping[str, Any]) -> bool:
     return "numRuntimeErrorTestSuites" in doc or "wasInterrupted" in doc
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse a vitest or jest JSON report; unreadable ⇒ ``counts is None`` with the reason."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source
@@ -80,15 +80,19 @@ def parse(doc: Mapping[str, Any]) -> ReportResult:
         tests.extend(file_cases)
         for case in file_cases:
             if case.outcome == "failed":
-                findings.append(Finding(kind="test-failed", message=clip(f"{case.id}: "
-                                                                         f"{case.message}")))
+                findings.append(
+                    Finding(kind="test-failed", message=clip(f"{case.id}: {case.message}"))
+                )
         status = file_result.get("status")
         if status == "failed" and not any(c.outcome == "failed" for c in file_cases):
             # Import failure, empty file, failing beforeAll: no failing test says so.
             suite_failed = True
             message = clip(str(file_result.get("message") or "test file failed"))
-            findings.append(Finding(kind="suite-error", message=f"{file}: {message}",
-                                    severity="error", file=file))
+            findings.append(
+                Finding(
+                    kind="suite-error", message=f"{file}: {message}", severity="error", file=file
+                )
+            )
     if not doc.get("testResults") and doc.get("numTotalTestSuites", 0) == 0:
         findings.append(Finding(kind="no-tests-collected", message="no test file matched"))
     return ReportResult(

@@ -57,7 +57,7 @@ def _tool(root: ET.Element) -> str | None:
     return None
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse a JUnit XML report; unreadable or truncated ⇒ ``counts is None`` with the reason."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source
@@ -222,7 +222,7 @@ def _fixture_missing(el: ET.Element) -> str | None:
     return None
 
 
-def case_findings(case: TestCase, tool: str | None) -> list[Finding]:
+def case_findings(case: TestCase, tool: str | None) -> list[Finding]:  # noqa: ARG001 (one signature for every tool)
     """The failure message of one failed test, classified where pytest says why."""
     message = case.message or case.outcome
     out: list[Finding] = []

@@ -39,13 +39,18 @@ _SUMMARY = re.compile(
 _STATUS: dict[str, CaseOutcome] = {"ok": "passed", "FAILED": "failed", "ignored": "skipped"}
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse libtest output (a path or bytes); never raises on odd input."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source
     except OSError as exc:
-        return ReportResult(format=FORMAT, tests=None, counts=None, error=str(exc),
-                            findings=(Finding(kind="report-missing", message=str(exc)),))
+        return ReportResult(
+            format=FORMAT,
+            tests=None,
+            counts=None,
+            error=str(exc),
+            findings=(Finding(kind="report-missing", message=str(exc)),),
+        )
     return parse(strip_ansi(raw.decode("utf-8", errors="replace")))
 
 
@@ -78,14 +83,31 @@ def parse(text: str) -> ReportResult:
             ignored += int(summary.group("i"))
     suite_failed = open_binaries > 0
     if suite_failed:
-        findings.append(Finding(kind="suite-error", severity="error",
-                                message="a test binary stopped before printing its summary "
-                                        "(aborted or killed)"))
+        findings.append(
+            Finding(
+                kind="suite-error",
+                severity="error",
+                message="a test binary stopped before printing its summary (aborted or killed)",
+            )
+        )
     if summaries == 0:
-        return ReportResult(format=FORMAT, tests=None, counts=None, findings=tuple(findings),
-                            tool="cargo", suite_failed=suite_failed,
-                            error="no libtest summary line (`test result: …`) in the output")
-    counts = TestCounts(discovered=passed + failed + ignored, passed=passed, failed=failed,
-                        skipped=ignored)
-    return ReportResult(format=FORMAT, tests=tuple(tests), counts=counts,
-                        findings=tuple(findings), tool="cargo", suite_failed=suite_failed)
+        return ReportResult(
+            format=FORMAT,
+            tests=None,
+            counts=None,
+            findings=tuple(findings),
+            tool="cargo",
+            suite_failed=suite_failed,
+            error="no libtest summary line (`test result: …`) in the output",
+        )
+    counts = TestCounts(
+        discovered=passed + failed + ignored, passed=passed, failed=failed, skipped=ignored
+    )
+    return ReportResult(
+        format=FORMAT,
+        tests=tuple(tests),
+        counts=counts,
+        findings=tuple(findings),
+        tool="cargo",
+        suite_failed=suite_failed,
+    )

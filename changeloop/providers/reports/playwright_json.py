@@ -39,11 +39,10 @@ FORMAT = "playwright-json"
 _MESSAGE_LIMIT = 2000
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse a Playwright JSON report (a path or its bytes); unreadable ⇒ ``counts is None``.
 
-    ``exit_code`` is accepted for symmetry with the other readers; the adapter
-    judges it (a report never overrides a failing exit).
+    The exit code is the adapter's to judge (a report never overrides a failing exit).
     """
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source

@@ -35,15 +35,18 @@ from changeloop.providers.reports.model import (
 FORMAT = "pytest-json"
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse the report; unreadable or truncated ⇒ ``counts is None`` with the reason."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source
         doc = json.loads(raw)
     except (OSError, ValueError) as exc:
         return unreadable(FORMAT, f"pytest-json-report file is not readable JSON: {exc}")
-    if not isinstance(doc, dict) or not isinstance(doc.get("tests", []), list) \
-            or not isinstance(doc.get("summary"), dict):
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("tests", []), list)
+        or not isinstance(doc.get("summary"), dict)
+    ):
         return unreadable(FORMAT, "not a pytest-json-report file (no 'summary' object)")
     return parse(doc)
 
@@ -57,11 +60,15 @@ def parse(doc: Mapping[str, Any]) -> ReportResult:
             continue
         suite_failed = True
         text = str(col.get("longrepr") or "")
-        kind = "pytest-import-error" if "ImportError while importing" in text \
+        kind = (
+            "pytest-import-error"
+            if "ImportError while importing" in text
             else "pytest-collection-error"
+        )
         node = str(col.get("nodeid") or "")
-        findings.append(Finding(kind=kind, message=clip(f"{node}: {text}"), severity="error",
-                                file=node or None))
+        findings.append(
+            Finding(kind=kind, message=clip(f"{node}: {text}"), severity="error", file=node or None)
+        )
     tests: list[TestCase] = []
     for raw in doc.get("tests") or []:
         if isinstance(raw, dict):
@@ -91,8 +98,11 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
     reported = str(raw.get("outcome") or "")
     outcome: CaseOutcome
     message: str | None = None
-    broken = [(w, p) for w, p in (("setup", setup), ("call", call), ("teardown", teardown))
-              if p is not None and p.get("outcome") == "failed"]
+    broken = [
+        (w, p)
+        for w, p in (("setup", setup), ("call", call), ("teardown", teardown))
+        if p is not None and p.get("outcome") == "failed"
+    ]
     if reported == "xfailed":
         outcome = "skipped"
     elif any(w != "call" for w, _ in broken):
@@ -114,8 +124,13 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
         message = clip(f"failed on {when}: {head or text}")
         missing = FIXTURE_MISSING.search(text)
         if missing:
-            findings.append(Finding(kind="pytest-fixture-error", severity="error",
-                                    message=clip(f"{nodeid}: {missing.group(0)}")))
+            findings.append(
+                Finding(
+                    kind="pytest-fixture-error",
+                    severity="error",
+                    message=clip(f"{nodeid}: {missing.group(0)}"),
+                )
+            )
         findings.append(Finding(kind="test-failed", message=clip(f"{nodeid}: {message}")))
     claims: dict[str, None] = {}
     meta = raw.get("metadata")
@@ -126,6 +141,11 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
             claims[prop["claim"]] = None
     claims.update(dict.fromkeys(claim_tags(nodeid)))
     duration = sum(float(p.get("duration") or 0) for p in (setup, call, teardown) if p)
-    return TestCase(name=name or nodeid, outcome=outcome, file=file or None,
-                    claims=tuple(claims), message=message,
-                    duration_ms=round(duration * 1000)), findings
+    return TestCase(
+        name=name or nodeid,
+        outcome=outcome,
+        file=file or None,
+        claims=tuple(claims),
+        message=message,
+        duration_ms=round(duration * 1000),
+    ), findings

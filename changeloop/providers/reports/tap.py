@@ -71,7 +71,7 @@ class _Block:
     plan_line: int = 0
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse a TAP stream; unreadable ⇒ ``counts is None`` with the reason."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source

@@ -2,7 +2,7 @@
 
 Example::
 
-    result = read(Path("run/test.log"), exit_code=1)
+    result = read(Path("run/test.log"))
     result.counts        # discovered = unittest's own ``Ran N tests``
 
 What unittest prints (3.11, 3.12, 3.13 alike; fixtures under
@@ -101,7 +101,7 @@ class _Entry:
         return TestCase(name=name, outcome=self.final(), file=file, claims=claims, message=message)
 
 
-def read(source: Path | bytes, exit_code: int | None = None) -> ReportResult:
+def read(source: Path | bytes) -> ReportResult:
     """Parse unittest text (a path or bytes); never raises on odd input."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source

@@ -1,0 +1,170 @@
+"""The sandbox's own git repository (DESIGN.md §5 "Isolation", §13 "Sandboxes").
+
+A sandbox is a repository of its own, so git in a provider never finds the
+user's: ``<sandbox>/.git`` is where git's discovery stops. Its objects are
+borrowed read-only through ``objects/info/alternates`` (git never writes into
+an alternate), so nothing is copied; HEAD is detached at a commit of the
+sandbox's content whose parent is the user's HEAD; the user's tags are copied
+(``git describe``, hatch-vcs and setuptools-scm see the user's versions). It has
+no remote, no hooks and none of the user's repository config: a provider's
+``reset``, ``commit``, ``branch``, ``tag`` or ``config`` changes the sandbox only.
+
+The content commit has a fixed author and committer and the user's HEAD commit
+date, so the same content on the same HEAD is the same commit id. Absolute
+symlinks that point into the user's checkout are re-pointed into the sandbox
+(on disk, in its index and in that commit, so ``git reset --hard`` inside keeps
+them safe); the content identity was computed before, from the user's link texts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from changeloop.identity import GitLayout, git, git_env
+
+COMMIT_MESSAGE = "changeloop sandbox"
+# A fixed identity keeps the commit id independent of the user's git config.
+IDENT = {
+    "GIT_AUTHOR_NAME": "changeloop",
+    "GIT_AUTHOR_EMAIL": "changeloop@localhost",
+    "GIT_COMMITTER_NAME": "changeloop",
+    "GIT_COMMITTER_EMAIL": "changeloop@localhost",
+}
+_SYMLINK_MODE = b"120000"
+
+
+def with_config(env: Mapping[str, str], settings: Mapping[str, str]) -> dict[str, str]:
+    """``env`` plus git ``-c`` settings passed through ``GIT_CONFIG_COUNT`` (appended)."""
+    out = dict(env)
+    count = int(out.get("GIT_CONFIG_COUNT", "0") or "0")
+    for key, value in settings.items():
+        out[f"GIT_CONFIG_KEY_{count}"] = key
+        out[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    out["GIT_CONFIG_COUNT"] = str(count)
+    return out
+
+
+def own_env(root: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for git acting on the sandbox at ``root`` (never the user's hooks)."""
+    env = git_env(
+        extra={"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root), **(extra or {})}
+    )
+    return with_config(env, {"core.hooksPath": os.devnull})
+
+
+def init(root: Path, lay: GitLayout) -> None:
+    """Make ``root/.git``: empty (no template: no hooks), objects borrowed from the user's."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(
+        ["init", "-q", "--template=", f"--object-format={lay.object_format}", str(root)],
+        cwd=root,
+        env=git_env(),
+    )
+    info = root / ".git" / "objects" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "alternates").write_text(f"{lay.git_dir / 'objects'}\n", encoding="utf-8")
+    shallow = lay.git_dir / "shallow"
+    if shallow.is_file():
+        # A shallow clone (CI's usual checkout): without its boundary the sandbox
+        # would walk into parents that were never fetched.
+        shutil.copyfile(shallow, root / ".git" / "shallow")
+
+
+def content_commit(root: Path, tree: str, lay: GitLayout) -> str:
+    """The sandbox's commit of ``tree``: parent the user's HEAD, reproducible id."""
+    date = "@0 +0000"  # "@": git reads the number as seconds since the epoch, even 0
+    if lay.head is not None:
+        # The raw header, not `git show --format` (which config such as
+        # log.showSignature could add to): "committer <ident> <seconds> <zone>".
+        raw = git(["cat-file", "commit", lay.head], cwd=root, env=own_env(root)).stdout
+        for line in raw.split(b"\n"):
+            if not line:
+                break  # end of the headers
+            if line.startswith(b"committer "):
+                seconds, zone = line.decode(errors="replace").rsplit(" ", 2)[1:]
+                date = f"@{seconds} {zone}"
+    env = own_env(root, {**IDENT, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    env = with_config(env, {"i18n.commitEncoding": "UTF-8"})
+    parents = ["-p", lay.head] if lay.head else []
+    args = ["commit-tree", "--no-gpg-sign", tree, *parents, "-m", COMMIT_MESSAGE]
+    return git(args, cwd=root, env=env).stdout.decode().strip()
+
+
+def repoint_links(root: Path, mirrors: Path) -> list[str]:
+    """Re-point absolute symlinks into ``mirrors`` (the user's directory ``root`` copies).
+
+    Looks at every symlink in the sandbox's index, rewrites on disk those whose
+    target lies in ``mirrors`` (named directly or through a symlinked parent),
+    and records the new link texts in the index. Returns the paths re-pointed.
+    """
+    env = own_env(root)
+    listed = git(["ls-files", "-s", "-z"], cwd=root, env=env).stdout.split(b"\0")
+    bases = {Path(os.path.normpath(mirrors)), mirrors.resolve()}
+    changed: list[str] = []
+    for entry in listed:
+        if not entry.startswith(_SYMLINK_MODE):
+            continue
+        rel = os.fsdecode(entry.split(b"\t", 1)[1])
+        link = root / rel
+        try:
+            target = link.readlink()
+        except OSError:
+            continue
+        inside = _inside(target, bases)
+        if inside is None:
+            continue
+        link.unlink()
+        link.symlink_to(root / inside)
+        changed.append(rel)
+    if changed:
+        listing = b"".join(os.fsencode(p) + b"\0" for p in changed)
+        git(["update-index", "-z", "--stdin"], cwd=root, env=env, input_bytes=listing)
+    return changed
+
+
+def _inside(target: Path, bases: set[Path]) -> Path | None:
+    """``target`` relative to one of ``bases`` (``.`` for a base itself), else None.
+
+    The target's parent directory is also tried resolved, so that a link naming
+    the checkout through a symlinked path counts; its last component is not
+    followed (a link to a link stays a link to that link).
+    """
+    if not target.is_absolute():
+        return None
+    norm = Path(os.path.normpath(target))
+    candidates = [norm]
+    if norm.parent != norm:
+        candidates.append(norm.parent.resolve() / norm.name)
+    for candidate in candidates:
+        for base in bases:
+            if candidate.is_relative_to(base):
+                return candidate.relative_to(base)
+    return None
+
+
+def set_head_and_tags(root: Path, commit: str, lay: GitLayout) -> None:
+    """Detach the sandbox's HEAD at ``commit`` and copy the user's tags, in one transaction."""
+    tags = git(
+        ["for-each-ref", "--format=%(objectname) %(refname)", "refs/tags"],
+        cwd=lay.toplevel,
+    ).stdout.decode()
+    lines = [f"update HEAD {commit}"]
+    for line in tags.splitlines():
+        oid, _, ref = line.partition(" ")
+        if ref:
+            lines.append(f"create {ref} {oid}")
+    stdin = "".join(f"{line}\n" for line in lines).encode()
+    git(["update-ref", "--no-deref", "--stdin"], cwd=root, env=own_env(root), input_bytes=stdin)
+
+
+def finish(root: Path, mirrors: Path, tree: str, lay: GitLayout) -> str:
+    """Once ``root`` holds its files and their index (of ``tree``): links, commit, HEAD, tags."""
+    if repoint_links(root, mirrors):
+        tree = git(["write-tree"], cwd=root, env=own_env(root)).stdout.decode().strip()
+    commit = content_commit(root, tree, lay)
+    set_head_and_tags(root, commit, lay)
+    return commit
