@@ -42,6 +42,7 @@ def ci(tmp_path: Path) -> dict[str, Path]:
     key = generate_private_key()
     key_path = tmp_path / "ci.pem"
     key_path.write_bytes(private_pem(key))
+    key_path.chmod(0o600)
     counter = tmp_path / "runs.txt"
     root = make_repo(tmp_path / "ci", {"src/app.py": "print('hi')\n"}, commit=False)
     make_change(

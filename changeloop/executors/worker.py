@@ -100,7 +100,7 @@ def content_dir(tree: str, dask_worker: Any = None) -> str:
     return str(base_dir(dask_worker) / "trees" / tree)
 
 
-def cancel(token: str, dask_worker: Any = None) -> None:
+def cancel(token: str) -> None:
     """Ask the job ``token`` to stop: its runner ends the process group."""
     _cancelled.add(token)
 
@@ -113,7 +113,7 @@ def cleanup(session: str, dask_worker: Any = None) -> None:
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
 
 
-def executable_identity(argv0: str, dask_worker: Any = None) -> str | None:
+def executable_identity(argv0: str) -> str | None:
     """sha256 of the resolved executable's bytes (remembered by path, size, mtime); None: absent."""
     found = shutil.which(argv0)
     if found is None:
