@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -20,13 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import distributed  # the [test] extra installs it: CI never skips these
 import pytest
 
-distributed = pytest.importorskip("distributed")
-
-from changeloop.executors import worker as remote  # noqa: E402
-from changeloop.identity import content_identity  # noqa: E402
-from tests.prove_helpers import (  # noqa: E402
+from changeloop.executors import worker as remote
+from changeloop.identity import content_identity
+from tests.prove_helpers import (
     make_change,
     make_repo,
     prove_json,
@@ -213,6 +213,106 @@ def test_an_unreachable_scheduler_refuses_before_anything_runs(
     )
     assert code == 2 and doc["errors"][0]["code"] == "dask_unreachable"
     assert not marker.exists()
+
+
+def test_ctrl_c_cancels_the_remote_job_and_exits_130(tmp_path: Path, cluster: Any) -> None:
+    started = tmp_path / "started.txt"
+    slow = _py(
+        f"import os, time; open({str(started)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 5\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {slow}, claims: [hello]}}\n",
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [PY, "-m", "changeloop", "prove", "c1", "--root", str(root), *_dask(cluster)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() or not started.read_text():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        remote_pid = int(started.read_text())
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 15
+    while _alive(remote_pid):
+        assert time.monotonic() < deadline, "the remote job's process outlived Ctrl-C"
+        time.sleep(0.1)
+    assert not list((root / ".changeloop" / "receipts").glob("c1/*.json"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_workers_that_disagree_on_an_executable_refuse_the_run(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One extra worker resolves the tool to other bytes: exit 2 before anything runs."""
+    tool_dir = tmp_path / "bin"
+    tool_dir.mkdir()
+    tool = tool_dir / "h13-tool"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    marker = tmp_path / "ran"
+    env = {**os.environ, "PATH": f"{tool_dir}:{os.environ['PATH']}"}
+    extra = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "distributed.cli.dask_worker",
+            cluster.scheduler_address,
+            "--nthreads",
+            "1",
+            "--no-nanny",
+            "--host",
+            "127.0.0.1",
+            "--no-dashboard",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = distributed.Client(cluster.scheduler_address)
+        try:
+            client.wait_for_workers(4, timeout=60)
+        finally:
+            client.close()
+        root = make_repo(tmp_path / "ws", {"src/app.py": "x = 6\n"})
+        make_change(
+            root,
+            "c1",
+            EVIDENCE,
+            "version: 1\nproviders:\n"
+            f"  use: {{adapter: command, command: [h13-tool, {marker}], claims: [hello]}}\n",
+        )
+        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    finally:
+        extra.terminate()
+        extra.wait(timeout=30)
+    assert code == 2
+    assert doc["errors"][0]["code"] == "environment-mismatch"
+    assert "h13-tool" in doc["errors"][0]["message"]
+    assert not (root / ".changeloop" / "runs").exists() or not any(
+        (root / ".changeloop" / "runs").iterdir()
+    )
 
 
 def test_a_worker_killed_mid_job_never_gives_a_pass(

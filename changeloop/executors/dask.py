@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from distributed import Client
+from distributed import Client, wait
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
@@ -33,8 +33,7 @@ from changeloop.run.job import Job, JobResult
 from changeloop.sandboxes.copy import list_files
 
 CONNECT_TIMEOUT_S = 5
-POLL_S = 0.05
-WATCH_EVERY = 10  # polls between checks that the job's worker is still there
+WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
 
 
 class DaskExecutor:
@@ -170,11 +169,11 @@ class DaskExecutor:
             retries=0,
         )
         try:
-            polls = 0
-            while not future.done():
-                await anyio.sleep(POLL_S)
-                polls += 1
-                if polls % WATCH_EVERY == 0:
+            while True:
+                try:
+                    await wait([future], timeout=WATCH_S)
+                    break
+                except TimeoutError:
                     await self._refresh()
                     if address not in self._workers:
                         self._lost.add(address)
