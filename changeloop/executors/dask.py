@@ -171,7 +171,7 @@ class DaskExecutor:
         try:
             while True:
                 try:
-                    await wait([future], timeout=WATCH_S)
+                    await wait([future], timeout=WATCH_S)  # type: ignore[no-untyped-call]
                     break
                 except TimeoutError:
                     await self._refresh()
