@@ -278,12 +278,15 @@ def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[
 
 
 def _pack(plan: Plan, job: Job, mode: SandboxMode, state_dir: Path) -> bytes:
-    repo = job.sandbox.repository
-    source = Path(job.sandbox.path)
+    """The repository's content as its identity saw it: the user's files and link texts.
+
+    Read from the checkout, not the local sandbox (which re-points absolute
+    links); what changed meanwhile is caught by the worker's tree check.
+    """
+    source = plan.repositories[job.sandbox.repository].path.resolve()
     if mode == "worktree":
         return content.pack(source, content.tracked_files(source))
-    files = list_files(plan.repositories[repo].path.resolve(), state_dir.resolve())
-    return content.pack(source, files)
+    return content.pack(source, list_files(source, state_dir.resolve()))
 
 
 def _unpack(data: bytes, dest: Path) -> None:
