@@ -376,12 +376,16 @@ async def _execute(
 ) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
     provider = ctx.provider
     adapter = registry.ADAPTERS[provider.adapter]
-    async with services.lease(provider.services) as problems:
-        if problems:
-            reason = "; ".join(f.message for f in problems)
-            outcomes = every_capability(provider, "fail", reason, tuple(problems))
-        else:
-            outcomes = await _call_adapter(adapter.run, ctx, provider)
+    if _remote(run):  # its services start on the worker that runs its job (§10)
+        services.release_unused(provider.services)
+        outcomes = await _call_adapter(adapter.run, ctx, provider)
+    else:
+        async with services.lease(provider.services) as problems:
+            if problems:
+                reason = "; ".join(f.message for f in problems)
+                outcomes = every_capability(provider, "fail", reason, tuple(problems))
+            else:
+                outcomes = await _call_adapter(adapter.run, ctx, provider)
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue
         # no receipt at all; its claims then stay unproven, with its reason.

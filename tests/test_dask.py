@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -213,6 +214,47 @@ def test_an_unreachable_scheduler_refuses_before_anything_runs(
     )
     assert code == 2 and doc["errors"][0]["code"] == "dask_unreachable"
     assert not marker.exists()
+
+
+SERVER = """\
+import http.server, os, sys
+open(sys.argv[2], "w").write(os.getcwd())
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"h13-api")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_a_service_starts_on_the_worker_of_the_job_that_needs_it(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    where = tmp_path / "where.txt"
+    root = make_repo(tmp_path / "ws", {"srv.py": SERVER})
+    fetch = _py(
+        f"import urllib.request as u; assert u.urlopen('http://127.0.0.1:{port}/').read() == b'h13-api'"
+    )
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        "version: 1\nproviders:\n"
+        f"  use: {{adapter: command, command: {fetch}, services: [api], claims: [hello]}}\n"
+        "services:\n"
+        f"  api:\n    command: [{json.dumps(PY)}, srv.py, '{port}', {json.dumps(str(where))}]\n"
+        f"    readiness: {{url: 'http://127.0.0.1:{port}/', expect: {{body: h13-api}}, timeoutMs: 20000}}\n",
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    ran_in = Path(where.read_text()).resolve()
+    assert root.resolve() not in (ran_in, *ran_in.parents)  # on the worker, in its sandbox
+    assert "changeloop" in ran_in.parts and "repos" in ran_in.parts
+    with socket.socket() as s:  # stopped after the job
+        assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
 def test_ctrl_c_cancels_the_remote_job_and_exits_130(tmp_path: Path, cluster: Any) -> None:

@@ -45,13 +45,19 @@ async def open_executor(
                 fix=f"pass --dask-scheduler tcp://host:8786 or set {SCHEDULER_ENV}",
             )
         )
-    with_services = sorted(p.name for p in plan.providers.values() if p.services)
-    if with_services:
+    elsewhere = sorted(
+        f"{p.name} → {s}"
+        for p in plan.providers.values()
+        for s in p.services
+        if s in plan.services and plan.services[s].repository not in (None, p.repository)
+    )
+    if elsewhere:
         raise ChangeloopError(
             Problem(
                 code="dask_services_unsupported",
-                message="--executor dask does not start services on workers yet; providers "
-                f"{', '.join(with_services)} need services",
+                message="--executor dask starts a service on the worker of the provider that "
+                "needs it, in that provider's repository; these services live in another "
+                f"repository: {', '.join(elsewhere)}",
                 fix="prove this change with --executor local",
             )
         )

@@ -17,6 +17,7 @@ import io
 import secrets
 import tarfile
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -141,6 +142,9 @@ class DaskExecutor:
             if job.sandbox.repository in self._plan.repositories
             else (),
             content=None,
+            services=tuple(
+                self._plan.services[n] for n in job.services if n in self._plan.services
+            ),
         )
         self._busy[address] = self._busy.get(address, 0) + 1
         try:
@@ -250,7 +254,7 @@ class DaskExecutor:
 
 
 def _with_content(wire: worker.WireJob, data: bytes) -> worker.WireJob:
-    return worker.WireJob(wire.job, wire.session, wire.token, wire.setup, data)
+    return replace(wire, content=data)
 
 
 def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[str]) -> JobResult:

@@ -23,16 +23,19 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
 from changeloop.executors.content import tree_of, unpack
+from changeloop.model import Plan, Service
 from changeloop.processes import ProcessResult, run_process
+from changeloop.providers.base import Finding
 from changeloop.run.job import Job
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
@@ -55,6 +58,7 @@ class WireJob:
     token: str  # one per submission: cancellation and the job's own directory
     setup: tuple[tuple[str, ...], ...]  # the repository's setup commands
     content: bytes | None  # the content archive, sent once per worker and tree
+    services: tuple[Service, ...] = ()  # started on this worker for this job, then stopped
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,9 @@ def run_job(wire: WireJob) -> WireResult:
     if result is None:
         why = f"cancelled on worker {address}; its process group was ended"
         return WireResult(address, failure=("inconclusive", "cancelled", why))
+    if isinstance(result, list):  # its services did not come up: what a local run says
+        why = "; ".join(f.message for f in result)
+        return WireResult(address, failure=("fail", result[0].kind, why))
     return WireResult(
         address,
         exit_code=result.exit_code,
@@ -187,9 +194,10 @@ def run_job(wire: WireJob) -> WireResult:
 
 async def _cancellable(
     wire: WireJob, argv: list[str], cwd: Path, env: dict[str, str], jobdir: Path
-) -> ProcessResult | None:
+) -> ProcessResult | list[Finding] | None:
+    """The job's process (with its services up); problems of its services; None: cancelled."""
     token, job = wire.token, wire.job
-    done: list[ProcessResult] = []
+    done: list[ProcessResult | list[Finding]] = []
     async with anyio.create_task_group() as tg:
 
         async def watch() -> None:
@@ -198,19 +206,56 @@ async def _cancellable(
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        done.append(
-            await run_process(
-                argv,
-                cwd=cwd,
-                env=env,
-                timeout_ms=job.timeout_ms,
-                log_dir=jobdir,
-                log_name=job.log_name,
-                secrets=job.secrets(os.environ),
-            )
-        )
+        async with _services(wire, cwd, jobdir) as problems:
+            if problems:
+                done.append(problems)
+            else:
+                done.append(
+                    await run_process(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        timeout_ms=job.timeout_ms,
+                        log_dir=jobdir,
+                        log_name=job.log_name,
+                        secrets=job.secrets(os.environ),
+                    )
+                )
         tg.cancel_scope.cancel()
     return done[0] if done else None
+
+
+@asynccontextmanager
+async def _services(wire: WireJob, sandbox: Path, jobdir: Path) -> AsyncIterator[list[Finding]]:
+    """The job's services, started here with identity-checked readiness (changeloop.services)."""
+    if not wire.services:
+        yield []
+        return
+    from changeloop.services import ServiceManager
+
+    swaps = ((wire.job.sandbox.path, str(sandbox)),)
+    services = {
+        s.name: replace(s, command=tuple(_swap(a, swaps) for a in s.command)) for s in wire.services
+    }
+    plan = cast(Plan, _ServicePlan(services, sandbox))
+    manager = ServiceManager(
+        plan,
+        workdirs={wire.job.sandbox.repository: sandbox},
+        env=dict(os.environ),
+        log_dir=jobdir / "services",
+        users={name: 1 for name in services},
+        secrets=wire.job.secrets(os.environ),
+    )
+    async with manager, manager.lease(tuple(services)) as problems:
+        yield problems
+
+
+@dataclass(frozen=True)
+class _ServicePlan:
+    """What ``ServiceManager`` reads of a plan: the services, and a root."""
+
+    services: Mapping[str, Service]
+    root: Path
 
 
 def _sandbox(wire: WireJob, base: Path, address: str) -> tuple[Path, Failure | None] | None:
