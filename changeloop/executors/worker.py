@@ -336,7 +336,7 @@ def _pack_dir(root: Path, since: float) -> bytes:
     """Files under ``root`` modified at or after ``since`` (bounded), as a tar archive."""
     buffer = io.BytesIO()
     budget = MAX_OUTPUT_BYTES
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             for name in sorted(files):
