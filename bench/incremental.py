@@ -29,9 +29,7 @@ def workspace(root: Path, files: int, providers: int) -> Path:
     change = repo / "openspec" / "changes" / "bench"
     change.mkdir(parents=True)
     names = [f"p{i:03d}" for i in range(providers)]
-    (change / "evidence.yaml").write_text(
-        "version: 3\nrequires: [" + ", ".join(names) + "]\n"
-    )
+    (change / "evidence.yaml").write_text("version: 3\nrequires: [" + ", ".join(names) + "]\n")
     dirs = files // 100
     lines = ["version: 1", "providers:"]
     for i, name in enumerate(names):
@@ -52,7 +50,10 @@ def prove(repo: Path) -> tuple[float, dict]:
     start = time.perf_counter()
     proc = subprocess.run(
         ["changeloop", "prove", "bench", "--json", "--sandbox", "none"],
-        cwd=repo, env=GIT_ENV, capture_output=True, check=False,
+        cwd=repo,
+        env=GIT_ENV,
+        capture_output=True,
+        check=False,
     )
     wall = time.perf_counter() - start
     try:
@@ -85,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             walls.append(wall)
         best = min(walls)
         st = states(doc)
-        print(f"nothing changed: {best * 1000:.0f} ms (best of {args.repeat}; goal <= 150 ms: "
-              f"{'met' if best <= 0.150 else 'NOT met'}), {st}; ran={st.get('ran', 0)} (goal 0)")
+        print(
+            f"nothing changed: {best * 1000:.0f} ms (best of {args.repeat}; goal <= 150 ms: "
+            f"{'met' if best <= 0.150 else 'NOT met'}), {st}; ran={st.get('ran', 0)} (goal 0)"
+        )
         target = repo / "src" / "pkg005" / "mod00.py"
         target.write_text(target.read_text() + "# edited\n")
         wall, doc = prove(repo)

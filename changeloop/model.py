@@ -179,6 +179,18 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class ClaimScope:
+    """What an adapter's ``read`` needs of the plan's claims, as data that travels in a Job."""
+
+    requiring: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # capability -> ids
+    known: tuple[str, ...] = ()  # every claim id the evidence declares
+    os_input: tuple[str, ...] = ()  # claims whose inputMode needs OS input
+
+    def claims_requiring(self, capability: str) -> tuple[str, ...]:
+        return self.requiring.get(capability, ())
+
+
+@dataclass(frozen=True)
 class ContentIdentity:
     """What was proven: the git tree of the content (``openspec/`` left out)."""
 

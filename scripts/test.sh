@@ -30,6 +30,13 @@ if command -v npm >/dev/null 2>&1; then
   done
 fi
 
+# Gates before the suite (issue 12): formatting, lint (incl. unused arguments),
+# strict typing of the package and the tests. Debt lists live in pyproject.toml.
+python3 -m ruff format --check changeloop tests bench
+python3 -m ruff check changeloop tests bench
+python3 -m mypy  # files, strictness and the per-module overrides: pyproject.toml [tool.mypy]
+
+# pyproject.toml makes every warning an error and every xfail strict.
 python3 -m pytest "$@"
 
 # changeloop proves itself after the suite (.ci/run sets CHANGELOOP_SELF_PROVE=1):

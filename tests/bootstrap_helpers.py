@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from changeloop.cli.main import main
 
@@ -36,14 +39,16 @@ def workspace(
 
 def venv_with(root: Path, package: str, version: str, at: str = ".venv") -> None:
     """A repository-local virtualenv layout holding ``package`` metadata (nothing runnable)."""
-    write(root, {
-        f"{at}/pyvenv.cfg": "home = /usr/bin\n",
-        f"{at}/lib/python3.11/site-packages/{package}-{version}.dist-info/METADATA":
-            f"Name: {package}\nVersion: {version}\n",
-    })
+    write(
+        root,
+        {
+            f"{at}/pyvenv.cfg": "home = /usr/bin\n",
+            f"{at}/lib/python3.11/site-packages/{package}-{version}.dist-info/METADATA": f"Name: {package}\nVersion: {version}\n",
+        },
+    )
 
 
-def cli(capsys, *argv: str) -> tuple[int, dict | None, str]:
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any] | None, str]:
     """Run the CLI; returns (exit code, parsed stdout JSON or None, stderr)."""
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -7,16 +7,15 @@ import shutil
 import socket
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from adapter_helpers import adapter_context
 
 from changeloop.model import (
     ChangeRef,
     Claim,
-    ContentIdentity,
     Evidence,
     InputMode,
     Plan,
@@ -161,17 +160,12 @@ def playwright_provider(name: str = "browser", **kw: Any) -> Provider:
 def make_ctx(plan: Plan, provider: Provider, workdir: Path, run_dir: Path) -> RunContext:
     """A RunContext running its job with the LocalExecutor (no engine needed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-
-    return RunContext(
-        plan=plan,
-        provider=provider,
+    return adapter_context(
+        plan,
+        provider,
         workdirs={"self": workdir},
-        sources={"self": workdir},
-        identities={"self": ContentIdentity(tree="0" * 40, head=None, dirty=False)},
         run_dir=run_dir,
         env={**os.environ, **provider.env, "FORCE_COLOR": "0"},
-        secrets=(),
-        now=datetime.now(UTC),
     )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 from pathlib import Path
+
+import repo_helpers
 
 from changeloop.model import ChangeRef, Plan
 from changeloop.plan import build_plan
@@ -40,12 +41,16 @@ services:
 
 
 def git_init(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    repo_helpers.make_repo(path, commit=False)
 
 
-def make_workspace(root: Path, change: str = "demo", evidence: str | None = VALID_EVIDENCE,
-                   execution: str | None = None, git: bool = True) -> ChangeRef:
+def make_workspace(
+    root: Path,
+    change: str = "demo",
+    evidence: str | None = VALID_EVIDENCE,
+    execution: str | None = None,
+    git: bool = True,
+) -> ChangeRef:
     """A workspace at ``root`` with one change; returns its ChangeRef."""
     if git:
         git_init(root)

@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import repo_helpers
+
 from changeloop.cli.main import main
 
 
@@ -18,21 +20,12 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def make_repo(path: Path, files: dict[str, str] | None = None, commit: bool = True) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    for name, text in (files or {}).items():
-        target = path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(textwrap.dedent(text), encoding="utf-8")
-    if commit:
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", "init", "--allow-empty")
-    return path
+    """``repo_helpers.make_repo`` with each file's text dedented."""
+    texts = {name: textwrap.dedent(text) for name, text in (files or {}).items()}
+    return repo_helpers.make_repo(path, texts, commit=commit)
 
 
-def make_change(
-    root: Path, change: str, evidence: str, execution: str | None = None
-) -> Path:
+def make_change(root: Path, change: str, evidence: str, execution: str | None = None) -> Path:
     directory = root / "openspec" / "changes" / change
     directory.mkdir(parents=True, exist_ok=True)
     (root / "openspec" / "specs").mkdir(parents=True, exist_ok=True)
@@ -59,5 +52,6 @@ def receipts_of(doc: dict[str, Any], provider: str) -> dict[str, dict[str, Any]]
 def provider_entry(doc: dict[str, Any], provider: str) -> dict[str, Any]:
     for entry in doc["providers"]:
         if entry["name"] == provider:
-            return entry
+            found: dict[str, Any] = entry
+            return found
     raise AssertionError(f"no provider {provider}")

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import repo_helpers
+from adapter_helpers import adapter_context
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from changeloop.identity import content_identity
@@ -31,18 +33,15 @@ GIT_ENV = {
 
 
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], env=GIT_ENV, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], env=GIT_ENV, check=True, capture_output=True, text=True
+    )
     return out.stdout.strip()
 
 
 def init_repo(repo: Path, files: Mapping[str, str | bytes]) -> None:
     """A real git repository with ``files`` committed."""
-    repo.mkdir(parents=True, exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    write_files(repo, files)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "init")
+    repo_helpers.make_repo(repo, files)
 
 
 def commit_all(repo: Path, message: str = "change") -> None:
@@ -81,9 +80,12 @@ def make_workspace(
     claim_lines = "".join(
         f"  {c}:\n    statement: {c} holds.\n    requires: [review]\n" for c in claims
     )
-    write_files(cdir, {
-        "evidence.yaml": f"version: 3\nrepositories:\n  web: web\n  api: api\nclaims:\n{claim_lines}",
-    })
+    write_files(
+        cdir,
+        {
+            "evidence.yaml": f"version: 3\nrepositories:\n  web: web\n  api: api\nclaims:\n{claim_lines}",
+        },
+    )
     provider = ""
     if pub_pem is not None:
         indented = pub_pem.strip().replace("\n", "\\n")
@@ -113,13 +115,21 @@ def statement(
 ) -> dict[str, Any]:
     marks = claims if claims is not None else {"auth-boundary": "credited"}
     facts = ReceiptFacts(
-        change=change, provider=provider, adapter="signed",
-        fingerprint="sha256:" + "ab" * 32, subjects=subjects, sandbox="none",
-        issuer=issuer, started=finished, finished=finished,
-        configuration={"evidence.yaml": "cd" * 32}, url=url,
+        change=change,
+        provider=provider,
+        adapter="signed",
+        fingerprint="sha256:" + "ab" * 32,
+        subjects=subjects,
+        sandbox="none",
+        issuer=issuer,
+        started=finished,
+        finished=finished,
+        configuration={"evidence.yaml": "cd" * 32},
+        url=url,
     )
     outcome = Outcome(
-        capability="review", status=status,  # type: ignore[arg-type]
+        capability="review",
+        status=status,  # type: ignore[arg-type]
         reason=None if status == "pass" else "reviewer said no",
         claims=marks,  # type: ignore[arg-type]
     )
@@ -152,21 +162,29 @@ class _NoExecutor:
         raise AssertionError("this adapter must run nothing")
 
 
-def run_context(plan: Plan, provider_name: str, *, now: datetime,
-                idents: Mapping[str, ContentIdentity] | None = None,
-                workdirs: Mapping[str, Path] | None = None) -> RunContext:
+def run_context(
+    plan: Plan,
+    provider_name: str,
+    *,
+    now: datetime,
+    idents: Mapping[str, ContentIdentity] | None = None,
+    workdirs: Mapping[str, Path] | None = None,
+) -> RunContext:
     from changeloop.providers import registry
 
     provider = plan.providers[provider_name]
-    adapter = registry.ADAPTERS[provider.adapter]
-    repos = adapter.repositories(provider, plan)
-    sources = {r: repo.path for r, repo in plan.repositories.items()}
-    return RunContext(
-        plan=plan, provider=provider,
-        workdirs=dict(workdirs) if workdirs is not None else {r: sources[r] for r in repos},
-        sources=sources,
-        identities=dict(idents) if idents is not None else {
-            r: content_identity(sources[r], include_untracked=True) for r in repos},
+    repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+    if idents is None:
+        idents = {
+            r: content_identity(plan.repositories[r].path, include_untracked=True) for r in repos
+        }
+    return adapter_context(
+        plan,
+        provider,
+        workdirs=workdirs,
+        identities=idents,
+        env={},
+        now=now,
         run_dir=plan.root / ".changeloop" / "runs" / "t" / provider_name,
-        env={}, secrets=(), now=now, executor=_NoExecutor(),
+        executor=_NoExecutor(),
     )

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import repo_helpers
+
 if TYPE_CHECKING:
     from changeloop.model import Provider, Service
 
@@ -41,13 +43,7 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 def make_repo(path: Path, files: dict[str, str] | None = None, *, commit: bool = True) -> Path:
     """A git repository holding ``files``, committed unless ``commit`` is False."""
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    write(path, files or {})
-    if commit:
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "--allow-empty", "-m", "initial")
-    return path
+    return repo_helpers.make_repo(path, files, commit=commit, message="initial")
 
 
 def commit_all(path: Path, message: str = "more") -> str:

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import git, make_repo, write
+from test_sandbox_isolation import user_bytes
 
 from changeloop import sandboxes
 from changeloop.model import Repository, SandboxMode
-from tests.sandbox_helpers import git, make_repo, write
-from tests.test_sandbox_isolation import user_bytes
 
 MODES: list[SandboxMode] = ["copy", "worktree"]
 

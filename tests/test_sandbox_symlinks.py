@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prove_helpers import make_change, prove_json, receipts_of
+from sandbox_helpers import git, make_repo, reference_tree
 
 from changeloop import sandboxes
 from changeloop.model import Repository, SandboxMode
-from tests.prove_helpers import make_change, prove_json, receipts_of
-from tests.sandbox_helpers import git, make_repo, reference_tree
 
 WRITER = """\
 set -e

@@ -19,7 +19,15 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Protocol
 
 from changeloop.errors import Problem
-from changeloop.model import ClaimMark, ContentIdentity, Plan, Provider, SandboxMode, Status
+from changeloop.model import (
+    ClaimMark,
+    ClaimScope,
+    ContentIdentity,
+    Plan,
+    Provider,
+    SandboxMode,
+    Status,
+)
 from changeloop.run.job import Executor, Job, LocalExecutor, SandboxSpec, env_delta
 
 
@@ -134,6 +142,17 @@ class RunContext:
             timeout_ms=self.provider.timeout_ms,
             log_dir=str(self.run_dir),
             log_name=log_name,
+            claims=self.claim_scope(),
+        )
+
+    def claim_scope(self) -> ClaimScope:
+        """The plan's claims as this provider's ``read`` sees them (data, no plan)."""
+        claims = self.plan.evidence.claims.values()
+        capabilities = sorted({cap for claim in claims for cap in claim.requires})
+        return ClaimScope(
+            requiring={cap: self.claims_requiring(cap) for cap in capabilities},
+            known=tuple(sorted(self.plan.evidence.claims)),
+            os_input=tuple(sorted(c.id for c in claims if c.input_mode in ("os-input", "both"))),
         )
 
     def claims_requiring(self, capability: str) -> tuple[str, ...]:

@@ -42,8 +42,8 @@ from changeloop.providers.base import (
     own_repository,
 )
 from changeloop.providers.reports import playwright_json
-from changeloop.providers.reports.model import ReportResult
-from changeloop.run.job import JobResult
+from changeloop.providers.reports.model import ReportResult, unreadable
+from changeloop.run.job import Job, JobResult
 
 NAME = "playwright"
 DEFAULT_CAPABILITY = "browser"
@@ -184,6 +184,14 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
+    prepared = prepare(ctx)
+    if isinstance(prepared, list):
+        return prepared
+    return read(prepared, await ctx.executor.run(prepared))
+
+
+def prepare(ctx: RunContext) -> Job | list[Outcome]:
+    """The Playwright run as a job writing its JSON report, or the outcomes of refusing it."""
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
     workdir = ctx.workdirs[provider.repository]
@@ -205,8 +213,6 @@ async def run(ctx: RunContext) -> list[Outcome]:
             )
             for cap in capabilities(provider)
         ]
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.unlink(missing_ok=True)  # a stale report must never speak for this run
     env = {
         **ctx.env,
         **output_env(ctx.env, ctx.run_dir.resolve()),
@@ -216,9 +222,17 @@ async def run(ctx: RunContext) -> list[Outcome]:
     argv = run_argv(provider, ctx.run_dir.resolve() / OUTPUT_DIR)
     assert argv is not None
     job = ctx.job(argv, repo=provider.repository, env=env, log_name=provider.name)
-    result = await ctx.executor.run(job)
-    parsed = playwright_json.read(report) if report.is_file() else None
-    return judge(ctx, result, parsed, report_path(provider))
+    return replace(job, report=report_path(provider))
+
+
+def read(job: Job, result: JobResult) -> list[Outcome]:
+    """Pure: one Outcome per capability from the run and the report bytes it wrote."""
+    parsed = None
+    if result.report is not None:
+        parsed = playwright_json.read(result.report)
+    elif result.report_error is not None:
+        parsed = unreadable("playwright", f"cannot read report: {result.report_error}")
+    return judge(job, result, parsed, report_path(job.provider))
 
 
 @dataclass(frozen=True)
@@ -231,10 +245,10 @@ class _RunVerdict:
 
 
 def judge(
-    ctx: RunContext, result: ProcessResult | JobResult, parsed: ReportResult | None, report: str
+    job: Job, result: ProcessResult | JobResult, parsed: ReportResult | None, report: str
 ) -> list[Outcome]:
     """One Outcome per capability (``browser`` first, then each of ``outputs``)."""
-    provider = ctx.provider
+    provider = job.provider
     verdict = _run_verdict(result, parsed, report, provider.timeout_ms)
     tests = parsed.tests or () if parsed else ()
     flaky = tuple(t.id for t in tests if t.flaky)
@@ -266,7 +280,7 @@ def judge(
         },
     )
     return [
-        _outcome_for(ctx, replace(base, capability=cap), verdict, parsed)
+        _outcome_for(job, replace(base, capability=cap), verdict, parsed)
         for cap in capabilities(provider)
     ]
 
@@ -318,11 +332,11 @@ def _run_verdict(
 
 
 def _outcome_for(
-    ctx: RunContext, base: Outcome, verdict: _RunVerdict, parsed: ReportResult | None
+    job: Job, base: Outcome, verdict: _RunVerdict, parsed: ReportResult | None
 ) -> Outcome:
     """Mark the claims this capability needs and settle pass / inconclusive."""
-    provider = ctx.provider
-    needed = dict.fromkeys((*ctx.claims_requiring(base.capability), *provider.claims))
+    provider = job.provider
+    needed = dict.fromkeys((*job.claims.claims_requiring(base.capability), *provider.claims))
     marks: dict[str, ClaimMark] = {}
     notes: dict[str, str] = {}
     cited_pass: set[str] = set()
@@ -341,7 +355,7 @@ def _outcome_for(
     for claim_id in needed:
         if claim_id in cited_fail:
             marks[claim_id], notes[claim_id] = "failed", "a test citing it failed"
-        elif _needs_os_input(ctx, claim_id) and provider.input_mode == "browser-automation":
+        elif claim_id in job.claims.os_input and provider.input_mode == "browser-automation":
             marks[claim_id] = "uncredited"
             notes[claim_id] = "needs os-input; browser automation cannot show it"
         elif claim_id in cited_pass or (claim_id in provider.claims and green):
@@ -369,11 +383,6 @@ def _outcome_for(
     if ran == 0 and not marks:
         return replace(out, status="inconclusive", reason="no test ran (all skipped or filtered)")
     return out
-
-
-def _needs_os_input(ctx: RunContext, claim_id: str) -> bool:
-    claim = ctx.plan.evidence.claims.get(claim_id)
-    return claim is not None and claim.input_mode in ("os-input", "both")
 
 
 def _ran(counts: TestCounts | None) -> int | None:

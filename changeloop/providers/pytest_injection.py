@@ -90,16 +90,29 @@ def inject(
 
 def records(imports_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     """(package → files it was imported from, interpreters) over every process's record."""
-    packages: dict[str, list[str]] = {}
-    executables: list[str] = []
     try:
         files = sorted(imports_dir.glob("imports-*.json"))
     except OSError:
-        return packages, executables
+        return {}, []
+    blobs: dict[str, bytes] = {}
     for file in files:
         try:
-            doc = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            blobs[file.name] = file.read_bytes()
+        except OSError:
+            continue
+    return records_of(blobs)
+
+
+def records_of(blobs: Mapping[str, bytes]) -> tuple[dict[str, list[str]], list[str]]:
+    """:func:`records` over the record files' bytes (by file name), as an executor returns them."""
+    packages: dict[str, list[str]] = {}
+    executables: list[str] = []
+    for name in sorted(blobs):
+        if not (name.startswith("imports-") and name.endswith(".json")):
+            continue
+        try:
+            doc = json.loads(blobs[name].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
             continue
         if not isinstance(doc, dict):
             continue
@@ -107,10 +120,10 @@ def records(imports_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
         if isinstance(exe, str) and exe not in executables:
             executables.append(exe)
         found = doc.get("packages")
-        for name, paths in found.items() if isinstance(found, dict) else ():
+        for package, paths in found.items() if isinstance(found, dict) else ():
             for path in paths if isinstance(paths, list) else ():
-                if isinstance(path, str) and path not in packages.setdefault(name, []):
-                    packages[name].append(path)
+                if isinstance(path, str) and path not in packages.setdefault(package, []):
+                    packages[package].append(path)
     return packages, executables
 
 
@@ -127,20 +140,21 @@ def inside(path: str, roots: Sequence[Path]) -> bool:
 
 
 def outside_imports(
-    imports_dir: Path | None,
+    imports: Path | Mapping[str, bytes] | None,
     roots: Sequence[Path],
     packages: Mapping[str, str],
     shown: Path,
 ) -> dict[str, Finding]:
     """One ``imported-from-outside`` finding per package the tests imported from elsewhere.
 
+    ``imports``: the plugin's record directory, or its files' bytes by name.
     ``roots`` are where the repository's code may live (the sandbox the tests
     ran in and the user's checkout); ``shown`` is the checkout named in the
     message as the package's own path.
     """
-    if imports_dir is None:
+    if imports is None:
         return {}
-    found, executables = records(imports_dir)
+    found, executables = records(imports) if isinstance(imports, Path) else records_of(imports)
     python = executables[0] if executables else "python"
     out: dict[str, Finding] = {}
     for name in sorted(packages):

@@ -38,15 +38,14 @@ Rules (DESIGN.md §3, REPORTS.md):
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
-from changeloop.masking import Masker
 from changeloop.model import ClaimMark, Plan, Provider, Status
 from changeloop.providers.base import (
     Finding,
@@ -62,9 +61,9 @@ from changeloop.providers.base import (
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
-from changeloop.providers.reports.model import ReportResult
+from changeloop.providers.reports.model import ReportResult, unreadable
 from changeloop.providers.reports.sniff import sniff
-from changeloop.run.job import JobResult
+from changeloop.run.job import Job, JobResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -125,67 +124,73 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
+    prepared = prepare(ctx)
+    if isinstance(prepared, list):
+        return prepared
+    return read(prepared, await ctx.executor.run(prepared))
+
+
+def prepare(ctx: RunContext) -> Job | list[Outcome]:
+    """The test run as a job (plugin injected), or the outcomes of refusing to run it."""
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     workdir = ctx.workdirs[repo]
     argv = tuple(provider.command or ())
-    caps = capabilities(provider)
-    disc_name = provider.discovery_provider or provider.name
-    report_path: Path | None = None
-    if provider.report is not None:
-        report_path = inside(workdir, provider.report)
-        if report_path is None:
-            reason = f"report {provider.report!r} resolves outside the repository (symlink)"
-            return [
-                Outcome(
-                    capability=c,
-                    status="fail",
-                    reason=reason,
-                    command=argv,
-                    provider=disc_name if c == "discovery" else None,
-                )
-                for c in caps
-            ]
-        if report_path.is_file() or report_path.is_symlink():
-            report_path.unlink()  # a stale report must not speak for this run
-        report_path.parent.mkdir(parents=True, exist_ok=True)
+    if provider.report is not None and inside(workdir, provider.report) is None:
+        reason = f"report {provider.report!r} resolves outside the repository (symlink)"
+        return _every(provider, reason, argv)
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
     job = ctx.job(injected.argv, repo=repo, env=injected.env, log_name=provider.name)
-    result = await ctx.executor.run(job)
+    source = ctx.sources.get(repo, workdir)
+    context = {
+        "argv": list(argv),
+        "packages": dict(packages),
+        "roots": [str(workdir), str(source)],
+        "source": str(source),
+        "imports": injected.imports_dir.name if injected.imports_dir else None,
+        "injected": len(injected.argv) > len(argv),
+    }
+    collect = (str(injected.imports_dir),) if injected.imports_dir else ()
+    return replace(job, report=provider.report, keep_report=True, collect=collect, context=context)
+
+
+def _every(
+    provider: Provider, reason: str, argv: tuple[str, ...], finding: Finding | None = None
+) -> list[Outcome]:
+    disc_name = provider.discovery_provider or provider.name
+    return [
+        Outcome(
+            capability=c,
+            status="fail",
+            reason=reason,
+            findings=(finding,) if finding else (),
+            command=argv,
+            provider=disc_name if c == "discovery" else None,
+            observer=Observer(adapter=NAME) if finding else None,
+        )
+        for c in capabilities(provider)
+    ]
+
+
+def read(job: Job, result: JobResult) -> list[Outcome]:
+    """Pure: the ``test`` and ``discovery`` outcomes of a finished run (reads only its output)."""
+    provider, context = job.provider, job.context
+    argv = tuple(context["argv"])
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
         finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
-        return [
-            Outcome(
-                capability=c,
-                status="fail",
-                reason=reason,
-                findings=(finding,),
-                command=argv,
-                provider=disc_name if c == "discovery" else None,
-                observer=Observer(adapter=NAME),
-            )
-            for c in caps
-        ]
-    report = _read(ctx, result, report_path)
+        return _every(provider, reason, argv, finding)
+    report = _read(provider, result)
     output = _read_text(result.stdout_path) + "\n" + result.stderr_tail
     findings = [
         *(report.findings if report else ()),
-        *classify(
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            output=output,
-            report=report,
-            report_named=provider.report,
-            timeout_ms=provider.timeout_ms,
-        ),
+        *_classified(provider, result, report, output),
     ]
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
-    source = ctx.sources.get(repo, workdir)
-    foreign = outside_imports(injected.imports_dir, (workdir, source), packages, source)
+    foreign = _foreign_imports(job, result)
     if foreign:
         findings[:0] = foreign.values()  # first, so the bound on findings never drops them
         if test_status == "pass":
@@ -198,7 +203,54 @@ async def run(ctx: RunContext) -> list[Outcome]:
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
     )
-    common: dict[str, Any] = {
+    common = _common(job, result, report, output, findings)
+    return [
+        Outcome(
+            capability=capabilities(provider)[0],
+            status=test_status,
+            reason=test_reason,
+            claims=claim_marks(job, report, test_status),
+            **common,
+        ),
+        Outcome(
+            capability="discovery",
+            status=disc_status,
+            reason=disc_reason,
+            provider=provider.discovery_provider or provider.name,
+            claims=claim_marks(job, report, disc_status, "discovery"),
+            **common,
+        ),
+    ]
+
+
+def _classified(
+    provider: Provider, result: JobResult, report: ReportResult | None, output: str
+) -> list[Finding]:
+    return classify(
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        output=output,
+        report=report,
+        report_named=provider.report,
+        timeout_ms=provider.timeout_ms,
+    )
+
+
+def _foreign_imports(job: Job, result: JobResult) -> dict[str, Finding]:
+    context = job.context
+    if context["imports"] is None:
+        return {}
+    prefix = f"{context['imports']}/"
+    records = {k[len(prefix) :]: v for k, v in result.files.items() if k.startswith(prefix)}
+    roots = tuple(Path(r) for r in context["roots"])
+    return outside_imports(records, roots, context["packages"], Path(context["source"]))
+
+
+def _common(
+    job: Job, result: JobResult, report: ReportResult | None, output: str, findings: list[Finding]
+) -> dict[str, Any]:
+    provider = job.provider
+    return {
         "tests": report.counts if report else None,
         "passed_tests": _names(report, ("passed",)),
         "failed_tests": _names(report, ("failed", "error")),
@@ -210,34 +262,17 @@ async def run(ctx: RunContext) -> list[Outcome]:
             version=(report.version if report else None)
             or _version_from_output(report.tool if report else None, output),
         ),
-        "command": argv,
+        "command": tuple(job.context["argv"]),
         "details": {
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
-            "injected": ["-p", PLUGIN] if len(injected.argv) > len(argv) else [],
+            "injected": ["-p", PLUGIN] if job.context["injected"] else [],
             **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
         },
     }
-    return [
-        Outcome(
-            capability=caps[0],
-            status=test_status,
-            reason=test_reason,
-            claims=claim_marks(ctx, report, test_status),
-            **common,
-        ),
-        Outcome(
-            capability="discovery",
-            status=disc_status,
-            reason=disc_reason,
-            provider=disc_name,
-            claims=claim_marks(ctx, report, disc_status, "discovery"),
-            **common,
-        ),
-    ]
 
 
 def _read_text(path: Path) -> str:
@@ -247,10 +282,10 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> ReportResult | None:
+def _read(provider: Provider, result: JobResult) -> ReportResult | None:
     """The normalized report, or None when the named report was not written."""
-    fmt = canonical_format(ctx.provider.format) if ctx.provider.format else None
-    if report_path is None:
+    fmt = canonical_format(provider.format) if provider.format else None
+    if provider.report is None:
         stdout = _read_text(result.stdout_path).encode()
         if fmt is None and sniff(stdout) is None:
             log = _read_text(result.log_path).encode()
@@ -259,14 +294,11 @@ def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> Repor
             # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
             return read_report(_read_text(result.log_path).encode(), fmt)
         return read_report(stdout, fmt or "libtest")
-    if not report_path.is_file():
+    if result.report_error is not None:
+        return unreadable(fmt or "unknown", f"cannot read report: {result.report_error}")
+    if result.report is None:
         return None
-    with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
-        # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
-        Masker(ctx.secrets).copy_file(
-            report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}"
-        )
-    return read_report(report_path, fmt)
+    return read_report(result.report, fmt)
 
 
 def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:
@@ -326,15 +358,17 @@ def judge_discovery(
 
 
 def claim_marks(
-    ctx: RunContext, report: ReportResult | None, status: Status, capability: str = "test"
+    job: Job, report: ReportResult | None, status: Status, capability: str = "test"
 ) -> dict[str, ClaimMark]:
     """Claim marks for one receipt (see the module doc)."""
-    marks: dict[str, ClaimMark] = dict.fromkeys(ctx.claims_requiring(capability), "uncredited")
+    scope = job.claims
+    marks: dict[str, ClaimMark] = dict.fromkeys(scope.claims_requiring(capability), "uncredited")
     cited_pass = set(report.credited_claims()) if report else set()
     cited_fail = set(report.failed_claims()) if report else set()
-    known = ctx.plan.evidence.claims
-    for claim in (*ctx.provider.claims, *sorted(cited_pass | cited_fail)):
-        if claim in known:  # a test citing an id the evidence does not declare credits nothing
+    for claim in (*job.provider.claims, *sorted(cited_pass | cited_fail)):
+        if (
+            claim in scope.known
+        ):  # a test citing an id the evidence does not declare credits nothing
             marks.setdefault(claim, "uncredited")
     for claim in marks:
         if claim in cited_fail:

@@ -10,14 +10,16 @@ anything with ``async run(job) -> JobResult`` will do.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from changeloop.model import Provider, SandboxMode
+from changeloop.fsio import read_regular
+from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.processes import ProcessResult, run_process
 
 
@@ -47,6 +49,14 @@ class Job:
     timeout_ms: int = 600_000
     log_dir: str = "."
     log_name: str = "job"
+    # The file the command writes (relative to the sandbox): a stale one is removed
+    # before the run, its bytes come back in the result; ``keep_report`` keeps a
+    # masked copy in ``log_dir``.
+    report: str | None = None
+    keep_report: bool = False
+    collect: tuple[str, ...] = ()  # directories under log_dir whose files come back
+    claims: ClaimScope = field(default_factory=ClaimScope)
+    context: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, JSON-able
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The process environment this job gets on top of ``base``."""
@@ -83,6 +93,9 @@ class JobResult:
     finished: datetime
     signal: int | None = None
     leftovers: bool = False
+    report: bytes | None = None  # None: the job wrote no report
+    report_error: str | None = None  # the report exists but could not be read
+    files: Mapping[str, bytes] = field(default_factory=dict)  # "<dir>/<name>" -> bytes
     worker: str | None = None  # the remote worker that ran it (DESIGN §10); None: this machine
     # why a remote executor could not give the command a fair run: (status, finding kind,
     # message), e.g. ("fail", "content-mismatch", …) or ("inconclusive", "worker-lost", …)
@@ -123,6 +136,7 @@ class LocalExecutor:
         base = os.environ if self._environ is None else self._environ
         log_dir = Path(job.log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
+        report = _fresh_report(job)
         started = datetime.now(UTC)
         result = await run_process(
             list(job.argv),
@@ -133,7 +147,55 @@ class LocalExecutor:
             log_name=job.log_name,
             secrets=job.secrets(base),
         )
-        return JobResult.of(result, started, datetime.now(UTC))
+        done = JobResult.of(result, started, datetime.now(UTC))
+        data, error = _read_report(job, report, log_dir, job.secrets(base))
+        return replace(done, report=data, report_error=error, files=_collected(job))
+
+
+def _fresh_report(job: Job) -> Path | None:
+    """Where the job's report goes, with any stale one removed (None: no report, or it escapes)."""
+    if job.report is None:
+        return None
+    root = Path(job.sandbox.path)
+    path = root / job.report
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return None  # the adapter refused it before building the job
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file() or path.is_symlink():
+        path.unlink()  # a stale report must never speak for this run
+    return path
+
+
+def _read_report(
+    job: Job, path: Path | None, log_dir: Path, secrets: tuple[str, ...]
+) -> tuple[bytes | None, str | None]:
+    from changeloop.errors import FileRefused
+    from changeloop.masking import Masker
+    from changeloop.providers.reports import REPORT_LIMIT
+
+    if path is None or not path.is_file():
+        return None, None
+    if job.keep_report:
+        with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
+            # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
+            Masker(secrets).copy_file(path, log_dir / f"report{path.suffix or '.txt'}")
+    try:
+        return read_regular(path, limit=REPORT_LIMIT, what="report"), None
+    except FileRefused as exc:
+        return None, exc.problems[0].message
+
+
+def _collected(job: Job) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for directory in map(Path, job.collect):
+        with contextlib.suppress(OSError):
+            for path in sorted(directory.iterdir()):
+                with contextlib.suppress(OSError):
+                    if path.is_file():
+                        files[f"{directory.name}/{path.name}"] = path.read_bytes()
+    return files
 
 
 def env_delta(

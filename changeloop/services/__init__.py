@@ -1,8 +1,7 @@
 """Services: started before their first provider, identity-checked, stopped after their last.
 
     async with ServiceManager(plan, workdirs=workdirs, env=base_env, secrets=secrets,
-                              log_dir=run_dir / "services",
-                              users={"web": 2}) as services:
+                              log_dir=run_dir / "services") as services:  # users: from the plan
         async with services.lease(provider.services) as problems:
             if problems:            # list[Finding]: port-in-use / service-not-ready
                 ...                 # fail the provider with them
@@ -66,6 +65,15 @@ class _State:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
+def users_of(plan: Plan) -> dict[str, int]:
+    """How many providers of ``plan`` need each service (it stops after the last)."""
+    users: dict[str, int] = {}
+    for provider in plan.providers.values():
+        for name in dict.fromkeys(provider.services):
+            users[name] = users.get(name, 0) + 1
+    return users
+
+
 class ServiceManager:
     """Runs the plan's services for the duration of one ``prove`` (see the module doc)."""
 
@@ -86,7 +94,8 @@ class ServiceManager:
         self._log_dir = log_dir
         self._secrets = tuple(s for s in secrets if s)
         self._grace_s = grace_s
-        users = users or {}
+        # The one place service users are counted: every provider naming the service.
+        users = users if users is not None else users_of(plan)
         self._states = {
             name: _State(service, users.get(name, 0)) for name, service in plan.services.items()
         }

@@ -68,7 +68,9 @@ def test_env_values_yes_on_off_are_strings_in_the_plan(tmp_path: Path) -> None:
     assert env == {"A": "yes", "B": "on", "C": "off", "D": "1_000", "E": "true"}
 
 
-def test_init_write_reads_back_the_same_values(tmp_path: Path, capsys) -> None:
+def test_init_write_reads_back_the_same_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(
         tmp_path,
         {"pytest.ini": "[pytest]\n"},
@@ -76,7 +78,7 @@ def test_init_write_reads_back_the_same_values(tmp_path: Path, capsys) -> None:
         execution=EXECUTION,
     )
     code, doc, _ = cli(capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(root))
-    assert code == 0 and doc["added"] == ["test"]
+    assert code == 0 and doc is not None and doc["added"] == ["test"]
     plan = build_plan(root, find_change(root, CHANGE))
     env = dict(plan.providers["static-analysis"].env)
     assert env == {"A": "yes", "B": "on", "C": "off", "D": "1_000", "E": "true"}

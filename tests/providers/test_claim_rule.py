@@ -65,7 +65,9 @@ def _claim_marks(root: Path, doc: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("adapter", sorted(EXECUTION))
-def test_a_failed_provider_fails_the_claims_it_lists(adapter: str, tmp_path: Path, capsys) -> None:
+def test_a_failed_provider_fails_the_claims_it_lists(
+    adapter: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     evidence = EVIDENCE.replace("{capability}", CAPABILITY[adapter])
     make_change(root, "c", evidence, EXECUTION[adapter])

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from repo_paths import REPO_ROOT
 
 from changeloop.cli.main import main
 from changeloop.workspace import list_changes
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 OWN = sorted(c.id for c in list_changes(REPO))
 EXAMPLES = sorted(
     (root.name, change.id)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_paths import REPO_ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO_ROOT / "examples"
 # Bootstrap derives test runners and Playwright; command (custom runners),
 # contract-digest (which files?) and external (whose key?) providers are never
 # derived by design, so those stay hand-written in the re-derived copy.
@@ -46,7 +47,7 @@ def _prove(root: Path, change: str) -> tuple[int, dict]:
 
 
 def _prove_is_placeholder() -> bool:
-    source = (Path(__file__).resolve().parent.parent / "changeloop/cli/prove.py").read_text()
+    source = (REPO_ROOT / "changeloop/cli/prove.py").read_text()
     return "PLACEHOLDER" in source
 
 

@@ -4,15 +4,15 @@ tests/fixtures/reports/make_fixtures.py) read, classified and judged exactly."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from changeloop.providers.reports import read_report
 from changeloop.providers.reports.classify import classify
 from changeloop.providers.test_discovery import judge_discovery, judge_test
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = FIXTURES / "reports"
 
 # runner, case, report file, exit code, test status, discovery status,
 # counts (discovered, passed, failed, skipped) or None, finding kinds

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from changeloop.providers.reports import read_report
 from changeloop.providers.reports.sniff import sniff
 from changeloop.providers.test_discovery import judge_discovery, judge_test
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports" / "unittest"
+FIXTURES = FIXTURES / "reports" / "unittest"
 VERSIONS = sorted(p.name for p in FIXTURES.glob("py3.*"))
 
 

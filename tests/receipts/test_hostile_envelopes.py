@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from receipts_helpers import T0, identities, make_workspace, pem_text, signed, statement
+from repo_paths import REPO_ROOT
 
 from changeloop.dsse import MAX_ENVELOPE_BYTES, PAYLOAD_TYPE, sign_envelope
 from changeloop.jcs import canonicalize
@@ -34,7 +35,7 @@ DEEP = 100_000
 
 def cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The real console entry point in a fresh interpreter (exit 3 and tracebacks show)."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     entry = "import sys; from changeloop.cli.main import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", entry, *argv],
@@ -149,7 +150,7 @@ def test_a_200_mb_envelope_is_refused_without_reading_it(
         f"code = main(['receipt', 'verify', {str(big)!r}, '--public-key', {str(pub)!r}])\n"
         "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", probe],
         env=env,

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 from prove_helpers import make_change, make_repo
+from repo_paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 SCRIPT = Path(sys.executable).parent / "changeloop"
 
 EVIDENCE = """\

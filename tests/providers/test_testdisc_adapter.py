@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
+from adapter_helpers import adapter_context, run_adapter
 
 from changeloop.model import ChangeRef, Claim, Evidence, Plan, Provider, Repository
 from changeloop.providers import test_discovery
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.providers.base import Outcome
 
 GREEN = """
 import pytest
@@ -45,10 +44,9 @@ def _run(tmp_path: Path, files: dict[str, str], argv: list[str], **provider_keys
     run_dir = tmp_path / "run"
     run_dir.mkdir(exist_ok=True)
 
-    ctx = RunContext(plan=plan, provider=provider, workdirs={"self": repo}, sources={"self": repo},
-                     identities={}, run_dir=run_dir, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                     secrets=(), now=datetime.now(UTC))
-    return anyio.run(test_discovery.run, ctx)
+    ctx = adapter_context(plan, provider, workdirs={"self": repo}, identities={}, run_dir=run_dir,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    return run_adapter(ctx)
 
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 from prove_helpers import make_change, make_repo
+from repo_paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 RUNS = int(os.environ.get("CHANGELOOP_SOAK_RUNS", "10"))
 
 SERVER = """\

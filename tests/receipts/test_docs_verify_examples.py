@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from prove_helpers import make_change, make_repo
+from repo_paths import REPO_ROOT
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError as SslVerificationError
 from securesystemslib.signer import SSlibKey
 
 from changeloop.cli.main import main
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "receipts.md"
+DOC = REPO_ROOT / "docs" / "receipts.md"
 BLOCK = re.compile(r"<!-- tested: (\S+) -->\n```python\n(.*?)```", re.DOTALL)
 
 

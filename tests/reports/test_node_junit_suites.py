@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
+from repo_paths import FIXTURES
 
 from changeloop.providers.reports import read_report
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = FIXTURES / "reports"
 SUITES = FIXTURES / "node_suites"
 NODE_XML = sorted([*FIXTURES.glob("node/*/report.xml"), *SUITES.glob("*/report.xml")])
 

@@ -367,7 +367,7 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
     time.sleep(0.2)
     grandchild = int(pidfile.read_text())
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # reads and closes both pipes
     assert proc.returncode == 130
     deadline = time.time() + 10
     while _alive(grandchild) and time.time() < deadline:

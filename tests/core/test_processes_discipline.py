@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from engine_helpers import assert_tree_gone, env, pid_alive, tree_argv, wait_ready
+from repo_paths import REPO_ROOT
 
 from changeloop.process_output import TAIL_BYTES, TAIL_LINES
 from changeloop.processes import ProcessResult, run_process, start_process
@@ -123,7 +124,7 @@ def test_signal_to_driver_exits_130_and_leaves_nothing(tmp_path: Path, sig: int)
     argv, ready = tree_argv(tmp_path, "sleep")
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     proc = subprocess.Popen(
         [sys.executable, str(driver), *argv],
         cwd=tmp_path,

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 NOBODY = 65534
 SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 CHANGE = "add-thing"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from gate_helpers import run
 from prove_helpers import make_change, make_repo
+from repo_paths import REPO_ROOT
 
 from changeloop.contracts import contracts, has_flag, has_subcommand
 from changeloop.detect import derive
@@ -17,7 +18,7 @@ from changeloop.detect.types import Detection
 from changeloop.model import Provider
 from changeloop.providers import playwright
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 EXAMPLES = REPO / "examples"
 
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
+from repo_paths import FIXTURES
 
 from changeloop.providers.reports import read_report
 from changeloop.providers.reports.tap import parse
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = FIXTURES / "reports"
 NODE_TAPS = sorted(FIXTURES.glob("node*/*/report.tap"))
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import REPO_ROOT
 
 from changeloop.cli.main import main
 from changeloop.workspace import list_changes
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 SCRIPT = REPO / "scripts" / "self-prove.sh"
 NEW = ("add-gate-verb", "add-change-summary", "add-quality-lanes", "add-tool-contracts")
 

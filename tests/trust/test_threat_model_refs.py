@@ -9,14 +9,14 @@ families of tests; each must match at least one file.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 DOC = ROOT / "docs" / "threat-model.md"
 # `tests/x.py::a`, `::b` — b is in x.py too
-CITE = re.compile(r"`(tests/[\w*]+\.py)(?:::(\w+))?`|`::(\w+)`")
+CITE = re.compile(r"`(tests/[\w*/]+\.py)(?:::(\w+))?`|`::(\w+)`")
 
 
 def references() -> list[tuple[str, str]]:

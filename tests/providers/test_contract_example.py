@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "two-repos"
+from repo_paths import REPO_ROOT
+
+EXAMPLE = REPO_ROOT / "examples" / "two-repos"
 CHANGE = "share-profile-contract"
 
 

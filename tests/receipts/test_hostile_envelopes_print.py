@@ -17,6 +17,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 from receipts_helpers import make_workspace, pem_text
+from repo_paths import REPO_ROOT
 
 from changeloop.cli.main import main
 from changeloop.keys import generate_private_key, private_pem
@@ -64,7 +65,7 @@ def test_a_signed_reason_with_terminal_escapes_is_printed_escaped(tmp_path: Path
         main(["receipt", "import", str(receipt), "--change", "add-review", "--root", str(root)])
         == 0
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     for extra in ([], ["--json"]):
         result = subprocess.run(
             [sys.executable, "-c", ENTRY, "prove", "add-review", "--root", str(root), *extra],

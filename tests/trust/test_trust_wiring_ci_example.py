@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO_ROOT
 from test_trust_wiring import CHANGE, GOOD, TEST, ci_proves, git, prove
 
 from changeloop.cli.main import main
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ci" / "ci-execution.yaml"
+EXAMPLE = REPO_ROOT / "examples" / "ci" / "ci-execution.yaml"
 EVIDENCE = """\
 version: 3
 claims:

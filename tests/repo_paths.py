@@ -1,0 +1,10 @@
+"""Where things are, for tests at any depth under ``tests/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+REPO_ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+EXAMPLES = REPO_ROOT / "examples"
