@@ -1,3 +1,4 @@
+# mypy: disable-error-code="no-untyped-call"
 """``prove --executor dask`` on a real ``distributed.LocalCluster`` (DESIGN.md §10).
 
 One module-scoped cluster of three single-threaded worker *processes* on
@@ -24,16 +25,16 @@ from typing import Any
 
 import distributed  # the [test] extra installs it: CI never skips these
 import pytest
-
-from changeloop.executors import worker as remote
-from changeloop.identity import content_identity
-from tests.prove_helpers import (
+from prove_helpers import (
     make_change,
     make_repo,
     prove_json,
     provider_entry,
     receipts_of,
 )
+
+from changeloop.executors import worker as remote
+from changeloop.identity import content_identity
 
 PY = sys.executable
 EVIDENCE = "version: 3\nclaims:\n  hello: {statement: it greets, requires: [use]}\n"
@@ -270,24 +271,24 @@ def test_ctrl_c_cancels_the_remote_job_and_exits_130(tmp_path: Path, cluster: An
         f"version: 1\nproviders:\n  use: {{adapter: command, command: {slow}, claims: [hello]}}\n",
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [PY, "-m", "changeloop", "prove", "c1", "--root", str(root), *_dask(cluster)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() or not started.read_text():
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        remote_pid = int(started.read_text())
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 130
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        stderr=subprocess.DEVNULL,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 60
+            while not started.exists() or not started.read_text():
+                assert proc.poll() is None, "prove ended before its job started"
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            remote_pid = int(started.read_text())
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     deadline = time.monotonic() + 15
     while _alive(remote_pid):
         assert time.monotonic() < deadline, "the remote job's process outlived Ctrl-C"

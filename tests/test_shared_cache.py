@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from prove_helpers import make_change, make_repo, prove_json, provider_entry
 
 from changeloop.keys import generate_private_key, private_pem, public_pem
-from tests.prove_helpers import make_change, make_repo, prove_json, provider_entry
 
 PY = sys.executable
 CHANGE = "c1"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import secrets
 import tarfile
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
 from changeloop.model import Plan, SandboxMode
 from changeloop.providers import registry
-from changeloop.run.job import Job, JobResult
+from changeloop.run.job import Job, JobResult, _collected, _fresh_report, _read_report
 from changeloop.sandboxes.copy import list_files
 
 CONNECT_TIMEOUT_S = 5
@@ -231,8 +232,10 @@ class DaskExecutor:
         if answer.failure is not None:
             return _failed(job, started, answer.failure, [answer.worker])
         log_dir = Path(job.log_dir)
+        report = _fresh_report(job)  # a stale local report must not speak for this run
         _unpack(answer.logs, log_dir)
         _unpack(answer.outputs, Path(job.sandbox.path))
+        data, error = _read_report(job, report, log_dir, job.secrets(os.environ))
         return JobResult(
             argv=job.argv,
             exit_code=answer.exit_code,
@@ -249,6 +252,9 @@ class DaskExecutor:
             finished=answer.finished or datetime.now(UTC),
             signal=answer.signal,
             leftovers=answer.leftovers,
+            report=data,
+            report_error=error,
+            files=_collected(job),
             worker=answer.worker,
         )
 

@@ -36,7 +36,7 @@ from changeloop.executors.content import tree_of, unpack
 from changeloop.model import Plan, Service
 from changeloop.processes import ProcessResult, run_process
 from changeloop.providers.base import Finding
-from changeloop.run.job import Job
+from changeloop.run.job import Job, _fresh_report
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
 SETUP_TIMEOUT_MS = 30 * 60 * 1000
@@ -161,6 +161,7 @@ def run_job(wire: WireJob) -> WireResult:
     swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
     argv = [_swap(a, swaps) for a in job.argv]
     env = {k: _swap(v, swaps) for k, v in job.environment(os.environ).items()}
+    _fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
     started, clock = datetime.now(UTC), time.time()
     result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
     finished = datetime.now(UTC)
