@@ -76,7 +76,16 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
     use = "import pathlib, sys; sys.exit(0 if pathlib.Path('out/gen.txt').read_text() == 'made' else 1)"
     bad = "import sys; print('nope'); sys.exit(3)"
     sees = _py("open('notes.txt').read()")
-    root = make_repo(tmp_path / "ws", {"src/app.py": "print('hi')\n", ".gitignore": "out/\n"})
+    root = make_repo(
+        tmp_path / "ws",
+        {
+            "src/app.py": "print('hi')\n",
+            ".gitignore": "out/\nreports/\n",
+            "pkg/__init__.py": "",
+            "pkg/mod.py": "def f() -> int:\n    return 1\n",
+            "tests/test_mod.py": "from pkg.mod import f\n\n\ndef test_f():\n    assert f() == 1\n",
+        },
+    )
     (root / "notes.txt").write_text("untracked, not ignored\n")
     make_change(
         root,
@@ -86,7 +95,10 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
         f"  gen: {{adapter: command, command: {_py(gen)}}}\n"
         f"  use: {{adapter: command, command: {_py(use)}, dependsOn: [gen], claims: [hello]}}\n"
         f"  bad: {{adapter: command, command: {_py(bad)}, claims: [other]}}\n"
-        f"  sees: {{adapter: command, command: {sees}}}\n",
+        f"  sees: {{adapter: command, command: {sees}}}\n"
+        "  unit:\n    adapter: test-discovery\n"
+        f"    command: [{json.dumps(PY)}, -m, pytest, -q, -p, no:cacheprovider,"
+        " --junitxml, reports/junit.xml]\n    report: reports/junit.xml\n",
     )
     code_local, local = prove_json(root, "c1", "--sandbox", "copy", capsys=capsys)
     receipts_local = _extensions(root, "c1")
@@ -98,7 +110,9 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
     assert local["claims"] == dask["claims"] and local["status"] == dask["status"]
     assert dask["claims"]["hello"]["status"] == "proven"
     assert [p["state"] for p in local["providers"]] == [p["state"] for p in dask["providers"]]
-    assert receipts_local.keys() == receipts_dask.keys() and len(receipts_dask) == 4
+    assert receipts_local.keys() == receipts_dask.keys() and len(receipts_dask) == 6
+    unit = receipts_dask["unit.test.json"]["predicate"]["changeloop"]
+    assert unit["status"] == "pass" and unit["tests"]["passed"] == 1, unit  # report came back
     workers = set()
     for name, statement in receipts_dask.items():
         ext = statement["predicate"]["changeloop"]
@@ -109,6 +123,10 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
             ext_ = doc["predicate"]["changeloop"]
             for key in ("executor", "startedOn", "finishedOn", "durationMs"):
                 ext_.pop(key)
+            if name.startswith("unit."):  # pytest prints its own timing into the log
+                ext_.pop("log")
+                for tail in ("stdoutTail", "stderrTail"):
+                    ext_["details"].pop(tail, None)
             doc["predicate"].pop("runDetails", None)
             doc["predicate"].pop("metadata", None)
         assert statement == receipts_local[name], name

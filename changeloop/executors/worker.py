@@ -14,6 +14,7 @@ process group.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -166,6 +167,7 @@ def run_job(wire: WireJob) -> WireResult:
     result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
     finished = datetime.now(UTC)
     _cancelled.discard(wire.token)
+    _repoint_back(job, sandbox, swaps)
     if result is None:
         why = f"cancelled on worker {address}; its process group was ended"
         return WireResult(address, failure=("inconclusive", "cancelled", why))
@@ -317,6 +319,30 @@ async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) ->
         log_name=name,
         secrets=job.secrets(os.environ),
     )
+
+
+def _repoint_back(job: Job, sandbox: Path, swaps: Sequence[tuple[str, str]]) -> None:
+    """Paths of this worker inside the report and the collected records become the coordinator's.
+
+    Adapters compare recorded paths (where a module was imported from, a report's
+    file names) with the coordinator's sandbox; the log stays as written (its
+    digest is of the bytes the command wrote).
+    """
+    back = [(new.encode(), old.encode()) for old, new in swaps if old]
+    files = [sandbox / job.report] if job.report else []
+    for directory in job.collect:
+        folder = Path(_swap(directory, swaps))
+        with contextlib.suppress(OSError):
+            files.extend(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    for path in files:
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or not path.is_file():
+                continue
+            data = original = path.read_bytes()
+            for worker_path, coordinator_path in back:
+                data = data.replace(worker_path, coordinator_path)
+            if data != original:
+                path.write_bytes(data)
 
 
 def _swap(text: str, swaps: Sequence[tuple[str, str]]) -> str:
