@@ -135,8 +135,12 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
 
 
 def test_exclusive_resources_never_overlap_across_workers(
-    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    cluster: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("CHANGELOOP_DASK_SCHEDULER", cluster.scheduler_address)
     log = tmp_path / "intervals.txt"
     hold = (
         "import os, time; a = time.time(); time.sleep(0.3); b = time.time(); "
@@ -154,7 +158,7 @@ def test_exclusive_resources_never_overlap_across_workers(
         EVIDENCE.replace("[use]", "[p0]"),
         "version: 1\nproviders:\n" + providers,
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", "--executor", "dask", capsys=capsys)  # address from env
     assert code == 0, doc
     spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
     assert len(spans) == 4
@@ -374,6 +378,49 @@ def test_workers_that_disagree_on_an_executable_refuse_the_run(
     assert not (root / ".changeloop" / "runs").exists() or not any(
         (root / ".changeloop" / "runs").iterdir()
     )
+
+
+def test_without_the_dask_extra_the_run_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """A ``distributed`` that cannot be imported (shadowed here) is exit 2, dask_missing."""
+    shadow = tmp_path / "shadow" / "distributed"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named distributed')\n")
+    marker = tmp_path / "ran"
+    touch = _py(f"open({str(marker)!r}, 'w')")
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 7\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {touch}, claims: [hello]}}\n",
+    )
+    worktree = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{shadow.parent}:{worktree}"}
+    done = subprocess.run(
+        [
+            PY,
+            "-m",
+            "changeloop",
+            "prove",
+            "c1",
+            "--root",
+            str(root),
+            "--json",
+            "--executor",
+            "dask",
+            "--dask-scheduler",
+            "tcp://127.0.0.1:9",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["errors"][0]["code"] == "dask_missing"
+    assert "pip install 'changeloop[dask]'" in done.stderr
+    assert not marker.exists()
 
 
 def test_a_worker_killed_mid_job_never_gives_a_pass(

@@ -189,6 +189,10 @@ class DaskExecutor:
                 if address not in self._workers or future.status == "lost":
                     self._lost.add(address)
                     return None
+            if future.status == "error":  # the runner itself raised: never a pass
+                error = await future.exception()
+                why = f"the job raised on worker {address}: {type(error).__name__}: {error}"
+                return worker.WireResult(address, failure=("inconclusive", "worker-error", why))
             answer: worker.WireResult = await future
             return answer
         except BaseException:
