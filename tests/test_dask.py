@@ -10,6 +10,7 @@ receipts. The test that kills workers runs last (the nannies restart them).
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -326,6 +327,66 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@contextlib.contextmanager
+def _extra_worker(cluster: Any, env: dict[str, str], *args: str) -> Iterator[str]:
+    """One more worker process (``dask worker``) joined to the cluster; yields its address."""
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        before = set(client.scheduler_info()["workers"])
+        with subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "distributed.cli.dask_worker",
+                cluster.scheduler_address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                *args,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ) as extra:
+            try:
+                client.wait_for_workers(len(before) + 1, timeout=60)
+                [address] = set(client.scheduler_info()["workers"]) - before
+                yield address
+            finally:
+                extra.terminate()
+                extra.wait(timeout=30)
+    finally:
+        client.close()
+
+
+def test_a_resource_a_worker_advertises_places_the_job_there(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dask worker --resources GPU=1`: a provider holding resource GPU runs on that worker."""
+    ok = _py("pass")
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 8\n"})
+    others = "".join(f"  p{i}: {{adapter: command, command: {ok}}}\n" for i in range(3))
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        "version: 1\nproviders:\n"
+        f"  use: {{adapter: command, command: {ok}, resources: [GPU], claims: [hello]}}\n" + others,
+    )
+    with _extra_worker(cluster, dict(os.environ), "--resources", "GPU=1") as gpu:
+        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    where = {
+        name: s["predicate"]["changeloop"]["executor"]["worker"]
+        for name, s in _extensions(root, "c1").items()
+    }
+    assert where["use.use.json"] == gpu
+    assert any(w != gpu for w in where.values())
+
+
 def test_workers_that_disagree_on_an_executable_refuse_the_run(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -337,29 +398,7 @@ def test_workers_that_disagree_on_an_executable_refuse_the_run(
     tool.chmod(0o755)
     marker = tmp_path / "ran"
     env = {**os.environ, "PATH": f"{tool_dir}:{os.environ['PATH']}"}
-    extra = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "distributed.cli.dask_worker",
-            cluster.scheduler_address,
-            "--nthreads",
-            "1",
-            "--no-nanny",
-            "--host",
-            "127.0.0.1",
-            "--no-dashboard",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        client = distributed.Client(cluster.scheduler_address)
-        try:
-            client.wait_for_workers(4, timeout=60)
-        finally:
-            client.close()
+    with _extra_worker(cluster, env):
         root = make_repo(tmp_path / "ws", {"src/app.py": "x = 6\n"})
         make_change(
             root,
@@ -369,9 +408,6 @@ def test_workers_that_disagree_on_an_executable_refuse_the_run(
             f"  use: {{adapter: command, command: [h13-tool, {marker}], claims: [hello]}}\n",
         )
         code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
-    finally:
-        extra.terminate()
-        extra.wait(timeout=30)
     assert code == 2
     assert doc["errors"][0]["code"] == "environment-mismatch"
     assert "h13-tool" in doc["errors"][0]["message"]

@@ -51,6 +51,7 @@ class DaskExecutor:
         self._workers: dict[str, int] = {}  # address -> threads
         self._busy: dict[str, int] = {}
         self._uses: dict[str, int] = {}
+        self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
         self._lost: set[str] = set()
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
@@ -120,6 +121,7 @@ class DaskExecutor:
         started = datetime.now(UTC)
         tried: list[str] = []
         for _attempt in range(2):
+            await self._refresh()
             address = self._choose(job, tried)
             if address is None:
                 break
@@ -205,9 +207,17 @@ class DaskExecutor:
     async def _refresh(self) -> None:
         threads: Mapping[str, int] = await self._client.scheduler.ncores()
         self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
+            info = await self._client.scheduler.identity()
+            for address, detail in info.get("workers", {}).items():
+                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
 
     def _choose(self, job: Job, tried: list[str]) -> str | None:
         alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]
+        # a resource some worker advertises (dask worker --resources GPU=1) is a place too
+        labels = frozenset().union(*self._resources.values()) if self._resources else frozenset()
+        wanted = [r for r in job.provider.resources if r in labels]
+        alive = [a for a in alive if all(r in self._resources.get(a, ()) for r in wanted)]
         if not alive:
             return None
         for dep in job.provider.depends_on:  # where its dependencies generated their output
