@@ -135,6 +135,34 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
     assert len(workers) >= 2
 
 
+def test_setup_runs_on_the_worker_and_rebuilds_what_is_ignored(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ignored files never travel; the repository's setup makes them on the worker."""
+    make = _py(
+        "import pathlib; pathlib.Path('build').mkdir(); pathlib.Path('build/dep.txt').write_text('ok')"
+    )
+    need = _py("import pathlib, sys; sys.exit(pathlib.Path('build/dep.txt').read_text() != 'ok')")
+    clean = _py("import os, sys; sys.exit(os.path.exists('secret.env'))")
+    root = make_repo(
+        tmp_path / "ws", {"src/app.py": "x = 9\n", ".gitignore": "build/\nsecret.env\n"}
+    )
+    (root / "secret.env").write_text("TOKEN=never-shipped\n")  # ignored: stays here
+    make_change(
+        root,
+        "c1",
+        EVIDENCE.replace("[use]", "[use, clean]"),
+        "version: 1\nrepositories:\n  self:\n"
+        f"    setup: [{make}]\n"
+        "providers:\n"
+        f"  use: {{adapter: command, command: {need}, claims: [hello]}}\n"
+        f"  clean: {{adapter: command, command: {clean}, claims: [hello]}}\n",
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    assert not (root / "build").exists()  # setup ran on the worker, not here
+
+
 def test_exclusive_resources_never_overlap_across_workers(
     tmp_path: Path,
     cluster: Any,

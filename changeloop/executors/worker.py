@@ -24,7 +24,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -47,7 +47,8 @@ Failure = tuple[str, str, str]  # (status, finding kind, message)
 
 _guard = threading.Lock()
 _locks: dict[str, threading.Lock] = {}
-_sandboxes: dict[str, tuple[Path, Failure | None]] = {}
+Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
+_sandboxes: dict[str, tuple[Path, Failure | None, Baseline]] = {}
 _cancelled: set[str] = set()
 _identities: dict[tuple[str, int, int], str] = {}
 
@@ -154,7 +155,7 @@ def run_job(wire: WireJob) -> WireResult:
         return WireResult(address, failure=("inconclusive", "sandbox-failed", why))
     if box is None:
         return WireResult(address, need_content=True)
-    sandbox, failure = box
+    sandbox, failure, baseline = box
     if failure is not None:
         return WireResult(address, failure=failure)
     jobdir = base / "runs" / wire.session / "jobs" / wire.token
@@ -189,7 +190,7 @@ def run_job(wire: WireJob) -> WireResult:
         log_name=_relative(result.log_path, jobdir),
         stdout_name=_relative(result.stdout_path, jobdir),
         logs=_pack_dir(jobdir, 0.0),
-        outputs=_pack_dir(sandbox, clock - 1.0),
+        outputs=_pack_dir(sandbox, clock - 1.0, baseline),
         started=started,
         finished=finished,
     )
@@ -261,7 +262,9 @@ class _ServicePlan:
     root: Path
 
 
-def _sandbox(wire: WireJob, base: Path, address: str) -> tuple[Path, Failure | None] | None:
+def _sandbox(
+    wire: WireJob, base: Path, address: str
+) -> tuple[Path, Failure | None, Baseline] | None:
     """This run's sandbox of the job's repository: made, checked and set up once."""
     job = wire.job
     key = f"{wire.session}/{job.sandbox.repository}"
@@ -293,7 +296,8 @@ def _sandbox(wire: WireJob, base: Path, address: str) -> tuple[Path, Failure | N
             failure = ("fail", "content-mismatch", why)
         else:
             failure = _setup(wire, box, base, address)
-        _sandboxes[key] = (box, failure)
+        # what setup left is the sandbox's, not any job's output: never sent back
+        _sandboxes[key] = (box, failure, _snapshot(box))
         return _sandboxes[key]
 
 
@@ -359,21 +363,36 @@ def _relative(path: Path, root: Path) -> str:
         return path.name
 
 
-def _pack_dir(root: Path, since: float) -> bytes:
-    """Files under ``root`` modified at or after ``since`` (bounded), as a tar archive."""
+def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            path = Path(folder) / name
+            with contextlib.suppress(OSError):
+                yield path, path.lstat()
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        path.relative_to(root).as_posix(): (stat.st_mtime_ns, stat.st_size)
+        for path, stat in _walk(root)
+    }
+
+
+def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
+    """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
+
+    Bounded to MAX_OUTPUT_BYTES; a tar archive.
+    """
     buffer = io.BytesIO()
     budget = MAX_OUTPUT_BYTES
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            for name in sorted(files):
-                path = Path(folder) / name
-                try:
-                    stat = path.lstat()
-                except OSError:
-                    continue
-                if stat.st_mtime < since or stat.st_size > budget:
-                    continue
-                budget -= stat.st_size
-                archive.add(path, arcname=path.relative_to(root).as_posix(), recursive=False)
+        for path, stat in _walk(root):
+            name = path.relative_to(root).as_posix()
+            if stat.st_mtime < since or stat.st_size > budget:
+                continue
+            if baseline is not None and baseline.get(name) == (stat.st_mtime_ns, stat.st_size):
+                continue
+            budget -= stat.st_size
+            archive.add(path, arcname=name, recursive=False)
     return buffer.getvalue()
