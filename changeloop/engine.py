@@ -46,6 +46,7 @@ from changeloop.run.records import (
 from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.setup import run_setup
 from changeloop.run.sink import ReceiptSink, Timing, every_capability
+from changeloop.runlog import RunLog
 from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
@@ -89,6 +90,7 @@ class _Run:
     sink: ReceiptSink
     executor: Executor
     emit: EventSink
+    runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
     shared: shared_cache.SharedCache | None = None  # --cache-from DIR
 
@@ -116,6 +118,7 @@ async def prove(
             run.sink.skipped(provider, result.reason or "not run")
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    _record_run(run)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
         written = shared_cache.publish(
@@ -181,6 +184,7 @@ def _compose(
         sink,
         executor,
         emit,
+        _runlog(plan, options, run_id),
         fingerprints,
     )
     if options.cache_from is not None:
@@ -216,6 +220,30 @@ def _issuer_fingerprints(run: _Run, make: Any) -> Any:
     return of
 
 
+def _runlog(plan: Plan, options: ProveOptions, run_id: str) -> RunLog:
+    return RunLog(
+        run_id=run_id,
+        change=plan.change.id,
+        slots=options.jobs,
+        sandbox=options.sandbox,
+        providers=[
+            (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
+        ],
+    )
+
+
+def _record_run(run: _Run) -> None:
+    """Write ``runs/<id>/run.json`` (slots, start/end, states) for the report's timeline."""
+    masker = run.sink.masker
+    run.runlog.settle(
+        {
+            name: (r.state, r.duration_ms, masker.optional(r.reason), [e.path for e in r.receipts])
+            for name, r in run.sink.reports.items()
+        }
+    )
+    run.runlog.write(run.run_dir)
+
+
 async def _schedule(run: _Run) -> dict[str, TaskResult]:
     plan, options = run.plan, run.options
     estimates = run.state.load_durations(plan.change.id)
@@ -240,6 +268,7 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
                 return await _run_provider(run, plan.providers[task.name], services)
 
             def forward(event: TaskEvent) -> None:
+                run.runlog.event(event)
                 run.emit(RunEvent(event.task, event.kind, event.detail))
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.task].services)

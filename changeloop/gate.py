@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.dsse import VerificationError, loads_strict, parse_envelope
+from changeloop.dsse import VerificationError, loads_strict, parse_envelope, read_envelope
 from changeloop.identity import content_identity
 from changeloop.keys import load_private_key, load_public_key
 from changeloop.model import Plan, Provider
@@ -385,8 +385,17 @@ def _newest(kept: Sequence[Kept]) -> list[Kept]:
     return list(best.values())
 
 
-def evaluate(plan: Plan, public_keys: Sequence[Ed25519PublicKey] = ()) -> GateResult:
-    """Read, verify and judge every receipt of ``plan``'s change; runs nothing."""
+def evaluate(
+    plan: Plan,
+    public_keys: Sequence[Ed25519PublicKey] = (),
+    *,
+    local: Sequence[Path] | None = None,
+) -> GateResult:
+    """Read, verify and judge every receipt of ``plan``'s change; runs nothing.
+
+    ``local``: the workspace-signed envelopes to read instead of the latest ones
+    (``report --run`` judges one run's receipts with these same checks).
+    """
     extra = [Trusted(k) for k in public_keys]
     local_key = workspace_public_key(plan.root)
     local_keys = ([Trusted(local_key)] if local_key else []) + extra
@@ -396,18 +405,23 @@ def evaluate(plan: Plan, public_keys: Sequence[Ed25519PublicKey] = ()) -> GateRe
     kept: list[Kept] = []
     aside: list[SetAside] = []
     batches: list[tuple[Source, list[Path], list[Trusted], _Scope | None]] = [
-        ("local", local_files(plan), local_keys, None),
+        ("local", list(local) if local is not None else local_files(plan), local_keys, None),
         ("committed", committed_files(plan), committed_keys, _committed_scope(plan, public_keys)),
     ]
     for source, files, keys, scope in batches:
         for path in files:
             try:
-                data = path.read_bytes()
+                # Bounded, and never blocks: a FIFO or a link to a device is refused.
+                data = read_envelope(path)
             except OSError as exc:
                 env = ReadEnvelope(path, _uri(path, plan.root), "", source)
                 aside.append(
                     SetAside(env, "unverified", f"cannot read {env.uri}: {exc.strerror}", None)
                 )
+                continue
+            except VerificationError as exc:
+                env = ReadEnvelope(path, _uri(path, plan.root), "", source)
+                aside.append(SetAside(env, "unverified", f"{env.uri} {exc.reason}", None))
                 continue
             env = ReadEnvelope(
                 path, _uri(path, plan.root), hashlib.sha256(data).hexdigest(), source
@@ -445,6 +459,11 @@ def evaluate(plan: Plan, public_keys: Sequence[Ed25519PublicKey] = ()) -> GateRe
         set_aside=tuple(aside),
         trees={mode: dict(per) for mode, per in trees.by_mode.items()},
     )
+
+
+def speaks_for(s: SetAside, capability: str, repository: str | None) -> bool:
+    """Whether a set-aside envelope may have spoken for ``capability`` (in ``repository``)."""
+    return _speaks_for(s, capability, repository)
 
 
 def _speaks_for(s: SetAside, capability: str, repository: str | None) -> bool:

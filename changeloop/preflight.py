@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePosixPath
 
 from changeloop import graph
@@ -440,8 +440,3 @@ def enforce(plan: Plan) -> None:
     problems = check(plan)
     if problems:
         raise PreflightError(problems)
-
-
-def describe(problems: Sequence[Problem]) -> str:
-    """Human rendering, one problem per paragraph (for logs and tests)."""
-    return "\n".join(p.render() for p in problems)

@@ -207,7 +207,8 @@ def test_a_public_key_file_that_is_not_regular_is_refused_promptly(
 
 
 def test_a_contract_file_that_is_a_fifo_fails_the_provider_not_the_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: ARG001 (quiets the CLI)
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # noqa: ARG001 (quiets the CLI)
 ) -> None:
     execution = """\
     version: 1

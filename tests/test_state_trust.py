@@ -267,7 +267,8 @@ def test_keygen_refuses_a_directory_git_would_not_ignore(
 
 
 def test_keygen_never_writes_through_a_planted_symlink(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: ARG001 (quiets the CLI)
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # noqa: ARG001 (quiets the CLI)
 ) -> None:
     out = tmp_path / "keys"
     out.mkdir()

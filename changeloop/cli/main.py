@@ -100,7 +100,17 @@ from changeloop import __version__  # noqa: E402
 from changeloop.cli import common  # noqa: E402
 from changeloop.errors import ChangeloopError, Location, Problem  # noqa: E402
 
-VERBS = ("prove", "evidence", "receipt", "keygen", "gate", "summary", "quality", "adapters")
+VERBS = (
+    "prove",
+    "evidence",
+    "receipt",
+    "keygen",
+    "gate",
+    "summary",
+    "quality",
+    "adapters",
+    "report",
+)
 _CRASH_DIR: list[str] = []  # the system temp dir, for crash logs that must outlive the run
 
 
@@ -142,9 +152,19 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_common(parser)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
-    from changeloop.cli import adapters, evidence, gate, keygen, prove, quality, receipt, summary
+    from changeloop.cli import (
+        adapters,
+        evidence,
+        gate,
+        keygen,
+        prove,
+        quality,
+        receipt,
+        report,
+        summary,
+    )
 
-    for module in (prove, evidence, receipt, keygen, gate, summary, quality, adapters):
+    for module in (prove, evidence, receipt, keygen, gate, summary, quality, adapters, report):
         module.register(sub)
     return parser
 

@@ -107,6 +107,11 @@ def register(sub: Any) -> None:
         help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
         "with a ci key the change trusts",
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also write the HTML report of this run (.changeloop/report/<change>.html)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -300,6 +305,8 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     if common.json_mode(args):
         common.emit_json(to_json(result))
     render_board(result, terminal.as_textio())
+    if args.report:
+        _write_report(plan, result.run_id, args.sign_key)
     return 0 if result.verdict.proven else 1
 
 
@@ -318,3 +325,28 @@ def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
             fix="name the directory a CI run wrote with --publish",
         )
     return None
+
+
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
+    """``--report``: the page of this very run; a failure to write it never changes the verdict.
+
+    Receipts signed with ``--sign-key`` are verified with that key's public half.
+    """
+    from changeloop.keys import load_private_key
+    from changeloop.report import write_report
+
+    keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []
+    try:
+        path, _ = write_report(plan, run_id=run_id, public_keys=keys)
+    except ChangeloopError as exc:
+        for problem in exc.problems:
+            common.say(f"warning: report not written: {problem.render()}")
+        return
+    except OSError as exc:
+        common.say(f"warning: report not written: {exc.filename or ''} {exc.strerror or exc}")
+        return
+    try:
+        shown = path.relative_to(plan.root.resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    common.say(f"report: {shown}")

@@ -144,24 +144,13 @@ def clippy(repo: Path) -> tuple[tuple[str, ...], str, Confidence] | None:
     return argv, "Cargo.toml (static-analysis requested)", "low"
 
 
-def derive_providers(
-    evidence: Evidence,
-    repositories: Mapping[str, Repository],
-    detections: Mapping[str, list[Detection]],
-) -> dict[str, Provider]:
-    """Derived providers by name, for every capability the change requires."""
-    return {
-        name: provider
-        for name, (provider, _) in derive_explained(evidence, repositories, detections).items()
-    }
-
-
 def derive_explained(
     evidence: Evidence,
     repositories: Mapping[str, Repository],
     detections: Mapping[str, list[Detection]],
 ) -> dict[str, tuple[Provider, str]]:
-    """Like :func:`derive_providers`, with the evidence (file and key) behind each provider."""
+    """Derived providers by name for every capability the change requires, each with the
+    evidence (file and key) behind it."""
     needs = required(evidence, repositories)
     single = len(repositories) == 1
     out: dict[str, tuple[Provider, str]] = {}
@@ -247,7 +236,7 @@ def _static(repo_name: str, path: Path, single: bool) -> dict[str, tuple[Provide
     return out
 
 
-__all__ = ["derive_explained", "derive_providers", "required", "test_command"]
+__all__ = ["derive_explained", "required", "test_command"]
 
 
 def attach_services(

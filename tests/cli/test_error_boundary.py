@@ -23,6 +23,7 @@ ARGVS = [
     ["gate", "--bogus"],
     ["summary", "nope"],
     ["quality", "nope"],
+    ["report", "nope"],
     ["adapters", "check", "--bogus"],
     ["evidence", "doctor", "nope"],
     ["evidence", "init", "nope"],

@@ -36,6 +36,8 @@ EXECUTION = """\
 def _tails(root: Path) -> list[str]:
     tails = []
     for path in (root / ".changeloop" / "runs").rglob("*.json"):
+        if path.name == "run.json":  # the run's timeline record, not a receipt
+            continue
         doc = json.loads(path.read_bytes())
         ext = json.loads(base64.b64decode(doc["payload"]))["predicate"]["changeloop"]
         if ext.get("log"):

@@ -1,0 +1,100 @@
+"""``changeloop report <change>``: one static HTML page a reviewer reads. Runs nothing.
+
+Exit 0 when the page was written, whatever the verdict (DESIGN.md §13); 2 when
+the change, its configuration or ``--run`` is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from changeloop.cli import common
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "report",
+        help="write one self-contained HTML page of the change's evidence (runs nothing)",
+        description=(
+            "Re-verify the change's receipts (signature, content, wiring: the checks of `gate`)\n"
+            "and write one static HTML page: verdict, claims x capabilities, providers, the\n"
+            "run's timeline and findings. Inline CSS and JS; the page fetches nothing.\n\n"
+            "exit codes: 0 written (whatever the verdict), 2 refused"
+        ),
+        epilog=(
+            "examples:\n"
+            "  changeloop report add-greeting         .changeloop/report/add-greeting.html\n"
+            "  changeloop report add-greeting --out r.html\n"
+            "  changeloop report add-greeting --run 20260101T000000Z-abc123"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="where to write the page (default: .changeloop/report/<change>.html)",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="RUN_ID",
+        help="report this run's receipts (.changeloop/runs/RUN_ID/) instead of the latest",
+    )
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="also trust receipts signed by this Ed25519 public key (repeatable), as for gate",
+    )
+    common.add_common(parser)
+    parser.set_defaults(func=run)
+
+
+def empty(args: argparse.Namespace) -> dict[str, Any]:
+    return {"version": "1", "change": args.change, "status": "not-proven", "path": None}
+
+
+@common.with_shape(empty)
+def run(args: argparse.Namespace) -> int:
+    from changeloop.cli.prove import load_plan
+    from changeloop.keys import load_public_key_file
+    from changeloop.report import write_report
+
+    keys = [load_public_key_file(p) for p in args.public_key]
+    plan = load_plan(args)
+    path, report = write_report(plan, out=args.out, run_id=args.run, public_keys=keys)
+    return announce(args, plan.root, path, report)
+
+
+def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> int:
+    """Print the page's path (stdout, or in the one --json document) and the verdict."""
+    import sys
+
+    shown = _relative(path, root)
+    if common.json_mode(args):
+        common.emit_json(
+            {
+                "version": "1",
+                "change": report.change,
+                "status": "proven" if report.proven else "not-proven",
+                "runId": report.run_id,
+                "path": shown,
+            }
+        )
+    else:
+        sys.stdout.write(shown + "\n")
+    verdict = "PROVEN" if report.proven else "NOT PROVEN"
+    common.say(f"change {report.change}: {verdict}; report written to {shown}")
+    return 0
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

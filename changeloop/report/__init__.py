@@ -1,0 +1,62 @@
+"""``changeloop report``: one self-contained HTML page of a change's evidence (DESIGN.md §12).
+
+:mod:`~changeloop.report.collect` gathers (verification is ``gate``'s),
+:mod:`~changeloop.report.model` holds the records, :mod:`~changeloop.report.render`
+writes the page, :mod:`~changeloop.report.timeline` draws the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from changeloop.errors import StateRefused
+from changeloop.model import Plan
+from changeloop.receipts import write_atomic
+from changeloop.report.model import Report
+from changeloop.state import check_state, ensure_gitignored
+
+
+def default_path(plan: Plan) -> Path:
+    return plan.root / ".changeloop" / "report" / f"{plan.change.id}.html"
+
+
+def write_report(
+    plan: Plan,
+    *,
+    out: Path | None = None,
+    run_id: str | None = None,
+    public_keys: Sequence[Ed25519PublicKey] = (),
+) -> tuple[Path, Report]:
+    """Verify, render and write the page atomically; returns where it went and what it says."""
+    from changeloop.report.collect import collect
+    from changeloop.report.render import render
+
+    target = (out if out is not None else default_path(plan)).absolute()
+    if target.is_dir():  # --out DIR: the page goes inside it, named after the change
+        target = target / f"{plan.change.id}.html"
+    if target.is_relative_to(plan.root.absolute() / ".changeloop"):
+        # A page in a fresh .changeloop/ must not become content the next proof sees,
+        # and never goes through a link out of it (state a checkout could plant).
+        check_state(plan.root)
+        ensure_gitignored(plan.root)
+        _refuse_links(plan.root / ".changeloop", target.parent)
+    report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
+    write_atomic(target, render(report).encode("utf-8"))
+    return target, report
+
+
+def _refuse_links(state: Path, directory: Path) -> None:
+    """Every directory from ``.changeloop/`` down to the page's must be real, not a link."""
+    here = directory.absolute()
+    top = state.absolute()
+    while here != top and here.is_relative_to(top):
+        if here.is_symlink():
+            raise StateRefused(
+                here,
+                f"{here} is a symlink; the report is written only into changeloop's own state",
+                f"delete {here} (changeloop makes the directory), or pass --out FILE",
+            )
+        here = here.parent
