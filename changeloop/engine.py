@@ -184,7 +184,7 @@ def _compose(
         sink,
         executor,
         emit,
-        _runlog(plan, options, run_id),
+        _runlog(plan, options, run_id, _slots(executor, options)),
         fingerprints,
     )
     if options.cache_from is not None:
@@ -220,11 +220,16 @@ def _issuer_fingerprints(run: _Run, make: Any) -> Any:
     return of
 
 
-def _runlog(plan: Plan, options: ProveOptions, run_id: str) -> RunLog:
+def _slots(executor: Executor, options: ProveOptions) -> int:
+    """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
+    return getattr(executor, "capacity", None) or max(1, options.jobs)
+
+
+def _runlog(plan: Plan, options: ProveOptions, run_id: str, slots: int) -> RunLog:
     return RunLog(
         run_id=run_id,
         change=plan.change.id,
-        slots=options.jobs,
+        slots=slots,
         sandbox=options.sandbox,
         providers=[
             (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
@@ -277,7 +282,7 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
                 tasks,
                 run_task,
                 # a cluster runs as many jobs at once as its workers have threads
-                slots=getattr(run.executor, "capacity", None) or max(1, options.jobs),
+                slots=_slots(run.executor, options),
                 fail_fast=options.fail_fast,
                 on_event=forward,
             )
