@@ -246,6 +246,10 @@ def _record_run(run: _Run) -> None:
             for name, r in run.sink.reports.items()
         }
     )
+    for name, report in run.sink.reports.items():  # reused from --cache-from (§10)
+        record = run.runlog.providers.get(name)
+        if record is not None and report.origin == "shared":
+            record.origin = "shared"
     run.runlog.write(run.run_dir)
 
 

@@ -108,6 +108,8 @@ def test_a_second_clone_reuses_ci_receipts_and_runs_nothing(
     assert unit["state"] == "cached" and unit["origin"] == "shared"
     assert doc["claims"]["hello"]["status"] == "proven"
     assert _runs(ci) == 1  # nothing ran
+    run_json = json.loads((dev / ".changeloop" / "runs" / doc["runId"] / "run.json").read_text())
+    assert run_json["providers"]["unit"]["origin"] == "shared"
     # the reused receipt is CI's, byte for byte
     [published] = ci["dir"].glob("*/unit.json")
     assert (dev / unit["receipts"][0]["path"]).read_bytes() == published.read_bytes()
