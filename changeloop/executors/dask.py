@@ -35,6 +35,7 @@ from changeloop.run.job import Job, JobResult, _collected, _fresh_report, _read_
 from changeloop.sandboxes.copy import list_files
 
 CONNECT_TIMEOUT_S = 5
+ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
 
 
@@ -102,9 +103,20 @@ class DaskExecutor:
     async def check_environment(self) -> None:
         """Every worker must resolve each executable the plan runs to the same bytes."""
         for argv0 in sorted(_executables(self._plan)):
-            answers: dict[str, str | None] = await self._client.run(
-                worker.executable_identity, argv0
-            )
+            try:
+                with anyio.fail_after(ASK_TIMEOUT_S):
+                    answers: dict[str, str | None] = await self._client.run(
+                        worker.executable_identity, argv0
+                    )
+            except TimeoutError as exc:
+                raise ChangeloopError(
+                    Problem(
+                        code="dask_unreachable",
+                        message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
+                        f"(asked which {argv0!r} they run)",
+                        fix="check the cluster's workers (dask worker logs)",
+                    )
+                ) from exc
             if len(set(answers.values())) > 1:
                 detail = ", ".join(f"{w}: {d or 'not found'}" for w, d in sorted(answers.items()))
                 raise ChangeloopError(
