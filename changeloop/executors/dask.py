@@ -53,6 +53,7 @@ class DaskExecutor:
         self._busy: dict[str, int] = {}
         self._uses: dict[str, int] = {}
         self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
+        self._refreshed = float("-inf")
         self._lost: set[str] = set()
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
@@ -133,7 +134,8 @@ class DaskExecutor:
         started = datetime.now(UTC)
         tried: list[str] = []
         for _attempt in range(2):
-            await self._refresh()
+            if anyio.current_time() - self._refreshed > WATCH_S or tried:
+                await self._refresh()  # workers that joined or left since
             address = self._choose(job, tried)
             if address is None:
                 break
@@ -217,6 +219,7 @@ class DaskExecutor:
             raise
 
     async def _refresh(self) -> None:
+        self._refreshed = anyio.current_time()
         threads: Mapping[str, int] = await self._client.scheduler.ncores()
         self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
         if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
