@@ -163,6 +163,34 @@ def test_setup_runs_on_the_worker_and_rebuilds_what_is_ignored(
     assert not (root / "build").exists()  # setup ran on the worker, not here
 
 
+def test_pytest_in_place_reads_its_report_and_import_records_from_the_worker(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--sandbox none: the provider directory lies inside the checkout; paths still map back."""
+    root = make_repo(
+        tmp_path / "ws",
+        {
+            ".gitignore": "reports/\n",
+            "pkg/__init__.py": "",
+            "pkg/mod.py": "def f() -> int:\n    return 2\n",
+            "tests/test_mod.py": "from pkg.mod import f\n\n\ndef test_f():\n    assert f() == 2\n",
+        },
+    )
+    make_change(
+        root,
+        "c1",
+        EVIDENCE.replace("[use]", "[test]"),
+        "version: 1\nproviders:\n  unit:\n    adapter: test-discovery\n"
+        f"    command: [{json.dumps(PY)}, -m, pytest, -q, -p, no:cacheprovider,"
+        " --junitxml, reports/junit.xml]\n    report: reports/junit.xml\n    claims: [hello]\n",
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    ext = _extensions(root, "c1")["unit.test.json"]["predicate"]["changeloop"]
+    assert ext["executor"]["kind"] == "dask"
+    assert ext["tests"]["passed"] == 1 and ext["findings"] == []
+
+
 def test_exclusive_resources_never_overlap_across_workers(
     tmp_path: Path,
     cluster: Any,

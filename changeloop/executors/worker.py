@@ -332,7 +332,11 @@ def _repoint_back(job: Job, sandbox: Path, swaps: Sequence[tuple[str, str]]) -> 
     file names) with the coordinator's sandbox; the log stays as written (its
     digest is of the bytes the command wrote).
     """
-    back = [(new.encode(), old.encode()) for old, new in swaps if old]
+    back = sorted(
+        ((new.encode(), old.encode()) for old, new in swaps if old),
+        key=lambda pair: len(pair[0]),
+        reverse=True,
+    )
     files = [sandbox / job.report] if job.report else []
     for directory in job.collect:
         folder = Path(_swap(directory, swaps))
@@ -350,7 +354,8 @@ def _repoint_back(job: Job, sandbox: Path, swaps: Sequence[tuple[str, str]]) -> 
 
 
 def _swap(text: str, swaps: Sequence[tuple[str, str]]) -> str:
-    for old, new in swaps:
+    """Re-point coordinator paths; the longest first (the log directory may lie in the checkout)."""
+    for old, new in sorted(swaps, key=lambda pair: len(pair[0]), reverse=True):
         if old and old in text:
             text = text.replace(old, new)
     return text
