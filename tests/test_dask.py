@@ -515,6 +515,62 @@ def test_without_the_dask_extra_the_run_is_refused_before_anything_runs(tmp_path
     assert not marker.exists()
 
 
+def _prove_killing(
+    root: Path, cluster: Any, capsys: pytest.CaptureFixture[str], started: Path, limit: int
+) -> tuple[int, dict[str, Any], list[int]]:
+    """Prove while SIGKILLing the worker (and job) of each of the first ``limit`` attempts."""
+    done = threading.Event()
+    killed: list[int] = []
+
+    def killer() -> None:
+        seen = 0
+        while not done.is_set():
+            lines = started.read_text().splitlines() if started.exists() else []
+            for line in lines[seen:]:
+                if len(killed) >= limit:
+                    break
+                parent, child = map(int, line.split())
+                for pid in (parent, child):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                killed.append(parent)
+            seen = len(lines)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    finally:
+        done.set()
+        thread.join()
+    return code, doc, killed
+
+
+def test_a_job_whose_worker_dies_is_retried_once_on_another(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = tmp_path / "started.txt"
+    slow = (
+        "import os, time; "
+        f"first = not os.path.exists({str(started)!r}); "
+        f"open({str(started)!r}, 'a').write(f'{{os.getppid()}} {{os.getpid()}}\\n'); "
+        "time.sleep(20 if first else 0)"
+    )
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 10\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(slow)}, claims: [hello]}}\n",
+    )
+    code, doc, killed = _prove_killing(root, cluster, capsys, started, limit=1)
+    assert code == 0, doc
+    assert len(killed) == 1 and len(started.read_text().splitlines()) == 2
+    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    assert ext["status"] == "pass" and ext["findings"] == []
+
+
 def test_a_worker_killed_mid_job_never_gives_a_pass(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -531,31 +587,7 @@ def test_a_worker_killed_mid_job_never_gives_a_pass(
         EVIDENCE,
         f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(slow)}, claims: [hello]}}\n",
     )
-    done = threading.Event()
-    killed: list[int] = []
-
-    def killer() -> None:
-        seen = 0
-        while not done.is_set():
-            lines = started.read_text().splitlines() if started.exists() else []
-            for line in lines[seen:]:
-                parent, child = map(int, line.split())
-                for pid in (parent, child):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                killed.append(parent)
-            seen = len(lines)
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    try:
-        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
-    finally:
-        done.set()
-        thread.join()
+    code, doc, killed = _prove_killing(root, cluster, capsys, started, limit=2)
     assert code == 1
     assert len(killed) == 2  # the first worker, then the one it was retried on
     [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
