@@ -151,7 +151,12 @@ def _compose(
     # One masker for the run: every string written passes through it (DESIGN §2.6).
     masker = Masker.from_plan(plan)
     fingerprinter = Fingerprinter(
-        plan, boxes.identity, sandbox=options.sandbox, issuer=options.issuer, hmac_key=hmac_key(key)
+        plan,
+        boxes.identity,
+        sandbox=options.sandbox,
+        issuer=options.issuer,
+        hmac_key=hmac_key(key),
+        state_path=state.path,
     )
     view = on_event or (lambda _e: None)
 

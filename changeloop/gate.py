@@ -341,6 +341,7 @@ def _check(
         reason=ext.get("reason"),
         claims=dict(ext.get("claims") or {}),
         input_mode=ext.get("inputMode"),
+        citations=dict(ext.get("citations") or {}),
     )
     return Kept(env, verified, view)
 

@@ -18,6 +18,7 @@ files are not re-hashed (git's stat cache).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -176,11 +177,18 @@ def virtualenv_excludes(cwd: Path) -> list[str]:
         entries = list(os.scandir(cwd))
     except OSError:
         return []
-    return sorted(
-        f":(exclude){entry.name}"
+    venvs = sorted(
+        entry.name
         for entry in entries
         if entry.is_dir(follow_symlinks=False) and (Path(entry.path) / "pyvenv.cfg").is_file()
     )
+    if not venvs:
+        return []
+    # An exclude pathspec naming an ignored path makes `git add` fail ("paths are
+    # ignored", git 2.39): an ignored virtualenv is left out by git already.
+    ignored = git(["check-ignore", "--", *venvs], cwd=cwd, check=False).stdout.decode()
+    skip = {line.strip().rstrip("/") for line in ignored.splitlines()}
+    return [f":(exclude){name}" for name in venvs if name not in skip]
 
 
 def identity_from_tree(
@@ -261,10 +269,28 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
     lay = layout(repo)
     with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
         tmp_index = Path(tmp) / "index"
-        seed_index(lay, tmp_index, repo)
-        env = git_env(tmp_index)
-        stage(repo, env, include_untracked=include_untracked)
-        full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
-        return identity_from_tree(
-            repo, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
+        try:
+            seed_index(lay, tmp_index, repo)
+            env = git_env(tmp_index)
+            stage(repo, env, include_untracked=include_untracked)
+            full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
+            return identity_from_tree(
+                repo, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
+            )
+        except ChangeloopError as exc:
+            raise identity_refusal(exc, repo) from exc
+
+
+def identity_refusal(exc: ChangeloopError, repo: Path) -> ChangeloopError:
+    """A git failure while identifying content refuses the run (exit 2, DESIGN §13),
+    with git's own words as the cause rather than a guess."""
+    problems = [
+        dataclasses.replace(
+            p,
+            fix=f"fix what git reports in {repo} (its message is the cause), then prove again",
         )
+        if p.code == "git_failed"
+        else p
+        for p in exc.problems
+    ]
+    return ChangeloopError(problems, exit_code=2)

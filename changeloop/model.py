@@ -22,6 +22,7 @@ SandboxMode = Literal["worktree", "copy", "none"]
 InputMode = Literal["browser-automation", "os-input", "both"]
 Origin = Literal["configured", "derived"]
 Confidence = Literal["high", "low"]
+Archetype = Literal["behavioral", "structural"]
 
 KNOWN_CAPABILITIES = (
     "test",
@@ -53,6 +54,7 @@ class Claim:
     ref: str | None = None
     input_mode: InputMode | None = None
     location: Location | None = None
+    archetype: Archetype = "behavioral"  # DESIGN.md §11
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Repository:
     path: Path  # absolute
     relpath: str  # as written in evidence.yaml
     setup: tuple[tuple[str, ...], ...] = ()
+    entry_points: tuple[str, ...] = ()  # "file glob::function glob" (DESIGN.md §11)
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,12 @@ class Provider:
     receipts: str | None = None
     max_age_s: int | None = None
     accepts: tuple[str, ...] = ()  # providers whose prove-made receipts it accepts (§2.6)
+    # grounding (§11): the repository's entry points, copied by the plan onto the
+    # providers whose result depends on them (test-discovery, mutation)
+    entry_points: tuple[str, ...] = ()
+    # mutation
+    threshold: float | None = None
+    max_mutants: int | None = None
     # provenance
     origin: Origin = "configured"
     confidence: Confidence = "high"
@@ -164,6 +173,9 @@ class Execution:
     providers: Mapping[str, Provider]
     services: Mapping[str, Service]
     setup: Mapping[str, tuple[tuple[str, ...], ...]]
+    entry_points: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # repository -> location of its entryPoints key, for preflight messages
+    entry_point_locations: Mapping[str, Location | None] = field(default_factory=dict)
     marks: Document | None = field(default=None, compare=False, repr=False)
 
 

@@ -98,6 +98,18 @@ def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Prov
     return dataclasses.replace(provider, **changes) if changes else provider  # type: ignore[arg-type]
 
 
+# Adapters whose result depends on the repository's entry points (DESIGN.md §11).
+GROUNDED_ADAPTERS = frozenset({"test-discovery", "mutation"})
+
+
+def _with_entry_points(provider: Provider, repositories: Mapping[str, Repository]) -> Provider:
+    """Copy the repository's entryPoints onto providers that trace against them."""
+    repo = repositories.get(provider.repository or "")
+    if provider.adapter not in GROUNDED_ADAPTERS or repo is None or not repo.entry_points:
+        return provider
+    return dataclasses.replace(provider, entry_points=repo.entry_points)
+
+
 def _with_resources(provider: Provider, plan: Plan) -> Provider:
     """Declared resources replace the defaults; a service's port is shared by its users."""
     ports = tuple(
@@ -138,14 +150,22 @@ def build_plan(
     """
     evidence, execution = config or load_change_config(root, change)
     setup = execution.setup if execution else {}
+    entry_points = execution.entry_points if execution else {}
     repositories = {
         name: Repository(
-            name=name, path=(root / rel).resolve(), relpath=rel, setup=setup.get(name, ())
+            name=name,
+            path=(root / rel).resolve(),
+            relpath=rel,
+            setup=setup.get(name, ()),
+            entry_points=entry_points.get(name, ()),
         )
         for name, rel in evidence.repositories.items()
     }
     configured = execution.providers if execution else {}
-    providers = {name: _resolve(p, repositories) for name, p in _merge(configured, derived).items()}
+    providers = {
+        name: _with_entry_points(_resolve(p, repositories), repositories)
+        for name, p in _merge(configured, derived).items()
+    }
     services: dict[str, Service] = {}
     only = _only(repositories)
     for name, service in (execution.services if execution else {}).items():

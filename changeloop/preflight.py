@@ -410,7 +410,10 @@ def check(plan: Plan) -> list[Problem]:
     """Every preflight problem of the plan, sorted by file position (empty = go)."""
     at = _Locator(plan)
     problems: list[Problem] = [*_repositories(plan, at), *_links(plan, at), *_services(plan, at)]
+    from changeloop.grounding import entrypoints
     from changeloop.providers import registry
+
+    problems += entrypoints.preflight(plan)  # DESIGN.md §11: a pattern matching nothing
 
     for provider in plan.providers.values():
         mine = list(_provider(plan, provider, at))

@@ -22,6 +22,17 @@ collection and at the end of the session — ``{"executable": ...,
 "packages": {name: [files] or null}}`` (null: never imported). One file per
 process, so pytest-xdist workers never write over each other.
 
+Grounding (DESIGN.md §11): with ``CHANGELOOP_GROUNDING`` naming a JSON file
+(``{"repository", "root", "entryPoints": [{"file", "qualname"}]}``, written by
+the adapter), each test that cites a claim — and only those — is traced
+through its setup and call (``changeloop_grounding``, a copy of
+``changeloop/grounding/tracer.py``) and gets a ``grounding`` property (and
+``grounding-reason`` when it is ``not-checked``); ``record-<pid>.json`` next
+to that file lists per test its claims, grounding and the production
+functions it ran under entry points (what the mutation adapter mutates).
+Citations may say ``depth=`` and ``ref=``: ``claim-depth`` / ``claim-ref``
+properties right after their ``claim`` property.
+
 Dependency-free on purpose (pytest and the standard library only): the
 test-discovery adapter copies this file as ``changeloop_claims.py`` onto
 ``PYTHONPATH`` and adds ``-p changeloop_claims``, so it reaches a project's
@@ -32,9 +43,11 @@ the ``pytest11`` entry point of the same name loads it instead.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import os
 import sys
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +56,8 @@ import pytest
 _MARKER = "claim"
 PACKAGES_ENV = "CHANGELOOP_PACKAGES"
 IMPORTS_ENV = "CHANGELOOP_IMPORTS_DIR"
+GROUNDING_ENV = "CHANGELOOP_GROUNDING"
+DEPTHS = ("unit", "component", "wiring", "standards-integration", "e2e")
 _seen: dict[str, list[str]] = {}
 
 
@@ -53,25 +68,53 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def cited_claims(item: pytest.Item) -> tuple[str, ...]:
-    """Claim ids of every ``claim`` marker on the item (class and module markers included)."""
-    out: dict[str, None] = {}
+def citations(item: pytest.Item) -> dict[str, dict[str, str]]:
+    """Claim id -> ``{depth?, ref?}`` of every ``claim`` marker on the item.
+
+    One citation per test–claim pair: the marker closest to the test wins
+    (function over class over module).
+    """
+    out: dict[str, dict[str, str]] = {}
     for mark in item.iter_markers(name=_MARKER):
+        extra: dict[str, str] = {}
+        for key, value in mark.kwargs.items():
+            if key not in ("depth", "ref"):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.claim takes depth= and ref=, not {key}="
+                )
+            if key == "depth" and value not in DEPTHS:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.claim depth={value!r} is not one of "
+                    f"{', '.join(DEPTHS)}"
+                )
+            if not isinstance(value, str | int) or isinstance(value, bool) or not str(value):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.claim {key}= takes a string, got {value!r}"
+                )
+            extra[key] = str(value)
         for value in mark.args:
             if not isinstance(value, str) or not value.strip():
                 raise pytest.UsageError(
                     f"{item.nodeid}: @pytest.mark.claim takes claim ids as strings, got {value!r}"
                 )
-            out[value.strip()] = None
-    return tuple(out)
+            out.setdefault(value.strip(), extra)
+    return out
+
+
+def cited_claims(item: pytest.Item) -> tuple[str, ...]:
+    """Claim ids of every ``claim`` marker on the item (class and module markers included)."""
+    return tuple(citations(item))
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     # Before any phase runs, so every report (setup, call, teardown) carries them.
     existing = {v for k, v in item.user_properties if k == _MARKER}
-    for claim in cited_claims(item):
+    for claim, extra in citations(item).items():
         if claim not in existing:
             item.user_properties.append((_MARKER, claim))
+            for key in ("depth", "ref"):
+                if key in extra:
+                    item.user_properties.append((f"claim-{key}", extra[key]))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -118,7 +161,164 @@ def record_imports() -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     record_imports()
+    config_file = os.environ.get(GROUNDING_ENV)
+    if config_file:
+        _active[0] = _Grounding.load(Path(config_file), session)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     record_imports()
+    if _active[0] is not None:
+        _active[0].write()
+
+
+# -- grounding ------------------------------------------------------------------------------
+
+_HIDDEN_OK = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
+_TEST_DIRS = frozenset({"tests", "test"})
+
+
+def _load_tracer() -> Any:
+    try:
+        import changeloop_grounding  # type: ignore[import-not-found]  # the copy next to this plugin (see the module doc)
+
+        return changeloop_grounding
+    except ImportError:
+        from changeloop.grounding import tracer
+
+        return tracer
+
+
+def _production_rule(session: pytest.Session, root: str) -> Any:
+    """``path -> bool``: a repository file that is not a test module (DESIGN.md §13)."""
+    tests = {str(Path(item.path).resolve()) for item in session.items}
+    config = session.config
+    base = Path(config.rootpath)
+    dirs = [
+        str((base / str(p)).resolve())
+        for p in (config.getini("testpaths") or [])
+        if (base / str(p)).is_dir()
+    ]
+    patterns = [str(p) for p in (config.getini("python_files") or [])]
+    top = Path(root)
+
+    def production(path: str) -> bool:
+        if not path.endswith(".py") or path in tests:
+            return False
+        try:
+            parts = Path(path).relative_to(top).parts
+        except ValueError:
+            return False  # outside the repository
+        folders, name = parts[:-1], parts[-1]
+        if any(p.startswith(".") or p in _HIDDEN_OK or p in _TEST_DIRS for p in folders):
+            return False  # .venv, .git, .changeloop, installed copies, test folders
+        if name == "conftest.py" or any(fnmatch.fnmatch(name, p) for p in patterns):
+            return False
+        return not any(path.startswith(d + os.sep) for d in dirs)
+
+    return production
+
+
+class _Grounding:
+    """Per-session grounding: which tests to trace, their results, the record."""
+
+    def __init__(self, folder: Path, reason: str | None, tracer: Any, module: Any) -> None:
+        self.folder = folder
+        self.reason = reason  # set: nothing is traced, every citation is not-checked
+        self.tracer = tracer
+        self.module = module
+        self.current: str | None = None
+        self.tests: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def load(cls, path: Path, session: pytest.Session) -> _Grounding:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            repo = str(doc.get("repository") or "self")
+            root = os.path.realpath(str(doc["root"]))
+            entries = [(str(e["file"]), str(e["qualname"])) for e in doc.get("entryPoints") or []]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            why = f"the tracer failed: unreadable grounding config: {exc}"
+            return cls(path.parent, why, None, None)
+        if not entries:
+            why = (
+                f"no entry points declared for repository {repo!r} "
+                f"(execution.yaml repositories.{repo}.entryPoints)"
+            )
+            return cls(path.parent, why, None, None)
+        try:
+            module = _load_tracer()
+            scope = module.Scope(
+                root=root,
+                production=_production_rule(session, root),
+                entries=frozenset((str((Path(root) / f).resolve()), q) for f, q in entries),
+            )
+            return cls(path.parent, None, module.make(scope), module)
+        except Exception as exc:  # the suite must finish whatever happens here
+            return cls(path.parent, f"the tracer failed: {type(exc).__name__}: {exc}", None, None)
+
+    def begin(self, item: pytest.Item) -> None:
+        if not citations(item):
+            return
+        self.current = item.nodeid
+        if self.tracer is None:
+            return
+        try:
+            self.tracer.begin()
+        except Exception as exc:
+            self.reason = f"the tracer failed: {type(exc).__name__}: {exc}"
+            self.tracer = None
+
+    def finish(self, item: pytest.Item) -> None:
+        if self.current != item.nodeid:
+            return
+        self.current = None
+        grounding, reason, functions = "not-checked", self.reason, []
+        if self.tracer is not None:
+            try:
+                observed = self.tracer.end()
+                grounding, reason = observed.grounding, observed.reason
+                functions = [list(f) for f in observed.functions]
+            except Exception as exc:
+                reason = f"the tracer failed: {type(exc).__name__}: {exc}"
+        item.user_properties.append(("grounding", grounding))
+        if grounding == "not-checked":
+            item.user_properties.append(("grounding-reason", reason or "not traced"))
+        self.tests[item.nodeid] = {
+            "claims": citations(item),
+            "grounding": grounding,
+            "reason": reason,
+            "functions": functions,
+        }
+
+    def write(self) -> None:
+        doc = {"python": sys.version.split()[0], "tests": self.tests}
+        target = self.folder / f"record-{os.getpid()}.json"
+        temp = target.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            temp.write_text(json.dumps(doc), encoding="utf-8")
+            temp.replace(target)
+
+
+_active: list[_Grounding | None] = [None]  # this session's grounding, once collected
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    if _active[0] is not None:
+        _active[0].begin(item)
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    yield
+    if _active[0] is not None:
+        _active[0].finish(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    if _active[0] is not None:
+        _active[0].finish(item)  # setup failed: the call never ran
+    yield

@@ -152,6 +152,14 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
             else None
         ),
     }
+    if outcome.citations:  # DESIGN.md §11, §13
+        extension["citations"] = {
+            claim: [dict(c) for c in cites] for claim, cites in sorted(outcome.citations.items())
+        }
+    if outcome.mutation:
+        extension["mutation"] = {
+            claim: dict(score) for claim, score in sorted(outcome.mutation.items())
+        }
     details = dict(outcome.details)
     if outcome.issuer is not None:
         details.setdefault("acceptedIssuer", outcome.issuer)

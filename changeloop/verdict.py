@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from changeloop.model import ClaimMark, Plan, Status
+from changeloop.model import Archetype, Claim, ClaimMark, Plan, Provider, Status
 
 ClaimStatus = Literal["proven", "failed", "inconclusive", "unproven"]
 RequireStatus = Literal["pass", "fail", "inconclusive", "missing"]
@@ -35,6 +35,8 @@ class ReceiptView:
     reason: str | None = None
     claims: Mapping[str, ClaimMark] = field(default_factory=dict)
     input_mode: str | None = None
+    # claim -> its citations in this receipt, JSON shape {test, depth, ref, result, grounding}
+    citations: Mapping[str, Sequence[Mapping[str, object]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ def _claim_verdict(
     reasons: list[str] = []
     for capability in claim.requires:
         status, why = _claim_capability(cid, capability, claim.repository, receipts, notes)
+        status, why = _grounding_rule(
+            plan, cid, capability=capability, status=status, why=why, receipts=receipts
+        )
         if claim.input_mode == "os-input" and status == "proven":
             status, why = _os_input(cid, capability, claim.repository, receipts)
         reasons.extend(why)
@@ -174,3 +179,103 @@ def _requires(plan: Plan, receipts: Sequence[ReceiptView]) -> dict[str, dict[str
                 per_repo[repo] = "inconclusive"
         out[capability] = per_repo
     return out
+
+
+# -- grounding (DESIGN.md §11, §13) -------------------------------------------------------
+# The crediting rule, in one place: adapters that read citations call
+# ``citation_credits``/``listing_blocked`` to mark their receipts, and ``decide``
+# applies the listing rule to adapters that can only credit by listing (command).
+
+_CREDITING: dict[Archetype, frozenset[str]] = {
+    "behavioral": frozenset({"grounded", "not-checked"}),
+    "structural": frozenset({"inert"}),
+}
+LISTING_ONLY_ADAPTERS = frozenset({"command"})  # credit only through `claims:`
+GROUNDED_REPOSITORY_ADAPTERS = frozenset({"command", "test-discovery"})
+
+
+def citation_credits(archetype: Archetype, grounding: str | None) -> bool:
+    """Whether a passing citation with this grounding credits a claim of this archetype.
+
+    No grounding recorded (a runner without a tracer) reads as ``not-checked``.
+    """
+    return (grounding or "not-checked") in _CREDITING[archetype]
+
+
+def entry_points_declared(plan: Plan, repository: str | None) -> bool:
+    repo = plan.repositories.get(repository or "")
+    return bool(repo is not None and repo.entry_points)
+
+
+def listing_blocked(plan: Plan, claim: Claim, provider: Provider) -> bool:
+    """Listing cannot bypass grounding: once the provider's repository declares entry
+    points, a behavioral claim is not credited by ``claims:`` alone."""
+    return (
+        claim.archetype == "behavioral"
+        and provider.adapter in GROUNDED_REPOSITORY_ADAPTERS
+        and entry_points_declared(plan, provider.repository)
+    )
+
+
+def listing_message(cid: str, provider: str) -> str:
+    return (
+        f"claim {cid} is listed in provider {provider}'s claims but no test cites it; its "
+        "repository declares entry points, so a behavioral claim needs a grounded citation"
+    )
+
+
+def uncredited_message(cid: str, archetype: Archetype, tests: Sequence[tuple[str, str]]) -> str:
+    """Why passing citations did not credit a claim, naming the tests."""
+    named = ", ".join(f"{test} ({grounding})" for test, grounding in tests)
+    need = "grounded (or not-checked)" if archetype == "behavioral" else "inert"
+    return f"claim {cid} ({archetype}) needs a {need} citation; passing citations: {named}"
+
+
+def _grounding_rule(
+    plan: Plan,
+    cid: str,
+    *,
+    capability: str,
+    status: ClaimStatus,
+    why: list[str],
+    receipts: Sequence[ReceiptView],
+) -> tuple[ClaimStatus, list[str]]:
+    """Apply §11 on top of the marks: listing-only credit is refused where entry points
+    are declared, and an uncredited claim with passing citations says ``ungrounded``."""
+    claim = plan.evidence.claims[cid]
+    scoped = [r for r in receipts if _in_scope(r, capability, claim.repository)]
+    if status == "proven":
+        crediting = [r for r in scoped if r.status == "pass" and r.claims.get(cid) == "credited"]
+        if crediting and all(_listing_blocked_receipt(plan, cid, r) for r in crediting):
+            return "inconclusive", [
+                f"{capability}: ungrounded: {listing_message(cid, r.provider)}" for r in crediting
+            ]
+        return status, why
+    if status != "inconclusive":
+        return status, why
+    extra = [
+        f"{capability}: ungrounded: {_citations_message(plan, cid, r)}"
+        for r in scoped
+        if r.status == "pass" and r.claims.get(cid) != "credited" and r.citations.get(cid)
+    ]
+    return status, extra + [w for w in why if "cites claim" not in w] if extra else why
+
+
+def _listing_blocked_receipt(plan: Plan, cid: str, r: ReceiptView) -> bool:
+    provider = plan.providers.get(r.provider)
+    claim = plan.evidence.claims.get(cid)
+    if provider is None or claim is None or provider.adapter not in LISTING_ONLY_ADAPTERS:
+        return False
+    return cid in provider.claims and listing_blocked(plan, claim, provider)
+
+
+def _citations_message(plan: Plan, cid: str, r: ReceiptView) -> str:
+    claim = plan.evidence.claims[cid]
+    passed = [
+        (str(c.get("test")), str(c.get("grounding") or "not-checked"))
+        for c in r.citations.get(cid, ())
+        if c.get("result") == "passed"
+    ]
+    if not passed:
+        return f"provider {r.provider} passed but no citation of claim {cid} passed"
+    return f"provider {r.provider}: " + uncredited_message(cid, claim.archetype, passed)

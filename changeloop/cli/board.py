@@ -15,6 +15,7 @@ from changeloop.engine import ProveResult
 from changeloop.masking import Masker
 from changeloop.model import Plan
 from changeloop.run.records import RunEvent
+from changeloop.text import escape_controls
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
@@ -69,7 +70,7 @@ def render_board(result: ProveResult, stream: TextIO) -> None:
         for cid, claim in verdict.claims.items():
             out.write(f"  {_CLAIM_ICON[claim.status]} {cid}: {claim.status}\n")
             for reason in claim.reasons:
-                out.write(f"      {reason}\n")
+                out.write(f"      {one_line(reason)}\n")
     if verdict.requires:
         out.write("requires:\n")
         for capability, per_repo in verdict.requires.items():
@@ -80,16 +81,49 @@ def render_board(result: ProveResult, stream: TextIO) -> None:
         took = f" {report.duration_ms / 1000:.1f}s" if report.state == "ran" else ""
         out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
         for entry in report.receipts:
-            reason = f" — {entry.reason}" if entry.reason else ""
+            reason = f" — {one_line(entry.reason)}" if entry.reason else ""
             out.write(
-                f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}{reason}\n"
+                f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
+                f"{counts(entry.tests)}{reason}\n"
             )
+        log = _log_of(result, report.name)
+        if log is not None and any(e.status != "pass" for e in report.receipts):
+            out.write(f"      log: {log}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     if not verdict.proven:
         out.write("\nNext steps:\n")
         out.write(f"  changeloop evidence doctor {plan.change.id}\n")
         out.write(f"  ls {result.run_dir.relative_to(plan.root)}  # logs and reports\n")
     out.flush()
+
+
+MAX_REASON = 400
+
+
+def one_line(text: str) -> str:
+    """A reason as one terminal-safe line: controls escaped (a runner's cursor codes
+    would eat the board), bounded in length."""
+    flat = escape_controls(text.strip())
+    return flat if len(flat) <= MAX_REASON else flat[: MAX_REASON - 1] + "…"
+
+
+def counts(tests: dict[str, int] | None) -> str:
+    """` (114 tests: 112 passed, 2 skipped)` for a receipt with counts."""
+    if not tests:
+        return ""
+    parts = [f"{tests.get(k, 0)} {k}" for k in ("passed", "failed", "skipped") if tests.get(k)]
+    return f" ({tests.get('discovered', 0)} tests: {', '.join(parts) or 'none ran'})"
+
+
+def _log_of(result: ProveResult, provider: str) -> str | None:
+    """The provider's log, relative to the workspace, when the run left one."""
+    log = result.run_dir / provider / f"{provider}.log"
+    if not log.is_file():
+        return None
+    try:
+        return log.relative_to(result.plan.root).as_posix()
+    except ValueError:
+        return str(log)
 
 
 def to_json(result: ProveResult) -> dict[str, Any]:
@@ -126,6 +160,7 @@ def to_json(result: ProveResult) -> dict[str, Any]:
                         "reason": e.reason,
                         "id": e.id,
                         "path": e.path,
+                        "tests": e.tests,
                     }
                     for e in r.receipts
                 ],

@@ -225,6 +225,9 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
                 common.say(f"  run: {f.playbook_command}")
         common.say(f"\n{count} unresolved")
         common.say("\nNext steps:")
-        for step in next_steps(ctx, findings):
+        from changeloop.detect.init_writer import plan_init
+
+        pending = bool(plan_init(ctx, derived_explained(ctx)).added)  # nothing left to write?
+        for step in next_steps(ctx, findings, init_pending=pending):
             common.say(f"  {step}")
     return 1 if count else 0

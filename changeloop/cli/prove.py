@@ -203,6 +203,7 @@ def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
             "command": list(p.command) if p.command else None,
             # what a receipt made by this provider records as predicate.changeloop.wiring
             "wiring": wiring_digest(plan, p),
+            **_mutants(plan, p),
         }
         for p in plan.providers.values()
     ]
@@ -227,9 +228,21 @@ def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
         )
         if p.command:
             common.say(f"      $ {' '.join(p.command)}")
+        for claim, count in _mutants(plan, p).get("mutants", {}).items():
+            shown = "unknown until a traced run exists" if count is None else str(count)
+            common.say(f"      mutants for {claim}: {shown}")
     common.say(f"order: {' → '.join(order)}")
     common.say("\nNext steps:\n  changeloop prove " + plan.change.id)
     return 0
+
+
+def _mutants(plan: Plan, provider: Any) -> dict[str, Any]:
+    """DESIGN.md §11: a mutation provider's mutant count per claim, from the last traced run."""
+    if provider.adapter != "mutation":
+        return {}
+    from changeloop.providers.mutation import dry_run_counts
+
+    return {"mutants": dry_run_counts(plan, provider)}
 
 
 def _prove(args: argparse.Namespace, plan: Plan) -> int:

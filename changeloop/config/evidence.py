@@ -16,7 +16,7 @@ from typing import Any, cast
 from changeloop.config.schema import check_version, schema_problems
 from changeloop.config.yamlio import Document, load_yaml
 from changeloop.errors import ConfigError
-from changeloop.model import Claim, Evidence, InputMode
+from changeloop.model import Archetype, Claim, Evidence, InputMode
 
 READS = 3
 SCHEMA = "evidence-v3.json"
@@ -68,4 +68,5 @@ def _claim(claim_id: str, body: dict[str, Any], doc: Document) -> Claim:
         ref=None if ref is None else str(ref),
         input_mode=cast("InputMode | None", body.get("inputMode")),
         location=doc.location(("claims", claim_id), key=True),
+        archetype=cast("Archetype", body.get("archetype", "behavioral")),
     )

@@ -99,6 +99,15 @@ def execution_from_document(doc: Document) -> Execution:
         repo: tuple(_argv(cmd) or () for cmd in (body or {}).get("setup") or ())
         for repo, body in (data.get("repositories") or {}).items()
     }
+    repos = data.get("repositories") or {}
+    entry_points = {
+        repo: tuple(str(p) for p in (body or {}).get("entryPoints") or ())
+        for repo, body in repos.items()
+        if (body or {}).get("entryPoints")
+    }
+    entry_locations = {
+        repo: doc.location(("repositories", repo, "entryPoints"), key=True) for repo in entry_points
+    }
     if problems:
         raise ConfigError(sorted(problems, key=position))
     return Execution(
@@ -107,6 +116,8 @@ def execution_from_document(doc: Document) -> Execution:
         providers=providers,
         services=services,
         setup=setup,
+        entry_points=entry_points,
+        entry_point_locations=entry_locations,
         marks=doc,
     )
 
@@ -198,6 +209,8 @@ def _provider(
         receipts=body.get("receipts"),
         max_age_s=None if max_age is None else parse_max_age(max_age),
         accepts=tuple(body.get("accepts") or ()),
+        threshold=None if body.get("threshold") is None else float(body["threshold"]),
+        max_mutants=None if body.get("maxMutants") is None else int(body["maxMutants"]),
         origin="configured",
         keys=frozenset(body),
         location=doc.location(("providers", name), key=True),

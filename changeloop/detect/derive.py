@@ -11,12 +11,14 @@ execution.yaml (detection source ``configured``) are not derived again.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from changeloop.detect import python
+from changeloop.detect import scripts
 from changeloop.detect.manifests import dig, read_ini, read_json, read_toml
 from changeloop.detect.types import Detection
+from changeloop.environment import DERIVED_PYTHON
 from changeloop.model import Confidence, Evidence, Execution, Provider, Repository
 
 REPORT_DIR = ".changeloop/reports"
@@ -56,11 +58,11 @@ def test_command(det: Detection, repo: Path, report: str) -> tuple[tuple[str, ..
         # The runner the maintainers run, never pytest in its place (pytest skips
         # `load_tests`); their own args stay, and -v (last: `discover` must come
         # first when given) lists each test for the reader.
-        interpreter = python.venv_python(repo) or "python3"
-        return (interpreter, "-m", "unittest", *det.args, "-v"), None
+        return (DERIVED_PYTHON, "-m", "unittest", *det.args, "-v"), None
     if det.adapter == "pytest":
-        interpreter = python.venv_python(repo) or "python3"
-        return (interpreter, "-m", "pytest", f"--junitxml={report}.xml"), f"{report}.xml"
+        # `python` is resolved when the provider runs (the repository's .venv if it
+        # has one then), never frozen here (changeloop/environment.py).
+        return (DERIVED_PYTHON, "-m", "pytest", f"--junitxml={report}.xml"), f"{report}.xml"
     if det.adapter == "vitest":
         return (
             ("npx", "vitest", "run", "--reporter=json", f"--outputFile={report}.json"),
@@ -94,7 +96,7 @@ def linters(repo: Path) -> list[tuple[str, tuple[str, ...], str]]:
     """(tool, argv, evidence) for each linter the repository configures."""
     found: list[tuple[str, tuple[str, ...], str]] = []
     pyproject = read_toml(repo / "pyproject.toml")
-    interpreter = python.venv_python(repo) or "python3"
+    interpreter = DERIVED_PYTHON
     if isinstance(dig(pyproject, "tool", "ruff"), dict):
         found.append(
             ("ruff", (interpreter, "-m", "ruff", "check", "."), "pyproject.toml [tool.ruff]")
@@ -162,7 +164,13 @@ def derive_explained(
         wants_tests = any(repo_name in needs.get(c, []) for c in TEST_CAPABILITIES)
         if wants_tests and not configured_types.intersection(UNIT_TYPES):
             first = True
+            js = next((d for d in dets if d.test_type == "javascript"), None)
+            from_scripts = _from_scripts(js, repo_name, repo.path, single) if js else {}
+            out.update(from_scripts)
+            first = not from_scripts
             for det in (d for d in dets if d.test_type in UNIT_TYPES):
+                if det is js and from_scripts:
+                    continue
                 extra = None if first else det.adapter
                 name = _name("test", repo_name, single, extra)
                 report_stem = f"{REPORT_DIR}/{name}"
@@ -198,7 +206,7 @@ def derive_explained(
                     adapter="playwright",
                     capability="browser",
                     repository=repo_name,
-                    command=("npx", "playwright", "test"),
+                    command=_playwright_command(repo.path),
                     report=report,
                     env={"PLAYWRIGHT_JSON_OUTPUT_NAME": report},
                     outputs=outputs,
@@ -210,6 +218,116 @@ def derive_explained(
         if repo_name in needs.get("static-analysis", []):
             out.update(_static(repo_name, repo.path, single))
     return out
+
+
+def _playwright_command(path: Path) -> tuple[str, ...]:
+    """`npx playwright test` with the maintainers' own arguments (`--config …`), if a script
+    runs it; the adapter adds its JSON reporter (an existing `--reporter` is dropped)."""
+    call = scripts.browser_call(path)
+    if call is None:
+        return ("npx", "playwright", "test")
+    args = scripts.without(call.args[1:], ("--reporter",))
+    args = tuple(a for a in args if a not in ("--ui", "--debug", "--headed"))
+    return ("npx", "playwright", "test", *args)
+
+
+_REPORT_FLAGS = {
+    "vitest": ("--reporter", "--outputFile", "--watch", "-w"),
+    "jest": ("--json", "--outputFile", "--watch", "--watchAll"),
+    "node-test": ("--test-reporter", "--test-reporter-destination", "--watch"),
+}
+
+
+def script_command(call: scripts.RunnerCall, report: str) -> tuple[tuple[str, ...], str]:
+    """The maintainers' runner call with changeloop's structured reporter added."""
+    args = scripts.without(call.args, _REPORT_FLAGS.get(call.adapter, ()))
+    if call.adapter == "vitest":
+        run = args if args[:1] == ("run",) else ("run", *args)
+        argv = ("npx", "vitest", *run, "--reporter=json", f"--outputFile={report}.json")
+        return argv, f"{report}.json"
+    if call.adapter == "jest":
+        return ("npx", "jest", *args, "--json", f"--outputFile={report}.json"), f"{report}.json"
+    # node --test: the reporter right after --test, everything else in the maintainers'
+    # order (a flag's value stays beside it; globs are expanded when it runs)
+    at = args.index("--test") + 1 if "--test" in args else 0
+    reporter = ("--test-reporter=junit", f"--test-reporter-destination={report}.xml")
+    return ("node", *args[:at], *reporter, *args[at:]), f"{report}.xml"
+
+
+def _from_scripts(
+    det: Detection, repo_name: str, path: Path, single: bool
+) -> dict[str, tuple[Provider, str]]:
+    """One test provider per runner invocation of the project's own test script.
+
+    Only invocations of the selected runner count (a Playwright run in `test` is
+    the `browser` capability's business); build steps become a `build` provider
+    the tests depend on.
+    """
+    plan = scripts.runner_calls(path)
+    calls = [c for c in plan.calls if c.adapter == det.adapter]
+    if not calls:
+        return {}
+    out: dict[str, tuple[Provider, str]] = {}
+    depends: tuple[str, ...] = ()
+    build = _build_step(plan, repo_name, single)
+    if build is not None:
+        out[build[0].name] = build
+        depends = (build[0].name,)
+    taken: set[str] = set()
+    for index, call in enumerate(calls):
+        extra = None if index == 0 else _suffix(call, index, taken)
+        name = _name("test", repo_name, single, extra)
+        argv, report = script_command(call, f"{REPORT_DIR}/{name}")
+        discovery = None if single and index == 0 else _name("discovery", repo_name, single, extra)
+        out[name] = (
+            Provider(
+                name=name,
+                adapter="test-discovery",
+                capability="test",
+                repository=repo_name,
+                command=argv,
+                report=report,
+                discovery_provider=discovery,
+                depends_on=depends,
+                origin="derived",
+                confidence=det.confidence,
+            ),
+            f"package.json scripts.{call.script}",
+        )
+    return out
+
+
+def _suffix(call: scripts.RunnerCall, index: int, taken: set[str]) -> str:
+    """`test:edge` → `edge`; a second call of the same script → its position."""
+    base = call.script.split(":", 1)[-1] if ":" in call.script else call.script
+    base = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in base).strip("-") or "run"
+    name = base if base not in taken and base != "test" else f"{base}-{index + 1}"
+    taken.add(name)
+    return name
+
+
+def _build_step(
+    plan: scripts.ScriptPlan, repo_name: str, single: bool
+) -> tuple[Provider, str] | None:
+    """The `pretest` build (or `npm run build &&` prefix) as one command provider."""
+    lines = [f"npm run {shlex.quote(s)}" for s in plan.steps] + plan.raw_steps
+    if not lines:
+        return None
+    if len(plan.steps) == 1 and not plan.raw_steps:
+        argv: tuple[str, ...] = ("npm", "run", plan.steps[0])
+    else:
+        argv = ("sh", "-c", " && ".join(lines))
+    name = _name("build", repo_name, single)
+    provider = Provider(
+        name=name,
+        adapter="command",
+        capability=name,
+        repository=repo_name,
+        command=argv,
+        origin="derived",
+        confidence="high",
+    )
+    return provider, "package.json scripts (the build the test script runs first)"
 
 
 def _static(repo_name: str, path: Path, single: bool) -> dict[str, tuple[Provider, str]]:

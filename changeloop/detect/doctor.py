@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from changeloop import contracts, quality
-from changeloop.detect import ChangeContext, javascript, python
+from changeloop.detect import ChangeContext, javascript, pyenv, python
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.imports import outside_packages, runs_tests
-from changeloop.detect.manifests import dig, head, read_ini, read_toml
+from changeloop.detect.manifests import head, read_ini, read_toml
 from changeloop.detect.playbook import change_dir, init_command, suggest
+from changeloop.environment import DERIVED_PYTHON
 from changeloop.model import Provider, Repository
 
 
@@ -90,9 +91,24 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         )
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
+    findings = _unique(findings)
     findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
     findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
     return findings
+
+
+def _unique(findings: list[DoctorFinding]) -> list[DoctorFinding]:
+    """One finding per (kind, repository, command): two providers of a repository
+    needing the same install say it once."""
+    seen: set[tuple[str, str | None, str | None]] = set()
+    out = []
+    for f in findings:
+        key = (f.kind, f.repository, f.playbook_command)
+        if f.playbook_command is not None and key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out
 
 
 def _repo_of(ctx: ChangeContext, provider: Provider) -> Repository | None:
@@ -129,7 +145,11 @@ def _provider_findings(ctx: ChangeContext, provider: Provider, cdir: str) -> lis
         return out
     out.extend(_tool_findings(ctx, provider, repo))
     if provider.adapter == "test-discovery" or runs_tests(provider.command or ()):
-        out.extend(_import_findings(provider, repo))
+        gap = pyenv.check(repo.path, provider.command)
+        if gap is not None:
+            out.append(_env_finding(provider, repo, gap))
+        else:
+            out.extend(_import_findings(provider, repo))
     if provider.origin == "derived":
         out.extend(_config_findings(provider, repo, cdir))
     return out
@@ -150,15 +170,18 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                     "tool-missing",
                     f"provider {provider.name} runs `npx {words[1]}` but {package} is not "
                     f"installed in {repo.name}'s node_modules (npx would try to download it)",
-                    f"install {package} in {repo.name}",
+                    f"install {package} in {repo.name}" + _manager_hint(repo.path),
                     f"({where}{install})" if where else install,
                     repository=repo.name,
                 )
             )
     venv = python.venv_python(repo.path)
-    if venv is not None and argv[:2] == (venv, "-m") and len(argv) > 2:
+    if venv is not None and argv[:2] in ((venv, "-m"), (DERIVED_PYTHON, "-m")) and len(argv) > 2:
         module = argv[2]
-        if module in ("pytest", "ruff", "mypy") and python.venv_version(repo.path, module) is None:
+        # (pytest under a test command: the interpreter check below says it, with the extra)
+        tests = provider.adapter == "test-discovery" or runs_tests(argv)
+        linters = ("ruff", "mypy") if tests else ("pytest", "ruff", "mypy")
+        if module in linters and python.venv_version(repo.path, module) is None:
             where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
             out.append(
                 DoctorFinding(
@@ -170,6 +193,25 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
                     repository=repo.name,
                 )
             )
+    if words and words[0] in ("node", "npm") and _needs_node_modules(repo.path):
+        where = "" if repo.relpath in (".", "") else f"cd {repo.relpath} && "
+        install = _node_install(repo.path, "")
+        out.append(
+            DoctorFinding(
+                "dependencies-missing",
+                f"provider {provider.name} runs `{' '.join(argv[:3])}` but {repo.name} declares "
+                "dependencies and has no node_modules (its build and tests import them)",
+                f"install {repo.name}'s locked dependencies" + _manager_hint(repo.path),
+                f"({where}{install})" if where else install,
+                repository=repo.name,
+            )
+        )
+    if (provider.adapter == "playwright" or "playwright" in words) and javascript.installed(
+        repo.path, "@playwright/test"
+    ):  # (not installed: the tool-missing finding comes first)
+        missing = _browsers_missing(provider, repo)
+        if missing is not None:
+            out.append(missing)
     if words and words[0] == "cargo" and shutil.which("cargo") is None:
         out.append(
             DoctorFinding(
@@ -191,6 +233,25 @@ def _tool_findings(ctx: ChangeContext, provider: Provider, repo: Repository) -> 
             )
         )
     return out
+
+
+def _env_finding(provider: Provider, repo: Repository, gap: pyenv.EnvGap) -> DoctorFinding:
+    """The interpreter cannot import the runner or the project: prove would discover 0."""
+    lacks = [f"the runner ({gap.runner})"] if gap.runner else []
+    if gap.missing:
+        shown = ", ".join(gap.missing[:6]) + (" …" if len(gap.missing) > 6 else "")
+        lacks.append(f"the project or its test dependencies ({shown})")
+    where = "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
+    return DoctorFinding(
+        "tool-missing" if gap.runner else "dependencies-missing",
+        f"provider {provider.name} runs `{' '.join((provider.command or ())[:3])}` with "
+        f"{gap.interpreter}, which cannot import {' and '.join(lacks)}: prove would "
+        "discover no tests",
+        f"install {repo.name} and its test dependencies into a virtualenv in the repository "
+        "(derived `python` runs the repository's .venv when the provider runs)",
+        f"{where}{gap.fix}",
+        repository=repo.name,
+    )
 
 
 def _import_findings(provider: Provider, repo: Repository) -> list[DoctorFinding]:
@@ -216,16 +277,101 @@ def _import_findings(provider: Provider, repo: Repository) -> list[DoctorFinding
 
 
 def _node_install(repo: Path, package: str) -> str:
-    """Install what the lock file says, with the package manager that wrote it."""
-    for lock, command in (
-        ("package-lock.json", "npm ci"),
-        ("pnpm-lock.yaml", "pnpm install --frozen-lockfile"),
-        ("yarn.lock", "yarn install --frozen-lockfile"),
-        ("bun.lockb", "bun install --frozen-lockfile"),
+    """Install what the lock file says, with the package manager that wrote it.
+
+    A package manager missing from PATH (pnpm without corepack) runs through npx at
+    the version ``packageManager`` pins, so the pasted command works as printed.
+    """
+    for lock, tool, command in (
+        ("package-lock.json", "npm", "npm ci"),
+        ("pnpm-lock.yaml", "pnpm", "pnpm install --frozen-lockfile"),
+        ("yarn.lock", "yarn", "yarn install --frozen-lockfile"),
+        ("bun.lock", "bun", "bun install --frozen-lockfile"),
+        ("bun.lockb", "bun", "bun install --frozen-lockfile"),
     ):
         if (repo / lock).is_file():
-            return command
+            if shutil.which(tool) is not None:
+                return command
+            return f"npx -y {shlex.quote(package_manager(repo, tool))}{command[len(tool) :]}"
     return f"npm i -D {package}"
+
+
+def _browsers_missing(provider: Provider, repo: Repository) -> DoctorFinding | None:
+    """Playwright would launch a browser it has not downloaded (every test fails, slowly).
+
+    A config naming ``executablePath`` brings its own browser; otherwise Playwright's
+    browser folder (``PLAYWRIGHT_BROWSERS_PATH`` or ``~/.cache/ms-playwright``) must
+    hold a Chromium.
+    """
+    import os
+
+    argv = provider.command or ()
+    configs = [repo.path / a.split("=", 1)[-1] for a in argv if a.endswith((".ts", ".js", ".mjs"))]
+    configs += [repo.path / f"playwright.config{ext}" for ext in javascript.CONFIG_EXTS]
+    for config in configs:
+        if config.is_file() and "executablePath" in head(config):
+            return None
+    where = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(Path.home() / ".cache/ms-playwright")
+    if where == "0":  # browsers inside node_modules
+        where = str(repo.path / "node_modules/playwright-core/.local-browsers")
+    try:
+        found = [p.name for p in Path(where).iterdir() if p.name.startswith("chromium")]
+    except OSError:
+        found = []
+    if found:
+        return None
+    system = next(
+        (p for w in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(w))),
+        None,
+    )
+    alt = (
+        f"; where browsers cannot be downloaded, use the system Chromium: set "
+        f"`use: {{ launchOptions: {{ executablePath: '{system}' }} }}` in the Playwright config"
+        if system
+        else ""
+    )
+    where_cd = "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
+    return DoctorFinding(
+        "browsers-missing",
+        f"provider {provider.name} runs Playwright but no Chromium is installed in {where} "
+        "(every browser test would fail)",
+        f"download Playwright's Chromium{alt}",
+        f"{where_cd}npx playwright install chromium",
+        repository=repo.name,
+    )
+
+
+def _needs_node_modules(repo: Path) -> bool:
+    """package.json declares dependencies, none installed (no node_modules up the tree)."""
+    from changeloop.detect.manifests import read_json
+
+    data = read_json(repo / "package.json") or {}
+    if not any(
+        isinstance(data.get(k), dict) and data[k] for k in ("dependencies", "devDependencies")
+    ):
+        return False
+    return not any((d / "node_modules").is_dir() for d in (repo, *repo.parents))
+
+
+def _manager_hint(repo: Path) -> str:
+    for lock, tool in (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lockb", "bun")):
+        if (repo / lock).is_file() and shutil.which(tool) is None:
+            pinned = package_manager(repo, tool)
+            return (
+                f" ({lock} needs {tool}, which is not on PATH: the command runs {pinned} "
+                f"through npx; to install it for good: `corepack enable` or `npm i -g {pinned}`)"
+            )
+    return ""
+
+
+def package_manager(repo: Path, tool: str) -> str:
+    """``pnpm@10.28.0`` from package.json's ``packageManager`` (hash dropped), else ``pnpm``."""
+    from changeloop.detect.manifests import read_json
+
+    pinned = (read_json(repo / "package.json") or {}).get("packageManager")
+    if isinstance(pinned, str) and pinned.startswith(f"{tool}@"):
+        return pinned.split("+", 1)[0]
+    return tool
 
 
 _JUNIT_OPT = re.compile(r"--junit-?xml|-p\s*no:junitxml")
@@ -271,9 +417,7 @@ def _config_findings(provider: Provider, repo: Repository, cdir: str) -> list[Do
 
 def _pytest_addopts(repo: Repository) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    addopts = dig(
-        read_toml(repo.path / "pyproject.toml"), "tool", "pytest", "ini_options", "addopts"
-    )
+    addopts = python.pytest_settings(read_toml(repo.path / "pyproject.toml")).get("addopts")
     if isinstance(addopts, list):
         addopts = " ".join(str(a) for a in addopts)
     if isinstance(addopts, str):
@@ -289,8 +433,12 @@ def _pytest_addopts(repo: Repository) -> list[tuple[str, str]]:
     return found
 
 
-def next_steps(ctx: ChangeContext, findings: list[DoctorFinding]) -> list[str]:
+def next_steps(
+    ctx: ChangeContext, findings: list[DoctorFinding], *, init_pending: bool = True
+) -> list[str]:
+    """Commands to run next; ``init --write`` only while it would still write something."""
     errors = [f for f in findings if f.severity == "error" and f.playbook_command]
     if errors:
         return [f.playbook_command for f in errors if f.playbook_command]
-    return [init_command(ctx.change.id), f"changeloop prove {ctx.change.id}"]
+    prove = f"changeloop prove {shlex.quote(ctx.change.id)}"
+    return [init_command(ctx.change.id), prove] if init_pending else [prove]

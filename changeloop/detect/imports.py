@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from changeloop.detect.manifests import dig, read_ini, read_toml
+from changeloop.detect.manifests import read_ini, read_toml
 from changeloop.detect.packages import project_packages
+from changeloop.environment import resolve_argv
 from changeloop.providers.pytest_injection import inside, pytest_position
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -66,7 +67,7 @@ def interpreter_of(repo: Path, argv: Sequence[str]) -> tuple[str, Path] | None:
         return None
     first = argv[0]
     word = first.rsplit("/", 1)[-1]
-    path = _resolve(repo, first)
+    path = _resolve(repo, resolve_argv(argv[:1], repo)[0])
     if path is None:
         return None
     if _PYTHON.match(word):
@@ -115,7 +116,9 @@ def _resolve(repo: Path, command: str) -> Path | None:
 
 def pytest_pythonpath(repo: Path) -> list[str]:
     """Folders pytest's ``pythonpath`` setting puts first on sys.path (absolute)."""
-    value = dig(read_toml(repo / "pyproject.toml"), "tool", "pytest", "ini_options", "pythonpath")
+    from changeloop.detect.python import pytest_settings
+
+    value = pytest_settings(read_toml(repo / "pyproject.toml")).get("pythonpath")
     if value is None:
         for name, section in (
             ("pytest.ini", "pytest"),

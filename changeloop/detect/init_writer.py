@@ -96,6 +96,8 @@ def provider_yaml(provider: Provider) -> CommentedMap:
         out["format"] = _text(provider.format)
     if provider.discovery_provider:
         out["discoveryProvider"] = _text(provider.discovery_provider)
+    if provider.depends_on:
+        out["dependsOn"] = _flow(provider.depends_on)
     if provider.outputs:
         out["outputs"] = _flow(provider.outputs)
     if provider.services:

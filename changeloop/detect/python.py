@@ -79,6 +79,8 @@ def manifest_signals(repo: Path) -> list[tuple[str, str | None]]:
     if pyproject is not None:
         if isinstance(dig(pyproject, "tool", "pytest", "ini_options"), dict):
             found.append(("pyproject.toml [tool.pytest.ini_options]", None))
+        elif _pytest9_table(dig(pyproject, "tool", "pytest")):
+            found.append(("pyproject.toml [tool.pytest]", None))  # pytest 9's native table
         found.extend(_pyproject_dependencies(pyproject))
     for name, section in INI_FILES:
         ini = read_ini(repo / name)
@@ -97,6 +99,22 @@ def manifest_signals(repo: Path) -> list[tuple[str, str | None]]:
         if pin is not None:
             found.append((f"{req.relative_to(repo).as_posix()} pytest", pin[0]))
     return found
+
+
+def _pytest9_table(table: Any) -> bool:
+    """pytest 9 reads settings straight from ``[tool.pytest]`` (not only ``ini_options``)."""
+    return isinstance(table, dict) and any(k != "ini_options" for k in table)
+
+
+def pytest_settings(pyproject: Any) -> dict[str, Any]:
+    """pytest's settings from pyproject.toml: ``[tool.pytest.ini_options]`` or pytest 9's table."""
+    table = dig(pyproject, "tool", "pytest")
+    if not isinstance(table, dict):
+        return {}
+    legacy = table.get("ini_options")
+    if isinstance(legacy, dict):
+        return legacy
+    return table
 
 
 def _find_in_specs(specs: list[Any]) -> tuple[str | None] | None:

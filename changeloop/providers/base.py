@@ -28,7 +28,7 @@ from changeloop.model import (
     SandboxMode,
     Status,
 )
-from changeloop.run.job import Executor, Job, LocalExecutor, SandboxSpec, env_delta
+from changeloop.run.job import Executor, Job, JobResult, LocalExecutor, SandboxSpec, env_delta
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,9 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, JSON-able
     issuer: str | None = None  # external: the accepted receipt's issuer
     url: str | None = None
+    # DESIGN.md §11: claim -> [{test, depth, ref, result, grounding}], and claim -> {total, killed}
+    citations: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    mutation: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,19 @@ class RunContext:
     wiring: str = ""  # the provider's wiring digest
     sandbox_mode: SandboxMode = "none"
 
-    def job(self, argv: Sequence[str], *, repo: str, env: Mapping[str, str], log_name: str) -> Job:
-        """The provider's command as a :class:`Job` (env as differences from the executor's)."""
+    def job(
+        self,
+        argv: Sequence[str],
+        *,
+        repo: str,
+        env: Mapping[str, str],
+        log_name: str,
+        cwd: Path | None = None,
+    ) -> Job:
+        """The provider's command as a :class:`Job` (env as differences from the executor's).
+
+        ``cwd``: where it runs when not the repository's workdir (mutation's own copy).
+        """
         values, unset = env_delta(env, os.environ, self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
@@ -132,7 +146,7 @@ class RunContext:
                 repository=repo,
                 tree=identity.tree if identity else "",
                 mode=self.sandbox_mode,
-                path=str(self.workdirs[repo]),
+                path=str(cwd if cwd is not None else self.workdirs[repo]),
             ),
             env=values,
             unset=unset,
@@ -144,6 +158,20 @@ class RunContext:
             log_name=log_name,
             claims=self.claim_scope(),
         )
+
+    async def execute(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout_ms: int,
+        log_name: str,
+    ) -> JobResult:
+        """Run one command of this provider through the executor, as a Job."""
+        repo = self.provider.repository or next(iter(self.workdirs), "")
+        job = self.job(argv, repo=repo, env=env, log_name=log_name, cwd=cwd)
+        return await self.executor.run(replace(job, timeout_ms=timeout_ms))
 
     def claim_scope(self) -> ClaimScope:
         """The plan's claims as this provider's ``read`` sees them (data, no plan)."""
@@ -225,8 +253,9 @@ def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
     """The one claim rule for every adapter: a provider's own ``claims`` follow its status.
 
     Fail ⇒ each listed claim ``failed``; inconclusive ⇒ none of them credited (a
-    ``failed`` mark from a test citing it stands); pass ⇒ ``credited`` (a pass never
-    carries a failed claim). The receipt sink applies it to every outcome.
+    ``failed`` mark from a test citing it stands); pass ⇒ ``credited`` unless the
+    adapter marked it itself (grounding may leave a listed claim uncredited, §11).
+    The receipt sink applies it to every outcome.
     """
     if not provider.claims:
         return outcome
@@ -237,7 +266,7 @@ def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
             claims[cid] = "failed"
         elif outcome.status == "inconclusive":
             claims[cid] = "failed" if mark == "failed" else "uncredited"
-        elif mark != "failed":
+        elif mark is None:
             claims[cid] = "credited"
     return replace(outcome, claims=claims)
 

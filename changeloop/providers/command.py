@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from changeloop.environment import resolve_argv
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
 from changeloop.processes import ProcessResult
@@ -64,7 +65,10 @@ def prepare(ctx: RunContext) -> Job:
     """The provider's command as a job, in its repository's sandbox."""
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
-    return ctx.job(provider.command, repo=provider.repository, env=ctx.env, log_name=provider.name)
+    workdir = ctx.workdirs[provider.repository]
+    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    argv = resolve_argv(provider.command, ctx.sources.get(provider.repository, workdir), ctx.env)
+    return ctx.job(argv, repo=provider.repository, env=ctx.env, log_name=provider.name)
 
 
 def read(job: Job, result: JobResult) -> list[Outcome]:

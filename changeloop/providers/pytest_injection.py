@@ -32,6 +32,7 @@ PLUGIN = "changeloop_claims"
 # The plugin file itself (never imported here: it imports pytest, which changeloop
 # does not depend on) and the variables it reads (same names as in the plugin).
 PLUGIN_FILE = Path(__file__).resolve().parent.parent / "pytest_plugin.py"
+TRACER_FILE = Path(__file__).resolve().parent.parent / "grounding" / "tracer.py"
 PACKAGES_ENV = "CHANGELOOP_PACKAGES"
 IMPORTS_ENV = "CHANGELOOP_IMPORTS_DIR"
 _INSTALL_DIRS = frozenset({"site-packages", "dist-packages"})
@@ -77,6 +78,7 @@ def inject(
         plugin_dir.mkdir(parents=True, exist_ok=True)
         imports_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PLUGIN_FILE, plugin_dir / f"{PLUGIN}.py")
+        shutil.copyfile(TRACER_FILE, plugin_dir / "changeloop_grounding.py")  # §11 grounding
     except OSError:
         return Injected(tuple(argv), env, None)
     path = env.get("PYTHONPATH", "")

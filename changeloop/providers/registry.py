@@ -6,7 +6,14 @@ CLI's choices.
 
 from __future__ import annotations
 
-from changeloop.providers import command, contract_digest, external, playwright, test_discovery
+from changeloop.providers import (
+    command,
+    contract_digest,
+    external,
+    mutation,
+    playwright,
+    test_discovery,
+)
 from changeloop.providers.base import Adapter
 
 ADAPTERS: dict[str, Adapter] = {
@@ -15,6 +22,7 @@ ADAPTERS: dict[str, Adapter] = {
     "playwright": playwright,
     "contract-digest": contract_digest,
     "external": external,
+    "mutation": mutation,
 }
 
 

@@ -18,8 +18,8 @@ Rules (DESIGN.md §3, REPORTS.md):
   ``minimum`` (default 1); zero tests ran always fails it. It is issued under
   ``discoveryProvider`` when set, else under this provider's name.
 - Claims: a test that passed citing a claim credits it in a passing receipt; a
-  failing test citing it marks it ``failed``; the provider's own ``claims:``
-  follow the one rule of ``base.mark_listed_claims``. Claims that need ``test`` and no test cited
+  failing test citing it marks it ``failed``; the provider's ``claims:`` are
+  credited by a passing receipt. Claims that need ``test`` and no test cited
   stay ``uncredited`` (the verdict makes them inconclusive).
 - With no ``report``, libtest text is read from stdout (``cargo test``), and
   unittest's ``-v`` output from the log (it writes to stderr) when ``format:
@@ -29,6 +29,12 @@ Rules (DESIGN.md §3, REPORTS.md):
   plugin records where the repository's own packages were imported from, and
   one imported from outside it (an installed copy) turns a passing ``test``
   into ``inconclusive`` with finding ``imported-from-outside``.
+- Grounding (DESIGN.md §11, ``changeloop/grounding/``): the plugin traces
+  each citing test against the repository's ``entryPoints`` and records its
+  ``grounding``; a passing citation credits a behavioral claim only when
+  ``grounded`` or ``not-checked``, a structural one only when ``inert``;
+  otherwise the claim stays uncredited with finding ``ungrounded``. The
+  receipt lists the citations per claim.
 - The report is deleted before the run (a stale report must not speak for this
   run) and copied into the provider's run directory afterwards.
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
@@ -38,15 +44,18 @@ Rules (DESIGN.md §3, REPORTS.md):
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from changeloop.detect.packages import project_packages
+from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
-from changeloop.model import ClaimMark, Plan, Provider, Status
+from changeloop.grounding import citations as grounding
+from changeloop.masking import Masker
+from changeloop.model import Plan, Provider, Status
 from changeloop.providers.base import (
     Finding,
     Observer,
@@ -61,9 +70,9 @@ from changeloop.providers.base import (
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
-from changeloop.providers.reports.model import ReportResult, unreadable
+from changeloop.providers.reports.model import ReportResult
 from changeloop.providers.reports.sniff import sniff
-from changeloop.run.job import Job, JobResult
+from changeloop.run.job import JobResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -92,6 +101,8 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
         "format": provider.format,
         "minimum": provider.minimum,
         "discoveryProvider": provider.discovery_provider,
+        # the repository's entry points decide each citation's grounding (§11)
+        **({"entryPoints": sorted(provider.entry_points)} if provider.entry_points else {}),
     }
 
 
@@ -124,73 +135,72 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
-    prepared = prepare(ctx)
-    if isinstance(prepared, list):
-        return prepared
-    return read(prepared, await ctx.executor.run(prepared))
-
-
-def prepare(ctx: RunContext) -> Job | list[Outcome]:
-    """The test run as a job (plugin injected), or the outcomes of refusing to run it."""
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     workdir = ctx.workdirs[repo]
-    argv = tuple(provider.command or ())
-    if provider.report is not None and inside(workdir, provider.report) is None:
-        reason = f"report {provider.report!r} resolves outside the repository (symlink)"
-        return _every(provider, reason, argv)
+    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    argv = resolve_argv(provider.command or (), ctx.sources.get(repo, workdir), ctx.env)
+    argv = expand_globs(argv, workdir)  # node --test dist-node/test/*.js, after the build
+    caps = capabilities(provider)
+    disc_name = provider.discovery_provider or provider.name
+    report_path: Path | None = None
+    if provider.report is not None:
+        report_path = inside(workdir, provider.report)
+        if report_path is None:
+            reason = f"report {provider.report!r} resolves outside the repository (symlink)"
+            return [
+                Outcome(
+                    capability=c,
+                    status="fail",
+                    reason=reason,
+                    command=argv,
+                    provider=disc_name if c == "discovery" else None,
+                )
+                for c in caps
+            ]
+        if report_path.is_file() or report_path.is_symlink():
+            report_path.unlink()  # a stale report must not speak for this run
+        report_path.parent.mkdir(parents=True, exist_ok=True)
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
-    job = ctx.job(injected.argv, repo=repo, env=injected.env, log_name=provider.name)
-    source = ctx.sources.get(repo, workdir)
-    context = {
-        "argv": list(argv),
-        "packages": dict(packages),
-        "roots": [str(workdir), str(source)],
-        "source": str(source),
-        "imports": injected.imports_dir.name if injected.imports_dir else None,
-        "injected": len(injected.argv) > len(argv),
-    }
-    collect = (str(injected.imports_dir),) if injected.imports_dir else ()
-    return replace(job, report=provider.report, keep_report=True, collect=collect, context=context)
-
-
-def _every(
-    provider: Provider, reason: str, argv: tuple[str, ...], finding: Finding | None = None
-) -> list[Outcome]:
-    disc_name = provider.discovery_provider or provider.name
-    return [
-        Outcome(
-            capability=c,
-            status="fail",
-            reason=reason,
-            findings=(finding,) if finding else (),
-            command=argv,
-            provider=disc_name if c == "discovery" else None,
-            observer=Observer(adapter=NAME) if finding else None,
-        )
-        for c in capabilities(provider)
-    ]
-
-
-def read(job: Job, result: JobResult) -> list[Outcome]:
-    """Pure: the ``test`` and ``discovery`` outcomes of a finished run (reads only its output)."""
-    provider, context = job.provider, job.context
-    argv = tuple(context["argv"])
+    env = injected.env
+    if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
+        env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
+    job = ctx.job(injected.argv, repo=repo, env=env, log_name=provider.name)
+    result = await ctx.executor.run(job)
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
         finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
-        return _every(provider, reason, argv, finding)
-    report = _read(provider, result)
+        return [
+            Outcome(
+                capability=c,
+                status="fail",
+                reason=reason,
+                findings=(finding,),
+                command=argv,
+                provider=disc_name if c == "discovery" else None,
+                observer=Observer(adapter=NAME),
+            )
+            for c in caps
+        ]
+    report = _read(ctx, result, report_path)
     output = _read_text(result.stdout_path) + "\n" + result.stderr_tail
     findings = [
         *(report.findings if report else ()),
-        *_classified(provider, result, report, output),
+        *classify(
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            output=output,
+            report=report,
+            report_named=provider.report,
+            timeout_ms=provider.timeout_ms,
+        ),
     ]
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
-    foreign = _foreign_imports(job, result)
+    source = ctx.sources.get(repo, workdir)
+    foreign = outside_imports(injected.imports_dir, (workdir, source), packages, source)
     if foreign:
         findings[:0] = foreign.values()  # first, so the bound on findings never drops them
         if test_status == "pass":
@@ -200,57 +210,14 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
                 f"the tests imported {names} from outside the repository (an installed "
                 "copy), so they did not prove this content",
             )
+    traced = grounding.read_records(ctx.run_dir)
+    grounding.remember(ctx.plan.root, ctx.plan.change.id, repo, traced)
+    test_marks, ungrounded = grounding.claim_marks(ctx, report, test_status)
+    findings[:0] = [*ungrounded, *grounding.not_checked_findings(report)]
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
     )
-    common = _common(job, result, report, output, findings)
-    return [
-        Outcome(
-            capability=capabilities(provider)[0],
-            status=test_status,
-            reason=test_reason,
-            claims=claim_marks(job, report, test_status),
-            **common,
-        ),
-        Outcome(
-            capability="discovery",
-            status=disc_status,
-            reason=disc_reason,
-            provider=provider.discovery_provider or provider.name,
-            claims=claim_marks(job, report, disc_status, "discovery"),
-            **common,
-        ),
-    ]
-
-
-def _classified(
-    provider: Provider, result: JobResult, report: ReportResult | None, output: str
-) -> list[Finding]:
-    return classify(
-        exit_code=result.exit_code,
-        timed_out=result.timed_out,
-        output=output,
-        report=report,
-        report_named=provider.report,
-        timeout_ms=provider.timeout_ms,
-    )
-
-
-def _foreign_imports(job: Job, result: JobResult) -> dict[str, Finding]:
-    context = job.context
-    if context["imports"] is None:
-        return {}
-    prefix = f"{context['imports']}/"
-    records = {k[len(prefix) :]: v for k, v in result.files.items() if k.startswith(prefix)}
-    roots = tuple(Path(r) for r in context["roots"])
-    return outside_imports(records, roots, context["packages"], Path(context["source"]))
-
-
-def _common(
-    job: Job, result: JobResult, report: ReportResult | None, output: str, findings: list[Finding]
-) -> dict[str, Any]:
-    provider = job.provider
-    return {
+    common: dict[str, Any] = {
         "tests": report.counts if report else None,
         "passed_tests": _names(report, ("passed",)),
         "failed_tests": _names(report, ("failed", "error")),
@@ -262,17 +229,35 @@ def _common(
             version=(report.version if report else None)
             or _version_from_output(report.tool if report else None, output),
         ),
-        "command": tuple(job.context["argv"]),
+        "command": argv,
         "details": {
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
-            "injected": ["-p", PLUGIN] if job.context["injected"] else [],
+            "injected": ["-p", PLUGIN] if len(injected.argv) > len(argv) else [],
             **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
         },
     }
+    return [
+        Outcome(
+            capability=caps[0],
+            status=test_status,
+            reason=test_reason,
+            claims=test_marks,
+            citations=grounding.receipt_citations(report),
+            **common,
+        ),
+        Outcome(
+            capability="discovery",
+            status=disc_status,
+            reason=disc_reason,
+            provider=disc_name,
+            claims=grounding.claim_marks(ctx, report, disc_status, "discovery")[0],
+            **common,
+        ),
+    ]
 
 
 def _read_text(path: Path) -> str:
@@ -282,10 +267,10 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def _read(provider: Provider, result: JobResult) -> ReportResult | None:
+def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> ReportResult | None:
     """The normalized report, or None when the named report was not written."""
-    fmt = canonical_format(provider.format) if provider.format else None
-    if provider.report is None:
+    fmt = canonical_format(ctx.provider.format) if ctx.provider.format else None
+    if report_path is None:
         stdout = _read_text(result.stdout_path).encode()
         if fmt is None and sniff(stdout) is None:
             log = _read_text(result.log_path).encode()
@@ -294,11 +279,14 @@ def _read(provider: Provider, result: JobResult) -> ReportResult | None:
             # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
             return read_report(_read_text(result.log_path).encode(), fmt)
         return read_report(stdout, fmt or "libtest")
-    if result.report_error is not None:
-        return unreadable(fmt or "unknown", f"cannot read report: {result.report_error}")
-    if result.report is None:
+    if not report_path.is_file():
         return None
-    return read_report(result.report, fmt)
+    with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
+        # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
+        Masker(ctx.secrets).copy_file(
+            report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}"
+        )
+    return read_report(report_path, fmt)
 
 
 def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:
@@ -355,27 +343,6 @@ def judge_discovery(
     if ran < minimum:
         return "fail", f"{ran} test(s) ran, fewer than minimum {minimum}"
     return "pass", None
-
-
-def claim_marks(
-    job: Job, report: ReportResult | None, status: Status, capability: str = "test"
-) -> dict[str, ClaimMark]:
-    """Claim marks for one receipt (see the module doc)."""
-    scope = job.claims
-    marks: dict[str, ClaimMark] = dict.fromkeys(scope.claims_requiring(capability), "uncredited")
-    cited_pass = set(report.credited_claims()) if report else set()
-    cited_fail = set(report.failed_claims()) if report else set()
-    for claim in (*job.provider.claims, *sorted(cited_pass | cited_fail)):
-        if (
-            claim in scope.known
-        ):  # a test citing an id the evidence does not declare credits nothing
-            marks.setdefault(claim, "uncredited")
-    for claim in marks:
-        if claim in cited_fail:
-            marks[claim] = "failed"
-        elif status == "pass" and claim in cited_pass:
-            marks[claim] = "credited"
-    return marks
 
 
 # Runners that print their own version in the run's output, when the report does not say.

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from changeloop import environment
 from changeloop import fingerprint as fingerprints
 from changeloop.model import ContentIdentity, Plan, Provider
 from changeloop.providers import registry
@@ -29,6 +31,7 @@ class Fingerprinter:
         sandbox: str,
         issuer: str,
         hmac_key: bytes,
+        state_path: Path,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self._plan = plan
@@ -36,6 +39,7 @@ class Fingerprinter:
         self._sandbox = sandbox
         self._issuer = issuer
         self._hmac_key = hmac_key
+        self._state_path = state_path  # .changeloop/: where environment probes are cached
         self._environ = os.environ if environ is None else environ
         self._indexes: dict[str, fingerprints.InputsIndex] = {}
         self._open_links: dict[str, dict[str, str]] = {}
@@ -76,6 +80,7 @@ class Fingerprinter:
             "sandbox": self._sandbox,
             "setup": setup,
             "issuer": self._issuer,
+            "environment": environment.part_for(provider, self._plan, self._state_path),
         }
 
     def wiring(self, provider: Provider) -> str:

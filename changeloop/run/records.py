@@ -56,6 +56,7 @@ class ReceiptEntry:
     id: str
     path: str  # relative to the workspace root
     view: ReceiptView
+    tests: dict[str, int] | None = None  # the receipt's test counts (prove --json, board)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from changeloop.jcs import canonicalize
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
 from changeloop.providers import registry
-from changeloop.providers.base import Finding, Outcome, mark_listed_claims
+from changeloop.providers.base import Finding, Outcome, TestCounts, mark_listed_claims
 from changeloop.receipts import (
     ReceiptFacts,
     build_statement,
@@ -208,6 +208,7 @@ class ReceiptSink:
                 provider=ext["provider"],
                 claims=ext.get("claims") or {},
                 input_mode=ext.get("inputMode"),
+                tests=_counts(ext.get("tests")),
             )
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self._store(provider, outcome, receipt_id, envelope, cached=True)
@@ -263,6 +264,7 @@ class ReceiptSink:
             reason=outcome.reason,
             claims=dict(outcome.claims),
             input_mode=outcome.input_mode,
+            citations=dict(outcome.citations),
         )
         entry = ReceiptEntry(
             capability=outcome.capability,
@@ -272,6 +274,7 @@ class ReceiptSink:
             id=receipt_id,
             path=str(run_path.relative_to(self._plan.root)),
             view=view,
+            tests=outcome.tests.to_json() if outcome.tests is not None else None,
         )
         self._report(provider).receipts.append(entry)
 
@@ -322,3 +325,11 @@ def _same_bytes(path: Path, data: bytes) -> bool:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         return False
+
+
+def _counts(value: Any) -> TestCounts | None:
+    """A cached receipt's ``tests`` back as counts (None when absent or malformed)."""
+    keys = ("discovered", "passed", "failed", "skipped")
+    if not isinstance(value, dict) or not all(type(value.get(k)) is int for k in keys):
+        return None
+    return TestCounts(**{k: value[k] for k in keys})

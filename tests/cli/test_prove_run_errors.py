@@ -47,8 +47,9 @@ def test_unidentifiable_content_is_one_prove_shaped_error(tmp_path: Path, capsys
     git(nested, "init", "-q")
     (nested / "x").write_text("x\n")
     code, doc = prove_json(root, "c1", capsys=capsys)
-    assert code == 1
+    assert code == 2  # a git refusal at identity time refuses the run (DESIGN §13)
     assert doc["errors"][0]["code"] == "git_failed"
+    assert "sub" in doc["errors"][0]["message"]  # git's own words name the cause
     for key in ("version", "status", "claims", "providers"):
         assert key in doc, key
     assert doc["status"] == "not-proven"

@@ -19,7 +19,7 @@ CASES: list[tuple[str, str | None, str | None, str, str, int]] = [
      "[claims, repositories, requires, version]", 2),
     ("unknown-claim-key", "version: 3\nclaims:\n  c1:\n    requires: [test]\n    owner: me\n",
      None, "unknown_key", "field(s) ['owner'] are not defined by evidence version 3 for claim "
-     "'c1' — it defines [inputMode, ref, repository, requires, statement]", 5),
+     "'c1' — it defines [archetype, inputMode, ref, repository, requires, statement]", 5),
     ("unknown-top-execution", None, "version: 1\nprovider: {}\n", "unknown_key",
      "field(s) ['provider'] are not defined by execution version 1 — it defines "
      "[providers, repositories, services, version]", 2),
@@ -36,7 +36,7 @@ CASES: list[tuple[str, str | None, str | None, str, str, int]] = [
      "'web' — it defines [expect, timeoutMs, url]", 7),
     ("unknown-repositories-key", None,
      "version: 1\nrepositories:\n  self:\n    install: [[npm, ci]]\n", "unknown_key",
-     "for repository 'self' — it defines [setup]", 4),
+     "for repository 'self' — it defines [entryPoints, setup]", 4),
     ("unknown-ci-key", None, EXEC_HEAD.replace("test-discovery", "external")
      + "    ci: {issuer: gh, publicKey: x, subject: y}\n", "unknown_key",
      "for ci of provider 'test' — it defines [issuer, publicKey, publicKeyFile]", 5),

@@ -17,7 +17,7 @@ from adapter_helpers import adapter_context
 from browser_helpers import make_plan
 
 from changeloop.model import Provider
-from changeloop.providers import command, test_discovery
+from changeloop.providers import command
 from changeloop.run.job import Job, LocalExecutor
 
 SECRET = "s3cr3t-value-that-must-not-travel"
@@ -59,30 +59,3 @@ def test_a_command_job_pickles_without_the_secret_and_runs_elsewhere(tmp_path: P
     assert "plain" in log and SECRET not in log  # read by the executor, masked in the log
     [outcome] = command.read(copy, result)
     assert outcome.status == "pass"
-
-
-@pytest.mark.usefixtures("secret_env")
-def test_a_test_discovery_job_is_read_from_its_result_alone(tmp_path: Path) -> None:
-    (tmp_path / "test_a.py").write_text("def test_one():\n    assert True\n")
-    argv = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=r.xml")
-    provider = Provider(
-        name="p",
-        adapter="test-discovery",
-        capability="test",
-        repository="self",
-        command=argv,
-        report="r.xml",
-        env_from=("API_TOKEN",),
-    )
-    plan = make_plan(tmp_path, providers={"p": provider})
-    ctx = adapter_context(plan, provider, workdirs={"self": tmp_path}, run_dir=tmp_path / "run")
-    job = test_discovery.prepare(ctx)
-    assert isinstance(job, Job)
-    assert SECRET.encode() not in pickle.dumps(job)
-    (tmp_path / "r.xml").write_text("<stale/>")  # removed by the executor before the run
-    result = anyio.run(LocalExecutor().run, job)
-    assert result.report is not None and b"testsuite" in result.report
-    (tmp_path / "r.xml").unlink()  # read() needs nothing but the job and the result
-    test, disc = test_discovery.read(pickle.loads(pickle.dumps(job)), result)
-    assert (test.status, disc.status) == ("pass", "pass")
-    assert test.tests is not None and test.tests.passed == 1

@@ -115,7 +115,7 @@ providers:
      "with test", "execution", 4),
     ("unknown-adapter", None, "version: 1\nproviders:\n  t:\n    adapter: magic\n",
      "unknown_adapter", "provider 't' uses unknown adapter 'magic' (known: command, "
-     "contract-digest, external, playwright, test-discovery)", "execution", 4),
+     "contract-digest, external, mutation, playwright, test-discovery)", "execution", 4),
     ("unknown-service", None, "version: 1\nproviders:\n  e2e: {command: [x], services: [web]}\n",
      "unknown_service", "provider 'e2e' uses unknown service 'web'", "execution", 3),
     ("unknown-repository", None,

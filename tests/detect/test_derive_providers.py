@@ -22,22 +22,38 @@ def test_single_repository_pytest_with_repo_venv(tmp_path: Path) -> None:
     write(root, {".venv/bin/python": "#!/bin/sh\n"})
     [(name, p)] = derived(root).items()
     assert name == "test" and p.adapter == "test-discovery" and p.capability == "test"
-    assert p.command == (".venv/bin/python", "-m", "pytest",
-                         "--junitxml=.changeloop/reports/test.xml")
+    # derived `python` is resolved to .venv/bin/python when it runs, not frozen here
+    assert p.command == ("python", "-m", "pytest", "--junitxml=.changeloop/reports/test.xml")
     assert p.report == ".changeloop/reports/test.xml"
     assert (p.origin, p.confidence, p.repository, p.discovery_provider) == (
-        "derived", "high", "self", None)
+        "derived",
+        "high",
+        "self",
+        None,
+    )
 
 
-@pytest.mark.parametrize(("package", "command"), [
-    ('{"scripts": {"test": "node --test"}, "devDependencies": {"jest": "30.0.0"}}',
-     ("node", "--test", "--test-reporter=junit",
-      "--test-reporter-destination=.changeloop/reports/test.xml")),
-    ('{"devDependencies": {"jest": "30.0.0"}}',
-     ("npx", "jest", "--json", "--outputFile=.changeloop/reports/test.json")),
-])
-def test_runner_commands_use_structured_reporters(tmp_path: Path, package: str,
-                                                  command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("package", "command"),
+    [
+        (
+            '{"scripts": {"test": "node --test"}, "devDependencies": {"jest": "30.0.0"}}',
+            (
+                "node",
+                "--test",
+                "--test-reporter=junit",
+                "--test-reporter-destination=.changeloop/reports/test.xml",
+            ),
+        ),
+        (
+            '{"devDependencies": {"jest": "30.0.0"}}',
+            ("npx", "jest", "--json", "--outputFile=.changeloop/reports/test.json"),
+        ),
+    ],
+)
+def test_runner_commands_use_structured_reporters(
+    tmp_path: Path, package: str, command: tuple[str, ...]
+) -> None:
     root = workspace(tmp_path, {"package.json": package})
     assert {n: p.command for n, p in derived(root).items()} == {"test": command}
 
@@ -46,49 +62,82 @@ def test_environment_only_is_low_confidence(tmp_path: Path) -> None:
     root = workspace(tmp_path, {"node_modules/.bin/vitest": "#!/bin/sh\n"})
     [p] = derived(root).values()
     assert p.confidence == "low"
-    assert p.command == ("npx", "vitest", "run", "--reporter=json",
-                         "--outputFile=.changeloop/reports/test.json")
+    assert p.command == (
+        "npx",
+        "vitest",
+        "run",
+        "--reporter=json",
+        "--outputFile=.changeloop/reports/test.json",
+    )
 
 
 def test_several_repositories_are_named_per_repository(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {
-        "web/package.json": '{"devDependencies": {"vitest": "3.2.4"}}',
-        "api/Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
-        "api/crates/a/Cargo.toml": '[package]\nname = "a"\nversion = "0.1.0"\n',
-    }, evidence="version: 3\nrepositories: {web: web, api: api}\nrequires: [test]\n")
+    root = workspace(
+        tmp_path,
+        {
+            "web/package.json": '{"devDependencies": {"vitest": "3.2.4"}}',
+            "api/Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
+            "api/crates/a/Cargo.toml": '[package]\nname = "a"\nversion = "0.1.0"\n',
+        },
+        evidence="version: 3\nrepositories: {web: web, api: api}\nrequires: [test]\n",
+    )
     got = {n: (p.repository, p.discovery_provider, p.command) for n, p in derived(root).items()}
     assert got == {
-        "test-web": ("web", "discovery-web", ("npx", "vitest", "run", "--reporter=json",
-                                              "--outputFile=.changeloop/reports/test-web.json")),
+        "test-web": (
+            "web",
+            "discovery-web",
+            (
+                "npx",
+                "vitest",
+                "run",
+                "--reporter=json",
+                "--outputFile=.changeloop/reports/test-web.json",
+            ),
+        ),
         "test-api": ("api", "discovery-api", ("cargo", "test", "--workspace")),
     }
 
 
 def test_static_analysis_from_configured_linters_only(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {
-        "pyproject.toml": "[tool.ruff]\nline-length = 100\n[tool.mypy]\nstrict = true\n",
-    }, evidence="version: 3\nrequires: [static-analysis]\n")
+    root = workspace(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.ruff]\nline-length = 100\n[tool.mypy]\nstrict = true\n",
+        },
+        evidence="version: 3\nrequires: [static-analysis]\n",
+    )
     got = {n: (p.adapter, p.capability, p.command) for n, p in derived(root).items()}
     assert got == {
-        "static-analysis": ("command", "static-analysis", ("python3", "-m", "ruff", "check", ".")),
-        "static-analysis-mypy": ("command", "static-analysis", ("python3", "-m", "mypy", ".")),
+        "static-analysis": ("command", "static-analysis", ("python", "-m", "ruff", "check", ".")),
+        "static-analysis-mypy": ("command", "static-analysis", ("python", "-m", "mypy", ".")),
     }
 
 
 def test_no_linter_means_nothing_derived(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n'},
-                     evidence="version: 3\nrequires: [static-analysis]\n")
+    root = workspace(
+        tmp_path,
+        {"pyproject.toml": '[project]\nname = "x"\n'},
+        evidence="version: 3\nrequires: [static-analysis]\n",
+    )
     assert derived(root) == {}
 
 
 def test_browser_claims_get_playwright_with_outputs_and_declared_services(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"package.json": '{"devDependencies": {"@playwright/test": "1.65.1"}}'},
-                     evidence="version: 3\nclaims:\n  c:\n    requires: [browser, accessibility]\n",
-                     execution="version: 1\nservices:\n  web:\n    command: [python3, -m, http.server, '4173']\n"
-                               "    readiness: {url: 'http://127.0.0.1:4173/', expect: {body: x}}\n")
+    root = workspace(
+        tmp_path,
+        {"package.json": '{"devDependencies": {"@playwright/test": "1.65.1"}}'},
+        evidence="version: 3\nclaims:\n  c:\n    requires: [browser, accessibility]\n",
+        execution="version: 1\nservices:\n  web:\n    command: [python3, -m, http.server, '4173']\n"
+        "    readiness: {url: 'http://127.0.0.1:4173/', expect: {body: x}}\n",
+    )
     [(name, p)] = derived(root).items()
     assert (name, p.adapter, p.capability, p.outputs, p.services) == (
-        "browser", "playwright", "browser", ("accessibility",), ("web",))
+        "browser",
+        "playwright",
+        "browser",
+        ("accessibility",),
+        ("web",),
+    )
     assert p.command == ("npx", "playwright", "test")
     assert p.report == ".changeloop/reports/browser.json"
 
@@ -99,9 +148,12 @@ def test_nothing_required_nothing_derived(tmp_path: Path) -> None:
 
 
 def test_configured_framework_is_not_derived_again(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"pytest.ini": "[pytest]\n"},
-                     execution="version: 1\nproviders:\n  unit:\n    adapter: test-discovery\n"
-                               "    command: [pytest, -q]\n")
+    root = workspace(
+        tmp_path,
+        {"pytest.ini": "[pytest]\n"},
+        execution="version: 1\nproviders:\n  unit:\n    adapter: test-discovery\n"
+        "    command: [pytest, -q]\n",
+    )
     assert derived(root) == {}
 
 

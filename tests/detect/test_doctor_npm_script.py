@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,19 @@ def test_missing_runner_is_installed_by_the_lock_files_package_manager(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     package = {"name": "x", "devDependencies": {"vitest": "^4.1.2"}}
-    root = make_repo(tmp_path / "ws", {"package.json": json.dumps(package),
-                                       "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"})
+    root = make_repo(
+        tmp_path / "ws",
+        {"package.json": json.dumps(package), "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
+    )
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     capsys.readouterr()
     assert main(["evidence", "doctor", "c1", "--root", str(root), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     missing = [f for f in findings if f["kind"] == "tool-missing"]
-    assert missing and missing[0]["playbook_command"] == "pnpm install --frozen-lockfile"
+    # pnpm itself may be absent: then it runs through npx (the pasted command must work)
+    expected = (
+        "pnpm install --frozen-lockfile"
+        if shutil.which("pnpm")
+        else "npx -y pnpm install --frozen-lockfile"
+    )
+    assert missing and missing[0]["playbook_command"] == expected

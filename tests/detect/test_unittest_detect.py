@@ -63,7 +63,7 @@ def test_maintainers_unittest_command_beats_pytest_config(
         ("unittest", "python", "manifest", evidence)
     ]
     argv, report = derive.test_command(found[0], tmp_path, ".changeloop/reports/test")
-    assert argv == ("python3", "-m", "unittest", *args, "-v") and report is None
+    assert argv == ("python", "-m", "unittest", *args, "-v") and report is None
     assert not (tmp_path / "EXECUTED").exists()
 
 

@@ -145,7 +145,7 @@ def test_detect_init_prove_run_unittest(project: Path, capsys) -> None:
     )
     test = execution["providers"]["test"]
     assert test["command"] == [
-        "python3",
+        "python",
         "-m",
         "unittest",
         "discover",

@@ -24,9 +24,11 @@ from pathlib import Path
 
 from changeloop.providers.reports.model import (
     CaseOutcome,
+    Citation,
     Finding,
     ReportResult,
     TestCase,
+    citations_from_properties,
     claim_tags,
     counts_of,
     strip_ansi,
@@ -101,6 +103,7 @@ def read(source: Path | bytes) -> ReportResult:
                 + [tag for title in (*suites, name) for tag in claim_tags(title)]
             )
         )
+        citations = read_citations(el)
         if node:
             # node's classname is always "test": the suite path is the identity, and
             # every <testcase> is one test (node never splits a test into phases).
@@ -112,6 +115,7 @@ def read(source: Path | bytes) -> ReportResult:
             claims=claims,
             message=message,
             duration_ms=_ms(el.get("time")),
+            citations=citations,
         )
         key: tuple[object, ...] = (suites, classname, name) + ((len(cases),) if node else ())
         old = cases.get(key)
@@ -126,6 +130,7 @@ def read(source: Path | bytes) -> ReportResult:
                     tuple(dict.fromkeys(old.claims + case.claims)),
                     case.message,
                     case.duration_ms,
+                    citations=_merge_citations(old.citations, case.citations),
                 )
             )
             cases[key] = merged
@@ -143,6 +148,22 @@ def read(source: Path | bytes) -> ReportResult:
         tool=tool,
         suite_failed=suite_failed,
     )
+
+
+def read_citations(el: ET.Element) -> tuple[Citation, ...]:
+    """Citations from a testcase's properties (DESIGN.md §11), in document order."""
+    return citations_from_properties(
+        (p.get("name") or "", p.get("value") or "") for p in el.iter("property")
+    )
+
+
+def _merge_citations(old: tuple[Citation, ...], new: tuple[Citation, ...]) -> tuple[Citation, ...]:
+    """One citation per claim; the one that carries a grounding wins."""
+    out: dict[str, Citation] = {c.claim: c for c in old}
+    for c in new:
+        if c.claim not in out or out[c.claim].grounding is None:
+            out[c.claim] = c
+    return tuple(out.values())
 
 
 def _cases(root: ET.Element) -> Iterator[tuple[ET.Element, tuple[str, ...]]]:

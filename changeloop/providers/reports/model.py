@@ -30,10 +30,12 @@ from changeloop.providers.base import Finding, TestCounts
 
 __all__ = [
     "CaseOutcome",
+    "Citation",
     "Finding",
     "ReportResult",
     "TestCase",
     "TestCounts",
+    "citations_from_properties",
     "claim_tags",
     "counts_of",
     "strip_ansi",
@@ -60,6 +62,55 @@ def claim_tags(name: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """One test citing one claim (DESIGN.md §11): how deep, the consumer's key, what it ran.
+
+    ``grounding`` is ``None`` when the runner recorded none (no tracer: counts as
+    ``not-checked``); ``reason`` says why it is ``not-checked``.
+    """
+
+    claim: str
+    depth: str | None = None
+    ref: str | None = None
+    grounding: str | None = None
+    reason: str | None = None
+
+
+_CITATION_KEYS = {"claim-depth": "depth", "claim-ref": "ref"}
+
+
+def citations_from_properties(pairs: Iterable[tuple[str, str]]) -> tuple[Citation, ...]:
+    """Citations from a test's ordered ``(name, value)`` properties (JUnit, pytest-json).
+
+    ``claim`` starts a citation; ``claim-depth``/``claim-ref`` right after it
+    qualify it; ``grounding`` (and ``grounding-reason``) describe the whole test
+    (one trace per test) and so apply to each of its citations. Plain claim
+    properties alone give ``()`` (the shape runners without these keep).
+    """
+    found: dict[str, dict[str, str]] = {}
+    last: str | None = None
+    grounding: str | None = None
+    reason: str | None = None
+    for name, raw in pairs:
+        value = raw.strip() if isinstance(raw, str) else ""
+        if name == "claim" and value:
+            last = value
+            found.setdefault(value, {})
+        elif name in _CITATION_KEYS and last is not None and value:
+            found[last].setdefault(_CITATION_KEYS[name], value)
+        elif name == "grounding" and value:
+            grounding = value
+        elif name == "grounding-reason" and value:
+            reason = strip_ansi(value)[:500]
+    if grounding is None and not any(found.values()):
+        return ()
+    return tuple(
+        Citation(claim, extra.get("depth"), extra.get("ref"), grounding, reason)
+        for claim, extra in found.items()
+    )
+
+
+@dataclass(frozen=True)
 class TestCase:
     """One test as the runner reported it, after phase normalization.
 
@@ -78,6 +129,7 @@ class TestCase:
     message: str | None = None
     duration_ms: int | None = None
     flaky: bool = False  # failed at least once, passed on retry (Playwright, nextest)
+    citations: tuple[Citation, ...] = ()  # depth/ref/grounding per cited claim, where recorded
 
     @property
     def id(self) -> str:

@@ -27,6 +27,7 @@ from changeloop.providers.reports.model import (
     Finding,
     ReportResult,
     TestCase,
+    citations_from_properties,
     claim_tags,
     counts_of,
     unreadable,
@@ -141,6 +142,12 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
             claims[prop["claim"]] = None
     claims.update(dict.fromkeys(claim_tags(nodeid)))
     duration = sum(float(p.get("duration") or 0) for p in (setup, call, teardown) if p)
+    pairs = [  # user_properties in order: claim, claim-depth, claim-ref, grounding (§11)
+        (str(k), str(v))
+        for prop in raw.get("user_properties") or []
+        if isinstance(prop, dict)
+        for k, v in prop.items()
+    ]
     return TestCase(
         name=name or nodeid,
         outcome=outcome,
@@ -148,4 +155,5 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
         claims=tuple(claims),
         message=message,
         duration_ms=round(duration * 1000),
+        citations=citations_from_properties(pairs),
     ), findings

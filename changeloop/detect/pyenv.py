@@ -1,0 +1,195 @@
+"""Can the interpreter a Python test command runs import the runner and the project?
+
+``evidence doctor`` asks before ``prove`` trips over it (DESIGN §6): a derived
+``python -m pytest`` run by a bare system interpreter discovers 0 tests when
+pytest, the project or its test dependencies are not installed there. The
+command's own interpreter is asked with ``importlib.util.find_spec`` (locates
+a module without importing it) and ``importlib.metadata.version`` (reads
+installed metadata) — no project code runs. The fix is pasteable: a virtualenv
+in the repository (derived ``python`` resolves to it when the provider runs)
+with the project editable and the test extra or dependency group that names
+the runner.
+
+Example::
+
+    >>> check(Path("humanize"), ("python", "-m", "pytest"))
+    EnvGap(runner_missing=True, missing=('humanize', 'freezegun', ...),
+           fix="python3 -m venv .venv && .venv/bin/python -m pip install -e '.[tests]'")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from changeloop.detect.imports import interpreter_of, pytest_pythonpath, trusted_interpreter
+from changeloop.detect.manifests import dig, read_toml, requirement
+from changeloop.detect.packages import project_packages
+from changeloop.detect.python import venv_version
+from changeloop.environment import DERIVED_PYTHON, venv_python
+from changeloop.providers.pytest_injection import pytest_position
+
+TIMEOUT_S = 30
+_SCRIPT = """
+import importlib.util, importlib.metadata as md, json, sys
+sys.path[:0] = json.loads(sys.argv[1])
+mods, dists = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+def found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return False
+def installed(name):
+    try:
+        md.version(name)
+        return True
+    except Exception:
+        return False
+print(json.dumps({"modules": [m for m in mods if not found(m)],
+                  "dists": [d for d in dists if not installed(d)]}))
+"""
+
+
+@dataclass(frozen=True)
+class EnvGap:
+    """What the command's interpreter lacks, and the command that supplies it."""
+
+    interpreter: str  # as the command resolves it
+    runner: str | None  # "pytest" when missing, else None
+    missing: tuple[str, ...]  # project packages and test distributions not found
+    fix: str
+
+
+def runner_of(argv: Sequence[str]) -> str | None:
+    """The Python test runner ``argv`` runs: pytest, unittest, or None."""
+    if pytest_position(argv) is not None:
+        return "pytest"
+    words = [a.rsplit("/", 1)[-1] for a in argv]
+    if any(w == "-m" and n == "unittest" for w, n in pairwise(words)):
+        return "unittest"
+    return None
+
+
+def test_requirements(repo: Path) -> tuple[str | None, list[str]]:
+    """(extra name, requirement strings) of the extra or group that names pytest.
+
+    The extra is returned by name (``pip install -e '.[tests]'``); a dependency
+    group is expanded (``include-group`` followed), since older pip cannot
+    install a group by name.
+    """
+    data = read_toml(repo / "pyproject.toml")
+    extras = dig(data, "project", "optional-dependencies")
+    if isinstance(extras, dict):
+        for name, specs in extras.items():
+            if isinstance(specs, list) and _names_pytest(specs):
+                return str(name), [s for s in specs if isinstance(s, str)]
+    groups = data.get("dependency-groups") if isinstance(data, dict) else None
+    if isinstance(groups, dict):
+        order = sorted(groups, key=lambda g: (g not in ("test", "tests", "testing"), g))
+        for name in order:
+            specs = _expand(groups, name, set())
+            if _names_pytest(specs):
+                return None, specs
+    return None, []
+
+
+def _names_pytest(specs: list[Any]) -> bool:
+    return any(
+        isinstance(s, str) and (r := requirement(s)) is not None and r[0] == "pytest" for s in specs
+    )
+
+
+def _expand(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    if name in seen:
+        return []
+    seen.add(name)
+    out: list[str] = []
+    items = groups.get(name)
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+            out.extend(_expand(groups, item["include-group"], seen))
+    return out
+
+
+def install_command(repo: Path, interpreter: str | None) -> str:
+    """The pasteable command that gives ``repo`` a virtualenv able to run its tests."""
+    venv = venv_python(repo)
+    if interpreter is None:
+        python = shlex.quote(str(venv.relative_to(repo.absolute()))) if venv else ".venv/bin/python"
+        prefix = "" if venv else "python3 -m venv .venv && "
+        if venv is not None and venv_version(repo, "pip") is None:
+            prefix = f"{python} -m ensurepip -q && "  # a venv made without pip (uv venv)
+    else:
+        python, prefix = shlex.quote(interpreter), ""
+    extra, specs = test_requirements(repo)
+    buildable = (repo / "pyproject.toml").is_file() or (repo / "setup.py").is_file()
+    if buildable and extra is not None:
+        what = shlex.quote(f".[{extra}]")
+        args = f"-e {what}"
+    elif buildable:
+        args = " ".join(["-e", ".", *(shlex.quote(s) for s in specs or ["pytest"])])
+    else:
+        reqs = sorted(p.name for p in repo.glob("requirements*.txt"))
+        args = " ".join(["pytest", *(f"-r {shlex.quote(r)}" for r in reqs)])
+    return f"{prefix}{python} -m pip install {args}"
+
+
+def check(repo: Path, argv: Sequence[str]) -> EnvGap | None:
+    """What the interpreter ``argv`` runs lacks to run the project's tests; None if nothing."""
+    runner = runner_of(argv)
+    if runner is None:
+        return None
+    derived = bool(argv) and argv[0] == DERIVED_PYTHON
+    found = interpreter_of(repo, argv)
+    if found is None:
+        if not derived:
+            return None  # an explicit interpreter not on PATH: the tool check says so
+        return EnvGap("python", runner, (), install_command(repo, None))
+    _written, python = found
+    if not trusted_interpreter(repo, python):
+        return None
+    modules = sorted(project_packages(repo))
+    if runner == "pytest":
+        modules = ["pytest", *modules]
+    _extra, specs = test_requirements(repo)
+    dists = sorted({r[0] for s in specs if (r := requirement(s)) is not None})
+    extra = pytest_pythonpath(repo) if runner == "pytest" else []
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", _SCRIPT, json.dumps(extra), json.dumps(modules), json.dumps(dists)],
+            cwd=repo,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        doc = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    missing_mods = [m for m in doc.get("modules", []) if isinstance(m, str)]
+    missing_dists = [d for d in doc.get("dists", []) if isinstance(d, str)]
+    runner_missing = "pytest" in missing_mods
+    missing = tuple(m for m in missing_mods if m != "pytest") + tuple(
+        d for d in missing_dists if d != "pytest"
+    )
+    if not runner_missing and not missing:
+        return None
+    interpreter = None if derived else argv[0]
+    return EnvGap(
+        str(python),
+        "pytest" if runner_missing else None,
+        missing,
+        install_command(repo, interpreter),
+    )

@@ -1,0 +1,308 @@
+"""The environment that runs a command: which executable, and what it can import.
+
+Two jobs, both about the executable a provider's command names (DESIGN §5, §10,
+§13 "Environment part of a fingerprint"):
+
+- :func:`resolve_argv` — derived wiring names its interpreter ``python``; the
+  repository's own virtualenv (``.venv/bin/python``) is chosen when the command
+  runs, so a venv made after ``init`` is used. Any other word (an explicit
+  ``python3`` in execution.yaml) is never rewritten.
+- :func:`part` — the environment part of a fingerprint: the sha256 of the
+  resolved executable's bytes (symlinks followed; remembered by path, size and
+  mtime in ``.changeloop/executables.json``), a shebang script's interpreter,
+  the version of a ``node_modules/.bin`` tool or ``npx <tool>`` package, and,
+  for a Python interpreter, the sorted names and versions of its installed
+  distributions. Installing a plugin or upgrading a tool changes it, so a
+  cached pass never hides an environment fix. Paths are left out: the part is
+  portable across machines.
+
+Example::
+
+    >>> resolve_argv(("python", "-m", "pytest"), Path("repo"))
+    ('/abs/repo/.venv/bin/python', '-m', 'pytest')
+    >>> part(("npx", "vitest", "run"), Path("repo"), Path(".changeloop"))["tool"]
+    {'name': 'vitest', 'version': '3.2.4'}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from changeloop.model import Plan, Provider
+
+__all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "sha256_of"]
+
+DERIVED_PYTHON = "python"  # the interpreter word derived wiring writes
+VENV_DIRS = (".venv", "venv", "env", ".env")
+CACHE_FILE = "executables.json"
+TIMEOUT_S = 30
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+_DISTS = (
+    "import sys, json, importlib.metadata as m\n"
+    "d = sorted({(x.metadata['Name'] or '', x.version or '') for x in m.distributions()})\n"
+    "print(json.dumps({'executable': sys.executable, 'version': sys.version.split()[0],"
+    " 'distributions': [f'{n}=={v}' for n, v in d if n], 'path': sys.path}))\n"
+)
+# Per process: what an interpreter reported, with the mtimes of its sys.path folders
+# then (installing or upgrading a distribution changes its folder's mtime).
+_PYTHON_SEEN: dict[str, tuple[list[tuple[str, int]], dict[str, Any]]] = {}
+
+
+def venv_python(repo: Path) -> Path | None:
+    """The repository's own virtualenv interpreter (absolute), if it has one now."""
+    for name in VENV_DIRS:
+        if (repo / name / "pyvenv.cfg").is_file():
+            for rel in ("bin/python", "Scripts/python.exe"):
+                if (repo / name / rel).exists():
+                    return (repo / name / rel).absolute()
+    return None
+
+
+def python_for(repo: Path, path_env: str | None = None) -> str:
+    """What derived ``python`` means in ``repo`` right now: its venv, else PATH's python."""
+    venv = venv_python(repo)
+    if venv is not None:
+        return str(venv)
+    for word in ("python", "python3"):
+        if shutil.which(word, path=path_env) is not None:
+            return word
+    return "python3"
+
+
+def resolve_argv(
+    argv: Sequence[str], repo: Path, env: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """``argv`` with derived ``python`` resolved against ``repo`` (the user's checkout)."""
+    if not argv or argv[0] != DERIVED_PYTHON:
+        return tuple(argv)
+    path_env = (env or os.environ).get("PATH")
+    return (python_for(repo, path_env), *argv[1:])
+
+
+def expand_globs(argv: Sequence[str], workdir: Path) -> tuple[str, ...]:
+    """``node --test`` paths with their globs expanded as a shell would, when it runs.
+
+    Node 20 does not expand ``dist-node/test/*.js`` itself, and the files it names
+    may only exist once a build step ran. A pattern matching nothing stays as
+    written (the shell's behaviour); anything that is not ``node --test`` is left alone.
+    """
+    if not argv or argv[0].rsplit("/", 1)[-1] != "node" or "--test" not in argv:
+        return tuple(argv)
+    out: list[str] = []
+    for arg in argv:
+        if arg.startswith("-") or not any(ch in arg for ch in "*?["):
+            out.append(arg)
+            continue
+        matches = sorted(p.relative_to(workdir).as_posix() for p in workdir.glob(arg))
+        out.extend(matches or [arg])
+    return tuple(out)
+
+
+def _which(word: str, repo: Path, path_env: str | None) -> Path | None:
+    if "/" in word:
+        path = Path(word) if Path(word).is_absolute() else repo / word
+        return path if path.exists() else None
+    found = shutil.which(word, path=path_env)
+    return Path(found) if found else None
+
+
+class _Hashes:
+    """sha256 of files, remembered by (path, size, mtime) in ``.changeloop/``."""
+
+    def __init__(self, state: Path | None) -> None:
+        self.file = state / CACHE_FILE if state is not None else None
+        self.known: dict[str, list[Any]] = {}
+        self.dirty = False
+        if self.file is not None:
+            try:
+                doc = json.loads(self.file.read_text(encoding="utf-8"))
+                if isinstance(doc, dict):
+                    self.known = {k: v for k, v in doc.items() if isinstance(v, list)}
+            except (OSError, ValueError):
+                self.known = {}  # damaged or absent: rebuilt
+
+    def get(self, path: Path) -> str | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = str(path)
+        seen = self.known.get(key)
+        if (
+            seen is not None
+            and len(seen) == 3
+            and seen[0] == st.st_size
+            and seen[1] == st.st_mtime_ns
+            and isinstance(seen[2], str)
+        ):
+            return seen[2]
+        digest = sha256_of(path)
+        if digest is not None:
+            self.known[key] = [st.st_size, st.st_mtime_ns, digest]
+            self.dirty = True
+        return digest
+
+    def save(self) -> None:
+        if not self.dirty or self.file is None:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".executables-", dir=self.file.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.known, fh)
+            Path(tmp).replace(self.file)
+        except OSError:
+            pass  # a memory, not a record: the next run hashes again
+
+
+def sha256_of(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return "sha256:" + digest.hexdigest()
+
+
+def _shebang(path: Path) -> list[str]:
+    try:
+        with path.open("rb") as fh:
+            line = fh.readline(512).decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return line[2:].strip().split() if line.startswith("#!") else []
+
+
+def _package_of(path: Path, stop: Path) -> dict[str, str] | None:
+    """name and version of the npm package holding ``path`` (nearest package.json)."""
+    for folder in path.parents:
+        meta = folder / "package.json"
+        if meta.is_file():
+            try:
+                doc = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            if isinstance(doc, dict) and isinstance(doc.get("name"), str):
+                return {"name": doc["name"], "version": str(doc.get("version"))}
+        if folder in (stop, folder.parent):
+            return None
+    return None
+
+
+def _bin_tool(repo: Path, tool: str) -> dict[str, str] | None:
+    for base in (repo, *repo.parents):
+        link = base / "node_modules" / ".bin" / tool
+        if link.exists():
+            return _package_of(link.resolve(), base / "node_modules")
+    return None
+
+
+def _mtimes(paths: Sequence[str]) -> list[tuple[str, int]]:
+    out = []
+    for folder in paths:
+        try:
+            out.append((folder, Path(folder).stat().st_mtime_ns))
+        except OSError:
+            out.append((folder, -1))
+    return out
+
+
+def _python(real: Path) -> dict[str, Any] | None:
+    """The interpreter's executable and distributions: it is asked, no project code runs."""
+    try:
+        st = real.stat()
+    except OSError:
+        return None
+    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+    seen = _PYTHON_SEEN.get(key)
+    if seen is not None and _mtimes([p for p, _ in seen[0]]) == seen[0]:
+        return seen[1]
+    try:
+        proc = subprocess.run(
+            [str(real), "-I", "-c", _DISTS],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        doc = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        doc = None
+    if not isinstance(doc, dict):
+        return None
+    paths = doc.pop("path", None)
+    if isinstance(paths, list):
+        _PYTHON_SEEN[key] = (_mtimes([str(p) for p in paths if p]), doc)
+    return doc
+
+
+def part(
+    argv: Sequence[str] | None,
+    repo: Path,
+    state: Path | None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The environment part of a fingerprint for a command run in ``repo``.
+
+    Empty for a provider that runs nothing. A missing executable is recorded as
+    such (the run will fail; nothing is cached from it anyway).
+    """
+    if not argv:
+        return {}
+    path_env = (env or os.environ).get("PATH")
+    argv = resolve_argv(argv, repo, env)
+    hashes = _Hashes(state)
+    out: dict[str, Any] = {}
+    found = _which(argv[0], repo, path_env)
+    if found is None:
+        return {"executable": None}
+    real = found.resolve()
+    out["executable"] = hashes.get(real)
+    shebang = _shebang(real)
+    # Run a Python as named (a venv's bin/python is a symlink: resolved, it loses the venv).
+    python_exe = found if _PYTHON.match(found.name) or _PYTHON.match(real.name) else None
+    if shebang:
+        env_form = shebang[0].endswith("/env") and len(shebang) > 1
+        interp = _which(shebang[1] if env_form else shebang[0], repo, path_env)
+        if interp is not None:
+            out["interpreter"] = hashes.get(interp.resolve())
+            if python_exe is None and _PYTHON.match(interp.name):
+                python_exe = interp
+    if python_exe is not None:
+        doc = _python(python_exe)
+        if doc is not None:
+            exe = Path(str(doc.get("executable", ""))).resolve()
+            out["python"] = {
+                "executable": hashes.get(exe) if exe.is_file() else None,
+                "version": doc.get("version"),
+                "distributions": doc.get("distributions"),
+            }
+    words = [a.rsplit("/", 1)[-1] for a in argv]
+    if words[0] == "npx" and len(argv) > 1:
+        tool = next((a for a in argv[1:] if not a.startswith("-")), None)
+        if tool is not None:
+            out["tool"] = _bin_tool(repo, tool)
+    elif "node_modules/.bin/" in argv[0]:
+        out["tool"] = _package_of(real, real.parent)
+    hashes.save()
+    return out
+
+
+def part_for(provider: Provider, plan: Plan, state: Path) -> dict[str, Any]:
+    """:func:`part` for a provider's command, resolved in its repository's checkout."""
+    repo = plan.repositories.get(provider.repository or "")
+    if repo is None and len(plan.repositories) == 1:
+        repo = next(iter(plan.repositories.values()))
+    return part(provider.command, repo.path if repo else plan.root, state, None)

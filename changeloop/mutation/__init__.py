@@ -1,0 +1,1 @@
+"""AST mutants for the mutation adapter (DESIGN.md §11)."""

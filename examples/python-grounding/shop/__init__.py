@@ -1,0 +1,1 @@
+"""A tiny shop: orders and their totals."""

@@ -1,0 +1,187 @@
+"""The §11 crediting rule end to end: `prove` on a real package with declared entry points."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grounding_helpers import PACKAGE, write_tree
+from prove_helpers import git, make_change, prove_json
+
+EVIDENCE = """
+version: 3
+claims:
+  c-grounded: {requires: [test]}
+  c-ungrounded: {requires: [test]}
+  c-inert: {requires: [test]}
+  c-dispatched: {requires: [test]}
+  c-structural: {requires: [test], archetype: structural}
+  c-structural-ran-code: {requires: [test], archetype: structural}
+  c-listed: {requires: [test]}
+  c-listed-structural: {requires: [test], archetype: structural}
+  c-lint: {requires: [lint]}
+"""
+ENTRY = """
+repositories:
+  self:
+    entryPoints: ["pkg/api.py::create_*"]
+"""
+EXECUTION = """
+version: 1
+{entry}
+providers:
+  test:
+    adapter: test-discovery
+    command: [python3, -m, pytest, -q, -p, no:cacheprovider, --junitxml=.changeloop/r.xml]
+    report: .changeloop/r.xml
+    claims: [c-listed, c-listed-structural]
+  lint:
+    adapter: command
+    command: [python3, -c, "pass"]
+    claims: [c-lint]
+"""
+
+
+def _workspace(tmp_path: Path, entry_points: bool) -> Path:
+    files = dict(PACKAGE)
+    files["tests/test_values.py"] = files["tests/test_values.py"].replace(
+        '@pytest.mark.claim("c-grounded", depth="unit", ref="JIRA-1")',
+        '@pytest.mark.claim("c-grounded", depth="unit", ref="JIRA-1")\n'
+        '        @pytest.mark.claim("c-structural-ran-code")',
+    )
+    files[".gitignore"] = ".changeloop/\n__pycache__/\n"
+    root = write_tree(tmp_path / "ws", files)
+    make_change(root, "ground", EVIDENCE, EXECUTION.format(entry=ENTRY if entry_points else ""))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "init")
+    return root
+
+
+def _extension(root: Path, name: str) -> dict[str, Any]:
+    envelope = json.loads((root / ".changeloop/receipts/ground" / name).read_text())
+    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]
+
+
+def test_crediting_rule_with_entry_points(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    root = _workspace(tmp_path, entry_points=True)
+    code, doc = prove_json(root, "ground", capsys=capsys)
+    assert code == 1
+    status = {cid: c["status"] for cid, c in doc["claims"].items()}
+    assert status == {
+        "c-grounded": "proven",
+        "c-ungrounded": "inconclusive",
+        "c-inert": "inconclusive",
+        "c-dispatched": "inconclusive",
+        "c-structural": "proven",
+        "c-structural-ran-code": "inconclusive",
+        "c-listed": "inconclusive",  # listing cannot bypass grounding
+        "c-listed-structural": "proven",  # the listing rule is for behavioral claims
+        "c-lint": "inconclusive",  # a command provider's listing neither
+    }
+    for cid, test in (("c-ungrounded", "test_ungrounded"), ("c-inert", "test_inert")):
+        reasons = " ".join(doc["claims"][cid]["reasons"])
+        assert "ungrounded" in reasons and test in reasons, reasons
+    assert "listed in provider lint's claims" in " ".join(doc["claims"]["c-lint"]["reasons"])
+
+    ext = _extension(root, "test.test.json")
+    assert ext["status"] == "pass"
+    assert ext["claims"]["c-grounded"] == "credited"
+    assert ext["claims"]["c-ungrounded"] == "uncredited"
+    ungrounded = [f["message"] for f in ext["findings"] if f["kind"] == "ungrounded"]
+    assert any("test_ungrounded (ungrounded)" in m for m in ungrounded), ungrounded
+    assert any("test_dispatched (dispatched)" in m for m in ungrounded), ungrounded
+    assert any("c-listed is listed" in m for m in ungrounded), ungrounded
+    assert ext["citations"]["c-grounded"] == [
+        {
+            "test": "tests.test_values::test_grounded",
+            "depth": "unit",
+            "ref": "JIRA-1",
+            "result": "passed",
+            "grounding": "grounded",
+        }
+    ]
+    assert ext["citations"]["c-dispatched"][0]["grounding"] == "dispatched"
+    assert "c-listed" not in ext["citations"]  # no citing test
+    assert all(isinstance(v, str) for v in ext["claims"].values())  # claims stay strings
+
+
+def test_without_entry_points_citations_are_not_checked_and_credit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path, entry_points=False)
+    _, doc = prove_json(root, "ground", capsys=capsys)
+    status = {cid: c["status"] for cid, c in doc["claims"].items()}
+    assert status["c-inert"] == "proven"
+    assert status["c-listed"] == "proven"
+    assert status["c-lint"] == "proven"
+    assert status["c-structural"] == "inconclusive"  # structural needs an observed inert
+    ext = _extension(root, "test.test.json")
+    assert {c["grounding"] for cites in ext["citations"].values() for c in cites} == {"not-checked"}
+    # a repository that did not ask for grounding gets no warning about it
+    assert not [f for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
+
+
+def test_entry_point_matching_nothing_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path, entry_points=True)
+    execution = root / "openspec/changes/ground/execution.yaml"
+    execution.write_text(
+        execution.read_text().replace(
+            '["pkg/api.py::create_*"]', '["pkg/api.py::create_*", "pkg/cli.py::main"]'
+        )
+    )
+    code, doc = prove_json(root, "ground", capsys=capsys)
+    assert code == 2
+    messages = [e["message"] for e in doc["errors"]]
+    assert any("'pkg/cli.py::main'" in m and "matches no function" in m for m in messages)
+    assert not any("create_*" in m for m in messages)
+
+
+def test_pytest_json_report_carries_grounding_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another report format must not bypass the rule (its citations read as not-checked)."""
+    root = _workspace(tmp_path, entry_points=True)
+    execution = root / "openspec/changes/ground/execution.yaml"
+    execution.write_text(
+        execution.read_text()
+        .replace(
+            "--junitxml=.changeloop/r.xml", "--json-report, --json-report-file=.changeloop/r.json"
+        )
+        .replace("report: .changeloop/r.xml", "report: .changeloop/r.json")
+    )
+    _, doc = prove_json(root, "ground", capsys=capsys)
+    status = {cid: c["status"] for cid, c in doc["claims"].items()}
+    assert status["c-grounded"] == "proven"
+    assert status["c-inert"] == "inconclusive"
+    assert status["c-structural"] == "proven"
+    ext = _extension(root, "test.test.json")
+    assert ext["citations"]["c-grounded"][0]["depth"] == "unit"
+    assert ext["citations"]["c-inert"][0]["grounding"] == "inert"
+
+
+def test_tracer_failure_finishes_the_suite_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_grounding_tracer import BLOCKER
+
+    root = _workspace(tmp_path, entry_points=True)
+    (root / "tests" / "conftest.py").write_text(BLOCKER)
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "block")
+    _, doc = prove_json(root, "ground", capsys=capsys)
+    ext = _extension(root, "test.test.json")
+    assert ext["status"] == "pass"
+    assert ext["tests"]["passed"] == 6  # the whole suite ran
+    groundings = {c["grounding"] for cites in ext["citations"].values() for c in cites}
+    assert groundings == {"not-checked"}
+    notes = [f["message"] for f in ext["findings"] if f["kind"] == "grounding-not-checked"]
+    assert len(notes) == 1 and notes[0].startswith("the tracer failed: ")
+    # not-checked credits a behavioral claim, never a structural one
+    assert doc["claims"]["c-inert"]["status"] == "proven"
+    assert doc["claims"]["c-structural"]["status"] == "inconclusive"
