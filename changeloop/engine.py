@@ -198,7 +198,14 @@ def _compose(
             plan,
             shared_cache.trusted_ci_keys(plan),
             _issuer_fingerprints(
-                run, partial(Fingerprinter, plan, boxes.identity, hmac_key=hmac_key(key))
+                run,
+                partial(
+                    Fingerprinter,
+                    plan,
+                    boxes.identity,
+                    hmac_key=hmac_key(key),
+                    state_path=state.path,
+                ),
             ),
         )
     return run

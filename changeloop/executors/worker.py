@@ -168,7 +168,10 @@ def run_job(wire: WireJob) -> WireResult:
     result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
     finished = datetime.now(UTC)
     _cancelled.discard(wire.token)
-    _repoint_back(job, sandbox, swaps)
+    logs = {f"{job.log_name}.log", f"{job.log_name}.stdout"}
+    if isinstance(result, ProcessResult):
+        logs |= {_relative(result.log_path, jobdir), _relative(result.stdout_path, jobdir)}
+    _repoint_back(job, sandbox, jobdir, swaps, keep=logs)
     if result is None:
         why = f"cancelled on worker {address}; its process group was ended"
         return WireResult(address, failure=("inconclusive", "cancelled", why))
@@ -325,12 +328,15 @@ async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) ->
     )
 
 
-def _repoint_back(job: Job, sandbox: Path, swaps: Sequence[tuple[str, str]]) -> None:
-    """Paths of this worker inside the report and the collected records become the coordinator's.
+def _repoint_back(
+    job: Job, sandbox: Path, jobdir: Path, swaps: Sequence[tuple[str, str]], keep: set[str]
+) -> None:
+    """Paths of this worker in the report and the job's records become the coordinator's.
 
-    Adapters compare recorded paths (where a module was imported from, a report's
-    file names) with the coordinator's sandbox; the log stays as written (its
-    digest is of the bytes the command wrote).
+    Adapters compare recorded paths (where a module was imported from, which
+    file a test traced, a report's file names) with the coordinator's sandbox.
+    Every file the job left in its directory is re-pointed except the logs in
+    ``keep``, which stay as written (their digest is of the bytes the command wrote).
     """
     back = sorted(
         ((new.encode(), old.encode()) for old, new in swaps if old),
@@ -338,6 +344,9 @@ def _repoint_back(job: Job, sandbox: Path, swaps: Sequence[tuple[str, str]]) -> 
         reverse=True,
     )
     files = [sandbox / job.report] if job.report else []
+    files.extend(
+        path for path, _ in _walk(jobdir) if path.relative_to(jobdir).as_posix() not in keep
+    )
     for directory in job.collect:
         folder = Path(_swap(directory, swaps))
         with contextlib.suppress(OSError):
