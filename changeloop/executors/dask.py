@@ -106,7 +106,7 @@ class DaskExecutor:
         for argv0 in sorted(_executables(self._plan)):
             try:
                 with anyio.fail_after(ASK_TIMEOUT_S):
-                    answers: dict[str, str | None] = await self._client.run(
+                    answers: dict[str, str] = await self._client.run(
                         worker.executable_identity, argv0
                     )
             except TimeoutError as exc:
@@ -119,7 +119,7 @@ class DaskExecutor:
                     )
                 ) from exc
             if len(set(answers.values())) > 1:
-                detail = ", ".join(f"{w}: {d or 'not found'}" for w, d in sorted(answers.items()))
+                detail = ", ".join(f"{w}: {d}" for w, d in sorted(answers.items()))
                 raise ChangeloopError(
                     Problem(
                         code="environment-mismatch",

@@ -15,7 +15,6 @@ process group.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import os
 import shutil
@@ -50,7 +49,6 @@ _locks: dict[str, threading.Lock] = {}
 Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
 _sandboxes: dict[str, tuple[Path, Failure | None, Baseline]] = {}
 _cancelled: set[str] = set()
-_identities: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -119,24 +117,17 @@ def cleanup(session: str, dask_worker: Any = None) -> None:
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
 
 
-def executable_identity(argv0: str) -> str | None:
-    """sha256 of the resolved executable's bytes (remembered by path, size, mtime); None: absent."""
-    found = shutil.which(argv0)
-    if found is None:
-        return None
-    path = Path(found).resolve()
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _identities:
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        _identities[key] = "sha256:" + digest.hexdigest()
-    return _identities[key]
+def executable_identity(argv0: str) -> str:
+    """The environment part of ``argv0`` on this worker (``changeloop.environment.part``).
+
+    The sha256 of the resolved executable's bytes, a shebang's interpreter, a
+    Python's version and installed distributions — as canonical JSON, so the
+    coordinator compares workers' answers byte for byte.
+    """
+    from changeloop.environment import part
+    from changeloop.jcs import canonicalize
+
+    return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
 
 
 def run_job(wire: WireJob) -> WireResult:
