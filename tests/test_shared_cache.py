@@ -187,3 +187,51 @@ def test_publish_without_sign_key_is_refused(
     code, doc = prove_json(ci["root"], CHANGE, "--publish", str(ci["dir"]), capsys=capsys)
     assert code == 2 and doc["errors"][0]["code"] == "publish_needs_sign_key"
     assert _runs(ci) == 0
+
+
+def test_one_tool_version_makes_it_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same tool path with other bytes (an upgrade) is another environment: it runs."""
+    key = generate_private_key()
+    key_path = tmp_path / "ci.pem"
+    key_path.write_bytes(private_pem(key))
+    key_path.chmod(0o600)
+    counter = tmp_path / "runs.txt"
+    tool = tmp_path / "bin" / "h13tool"
+    tool.parent.mkdir()
+    tool.write_text(f"#!/bin/sh\n# version 1\nprintf x >> '{counter}'\n")
+    tool.chmod(0o755)
+    pem = public_pem(key.public_key()).decode().strip().replace("\n", "\\n")
+    root = make_repo(tmp_path / "ci", {"src/app.py": "print('hi')\n"}, commit=False)
+    make_change(
+        root,
+        CHANGE,
+        "version: 3\nclaims:\n  hello: {statement: it greets, requires: [unit]}\n",
+        "version: 1\nproviders:\n"
+        f"  unit: {{adapter: command, command: [{json.dumps(str(tool))}], claims: [hello]}}\n"
+        "  review:\n    adapter: external\n    capability: review\n    accepts: [unit]\n"
+        f'    ci: {{issuer: github-actions, publicKey: "{pem}\\n"}}\n',
+    )
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=root, check=True)
+    shared = tmp_path / "shared"
+    code, doc = prove_json(
+        root,
+        CHANGE,
+        "--sign-key",
+        str(key_path),
+        "--issuer",
+        "github-actions",
+        "--publish",
+        str(shared),
+        capsys=capsys,
+    )
+    assert code == 0, doc
+    dev = tmp_path / "dev"
+    subprocess.run(["git", "clone", "-q", str(root), str(dev)], check=True)
+    code, doc = prove_json(dev, CHANGE, "--cache-from", str(shared), capsys=capsys)
+    assert code == 0 and provider_entry(doc, "unit")["state"] == "cached"  # same tool: reused
+    assert counter.read_text() == "x"
+    tool.write_text(tool.read_text().replace("version 1", "version 2"))
+    code, doc = prove_json(dev, CHANGE, "--cache-from", str(shared), capsys=capsys)
+    assert code == 0 and provider_entry(doc, "unit")["state"] == "ran"
+    assert counter.read_text() == "xx"
