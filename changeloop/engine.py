@@ -26,14 +26,16 @@ from typing import Any
 
 import anyio
 
+from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.executors import open_executor
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.providers import registry
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.providers.base import Finding, Outcome, RunContext
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor, LocalExecutor
+from changeloop.run.job import Executor
 from changeloop.run.records import (
     EventSink,
     ProveOptions,
@@ -71,6 +73,7 @@ class ProveResult:
     verdict: Verdict
     interrupted: bool = False
     masker: Masker = field(default_factory=lambda: Masker(()))
+    notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
 
 
 @dataclass
@@ -89,6 +92,7 @@ class _Run:
     emit: EventSink
     runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
+    shared: shared_cache.SharedCache | None = None  # --cache-from DIR
 
     def fingerprint(self, provider: Provider) -> str:
         if provider.name not in self.fingerprints:
@@ -103,10 +107,11 @@ async def prove(
     """Run every provider of ``plan`` and decide the change."""
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
-    boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
-    async with boxes:
-        run = _compose(plan, options, state, boxes, on_event)
-        results = await _schedule(run)
+    async with open_executor(plan, options, state.sandboxes) as executor:
+        boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
+        async with boxes:
+            run = _compose(plan, options, state, boxes, on_event, executor=executor)
+            results = await _schedule(run)
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":
@@ -114,9 +119,21 @@ async def prove(
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
     _record_run(run)
+    notes = list(run.shared.notes) if run.shared else []
+    if options.publish is not None:
+        written = shared_cache.publish(
+            options.publish, plan.root, plan, run.sink.reports, run.fingerprints
+        )
+        notes.append(f"published {len(written)} signed receipt(s) to {options.publish}")
     verdict = decide(plan, run.sink.views(), run.sink.notes())
     return ProveResult(
-        plan, run.run_id, run.run_dir, run.sink.reports, verdict, masker=run.sink.masker
+        plan,
+        run.run_id,
+        run.run_dir,
+        run.sink.reports,
+        verdict,
+        masker=run.sink.masker,
+        notes=notes,
     )
 
 
@@ -126,6 +143,8 @@ def _compose(
     state: StateDir,
     boxes: Sandboxes,
     on_event: EventSink | None,
+    *,
+    executor: Executor,
 ) -> _Run:
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
@@ -168,19 +187,61 @@ def _compose(
         boxes,
         fingerprinter,
         sink,
-        LocalExecutor(),
+        executor,
         emit,
-        _runlog(plan, options, run_id),
+        _runlog(plan, options, run_id, _slots(executor, options)),
         fingerprints,
     )
+    if options.cache_from is not None:
+        run.shared = shared_cache.SharedCache(
+            options.cache_from,
+            plan,
+            shared_cache.trusted_ci_keys(plan),
+            _issuer_fingerprints(
+                run,
+                partial(
+                    Fingerprinter,
+                    plan,
+                    boxes.identity,
+                    hmac_key=hmac_key(key),
+                    state_path=state.path,
+                ),
+            ),
+        )
     return run
 
 
-def _runlog(plan: Plan, options: ProveOptions, run_id: str) -> RunLog:
+def _issuer_fingerprints(run: _Run, make: Any) -> Any:
+    """(provider, issuer) -> its fingerprint as a run issued by ``issuer`` computes it."""
+    memo: dict[str, tuple[Fingerprinter, dict[str, str]]] = {}
+
+    def of(provider: Provider, issuer: str) -> str:
+        if issuer == run.options.issuer:
+            return run.fingerprint(provider)
+        if issuer not in memo:
+            fpr = make(sandbox=run.options.sandbox, issuer=issuer)
+            memo[issuer] = (fpr, {})
+        fpr, done = memo[issuer]
+        for dep in provider.depends_on:
+            if dep not in done and dep in run.plan.providers:
+                of(run.plan.providers[dep], issuer)
+        if provider.name not in done:
+            done[provider.name] = fpr.fingerprint(provider, done)
+        return done[provider.name]
+
+    return of
+
+
+def _slots(executor: Executor, options: ProveOptions) -> int:
+    """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
+    return getattr(executor, "capacity", None) or max(1, options.jobs)
+
+
+def _runlog(plan: Plan, options: ProveOptions, run_id: str, slots: int) -> RunLog:
     return RunLog(
         run_id=run_id,
         change=plan.change.id,
-        slots=options.jobs,
+        slots=slots,
         sandbox=options.sandbox,
         providers=[
             (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
@@ -197,6 +258,10 @@ def _record_run(run: _Run) -> None:
             for name, r in run.sink.reports.items()
         }
     )
+    for name, report in run.sink.reports.items():  # reused from --cache-from (§10)
+        record = run.runlog.providers.get(name)
+        if record is not None and report.origin == "shared":
+            record.origin = "shared"
     run.runlog.write(run.run_dir)
 
 
@@ -232,7 +297,8 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
             return await schedule(
                 tasks,
                 run_task,
-                slots=max(1, options.jobs),
+                # a cluster runs as many jobs at once as its workers have threads
+                slots=_slots(run.executor, options),
                 fail_fast=options.fail_fast,
                 on_event=forward,
             )
@@ -279,7 +345,8 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
         outcomes, log = ctx_or_outcomes, None
     else:
         outcomes, log = await _execute(run, ctx_or_outcomes, services)
-    timing = Timing(started, datetime.now(UTC), *(log or (None, None)))
+    sha, tail, where = log or (None, None, None)
+    timing = Timing(started, datetime.now(UTC), sha, tail, where)
     duration_ms = int((anyio.current_time() - clock) * 1000)
     cacheable = not run.fingerprinter.identity_open(provider)
     return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
@@ -287,12 +354,19 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
 
 def _cached(run: _Run, provider: Provider, services: ServiceManager) -> bool:
     fp = run.fingerprint(provider)
-    return (
+    if not (
         run.options.use_cache
         and not run.fingerprinter.identity_open(provider)
         and not _ports_taken(run.plan, provider, services)
-        and run.sink.reuse(provider, fp)
-    )
+    ):
+        return False
+    if run.sink.reuse(provider, fp):
+        return True
+    found = run.shared.lookup(provider) if run.shared is not None else None
+    if found is None:
+        return False
+    run.sink.adopt(provider, found, origin="shared")
+    return True
 
 
 async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
@@ -307,7 +381,7 @@ async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
             reason = f"setup of repository {repo} failed; see the setup receipt"
             return every_capability(provider, "inconclusive", reason)
     missing = next((n for n in provider.env_from if n not in os.environ), None)
-    if missing:
+    if missing and not _remote(run):  # a remote worker reads envFrom from its own environment
         reason = f"environment variable {missing} named in envFrom is not set"
         return every_capability(provider, "fail", reason)
     return _context(run, provider, repos)
@@ -332,7 +406,11 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
         sources={r: repo.path for r, repo in plan.repositories.items()},
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
-        env={**os.environ, **provider.env, **{n: os.environ[n] for n in provider.env_from}},
+        env={
+            **os.environ,
+            **provider.env,
+            **{n: os.environ[n] for n in provider.env_from if n in os.environ},
+        },
         # Every process inherits the environment, so every envFrom value of the plan
         # is masked in every log, not only the values this provider named.
         secrets=run.sink.masker.secrets,
@@ -345,15 +423,19 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
 
 async def _execute(
     run: _Run, ctx: RunContext, services: ServiceManager
-) -> tuple[list[Outcome], tuple[str, str] | None]:
+) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
     provider = ctx.provider
     adapter = registry.ADAPTERS[provider.adapter]
-    async with services.lease(provider.services) as problems:
-        if problems:
-            reason = "; ".join(f.message for f in problems)
-            outcomes = every_capability(provider, "fail", reason, tuple(problems))
-        else:
-            outcomes = await _call_adapter(adapter.run, ctx, provider)
+    if _remote(run):  # its services start on the worker that runs its job (§10)
+        services.release_unused(provider.services)
+        outcomes = await _call_adapter(adapter.run, ctx, provider)
+    else:
+        async with services.lease(provider.services) as problems:
+            if problems:
+                reason = "; ".join(f.message for f in problems)
+                outcomes = every_capability(provider, "fail", reason, tuple(problems))
+            else:
+                outcomes = await _call_adapter(adapter.run, ctx, provider)
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue
         # no receipt at all; its claims then stay unproven, with its reason.
@@ -361,6 +443,11 @@ async def _execute(
         text = why or f"provider {provider.name} issued no receipt"
         run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
     assert isinstance(ctx.executor, _Recording)
+    failure = ctx.executor.failure
+    if failure is not None:  # the remote side could not give the command a fair run
+        status, kind, message = failure
+        finding = Finding(kind=kind, message=message, severity="error")
+        outcomes = every_capability(provider, status, message, (finding,))  # type: ignore[arg-type]
     return outcomes, ctx.executor.last
 
 
@@ -369,11 +456,14 @@ class _Recording:
 
     def __init__(self, inner: Executor) -> None:
         self._inner = inner
-        self.last: tuple[str, str] | None = None
+        self.last: tuple[str, str, dict[str, str] | None] | None = None
+        self.failure: tuple[str, str, str] | None = None
 
     async def run(self, job: Any) -> Any:
         result = await self._inner.run(job)
-        self.last = (result.log_sha256, result.log_tail)
+        where = {"kind": "dask", "worker": result.worker} if result.worker else None
+        self.last = (result.log_sha256, result.log_tail, where)
+        self.failure = self.failure or result.failure
         return result
 
 
@@ -388,7 +478,13 @@ async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -
     return every_capability(provider, "inconclusive", reason)
 
 
+def _remote(run: _Run) -> bool:
+    return bool(getattr(run.executor, "remote", False))
+
+
 async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
+    if _remote(run):
+        return True  # each worker runs the repository's setup in its own sandbox (§10)
     return await run_setup(
         run.plan,
         repo,

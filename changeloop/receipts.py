@@ -61,6 +61,8 @@ class ReceiptFacts:
     url: str | None = None
     # "sha256:<hex>" of the provider's wiring (changeloop.wiring); None for sign-offs
     wiring: str | None = None
+    # where the command ran: {"kind": "local"} or {"kind": "dask", "worker": addr} (§10)
+    executor: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
         },
         "inputMode": outcome.input_mode,
         "sandbox": facts.sandbox,
+        **({"executor": dict(facts.executor)} if facts.executor is not None else {}),
         "repositories": {
             repo: {"tree": ident.tree, "head": ident.head, "dirty": ident.dirty}
             for repo, ident in sorted(facts.subjects.items())

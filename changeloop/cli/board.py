@@ -149,6 +149,7 @@ def to_json(result: ProveResult) -> dict[str, Any]:
                 "adapter": r.adapter,
                 "repository": r.repository,
                 "state": r.state,
+                "origin": r.origin,
                 "durationMs": r.duration_ms,
                 "reason": r.reason,
                 "receipts": [

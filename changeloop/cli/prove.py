@@ -16,7 +16,7 @@ import anyio
 
 from changeloop.cli import common
 from changeloop.cli.common import only_user_error
-from changeloop.errors import ChangeloopError, PreflightError
+from changeloop.errors import ChangeloopError, PreflightError, Problem
 from changeloop.model import Plan
 from changeloop.sandboxes import DEFAULT_MODE, MODES
 from changeloop.signals import cancel_on_signals
@@ -81,6 +81,32 @@ def register(sub: Any) -> None:
         help="issuer recorded in receipts (e.g. github-actions in CI; default: local)",
     )
     parser.add_argument("--url", help="URL of the CI run, recorded in receipts")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="where provider commands run: this machine (local, default) or a Dask cluster "
+        "(needs pip install 'changeloop[dask]')",
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="the Dask scheduler, e.g. tcp://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+    )
+    parser.add_argument(
+        "--publish",
+        type=Path,
+        metavar="DIR",
+        help="copy each receipt signed with --sign-key to DIR/<fingerprint>/<capability>.json",
+    )
+    parser.add_argument(
+        "--cache-from",
+        type=Path,
+        metavar="DIR",
+        help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
+        "with a ci key the change trusts",
+    )
     parser.add_argument(
         "--report",
         action="store_true",
@@ -230,6 +256,10 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         from changeloop.keys import load_private_key
 
         load_private_key(args.sign_key)  # refuse a bad key before anything runs
+    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
+    usage = _scale_out_problem(args)
+    if usage is not None:
+        return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
     options = ProveOptions(
         jobs=max(1, args.jobs),
         sandbox=args.sandbox,
@@ -239,6 +269,10 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         sign_key=args.sign_key,
         issuer=args.issuer,
         url=args.url,
+        executor=args.executor,
+        dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
+        publish=args.publish,
+        cache_from=args.cache_from,
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
@@ -258,7 +292,6 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
                 outcome["result"] = await prove(plan, options, progress.event)
         interrupted = interruption.interrupted
 
-    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
     try:
         anyio.run(main)
     except ChangeloopError as exc:
@@ -280,12 +313,31 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
             )
         return 130
     result = outcome["result"]
+    for note in result.notes:
+        common.say(note)
     if common.json_mode(args):
         common.emit_json(to_json(result))
     render_board(result, terminal.as_textio())
     if args.report:
         _write_report(plan, result.run_id, args.sign_key)
     return 0 if result.verdict.proven else 1
+
+
+def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
+    """--publish without --sign-key, or a --cache-from that is not a directory: refused."""
+    if args.publish is not None and args.sign_key is None:
+        return Problem(
+            code="publish_needs_sign_key",
+            message="--publish shares receipts signed with --sign-key; none was given",
+            fix="add --sign-key PATH (the CI key an external provider's ci: trusts)",
+        )
+    if args.cache_from is not None and not args.cache_from.is_dir():
+        return Problem(
+            code="cache_from_missing",
+            message=f"--cache-from {args.cache_from}: not a directory",
+            fix="name the directory a CI run wrote with --publish",
+        )
+    return None
 
 
 def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:

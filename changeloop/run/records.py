@@ -25,6 +25,10 @@ class ProveOptions:
     sign_key: Path | None = None
     issuer: str = "local"
     url: str | None = None
+    executor: Literal["local", "dask"] = "local"
+    dask_scheduler: str | None = None
+    publish: Path | None = None  # --publish DIR (DESIGN §10)
+    cache_from: Path | None = None  # --cache-from DIR
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class ProviderReport:
     adapter: str
     repository: str | None
     state: ProviderState = "not-run"
+    origin: str | None = None  # a cached provider's: "local" (this machine) or "shared"
     duration_ms: int = 0
     reason: str | None = None
     receipts: list[ReceiptEntry] = field(default_factory=list)

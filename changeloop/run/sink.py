@@ -48,6 +48,7 @@ class Timing:
     finished: datetime
     log_sha256: str | None = None
     log_tail: str | None = None
+    executor: Mapping[str, str] | None = None  # where its command ran; None: this machine
 
     @classmethod
     def now(cls) -> Timing:
@@ -178,6 +179,7 @@ class ReceiptSink:
             log_tail=self.masker.text(timing.log_tail or ""),
             url=outcome.url or self._url,
             wiring=self._wiring(provider),
+            executor=timing.executor or {"kind": "local"},
         )
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
         self._store(provider, outcome, sealed.id, sealed.envelope)
@@ -192,6 +194,13 @@ class ReceiptSink:
         parsed = self._verified_cache(fp)
         if parsed is None:
             return False
+        self.adopt(provider, parsed, origin="local")
+        return True
+
+    def adopt(
+        self, provider: Provider, parsed: Sequence[tuple[bytes, bytes, dict[str, Any]]], origin: str
+    ) -> None:
+        """Store verified pass envelopes as this run's receipts, byte for byte (state cached)."""
         for envelope, payload, ext in parsed:
             outcome = Outcome(
                 capability=ext["capability"],
@@ -204,7 +213,7 @@ class ReceiptSink:
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self._store(provider, outcome, receipt_id, envelope, cached=True)
         self._report(provider).state = "cached"
-        return True
+        self._report(provider).origin = origin
 
     # -- inside ----------------------------------------------------------------
     def _verified_cache(self, fp: str) -> list[tuple[bytes, bytes, dict[str, Any]]] | None:

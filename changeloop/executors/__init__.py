@@ -1,0 +1,70 @@
+"""Executors: who runs a provider's ``Job`` (DESIGN.md §9, §10).
+
+``local`` (this machine, ``changeloop.run.job.LocalExecutor``) is the default;
+``dask`` runs jobs on a Dask cluster and needs ``pip install 'changeloop[dask]'``.
+Nothing from Dask is imported unless ``--executor dask`` asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.model import Plan
+from changeloop.run.job import Executor, LocalExecutor
+from changeloop.run.records import ProveOptions
+
+SCHEDULER_ENV = "CHANGELOOP_DASK_SCHEDULER"
+
+
+@asynccontextmanager
+async def open_executor(
+    plan: Plan, options: ProveOptions, state_dir: Path
+) -> AsyncIterator[Executor]:
+    """The run's executor, connected and checked before anything runs (else exit 2)."""
+    if options.executor == "local":
+        yield LocalExecutor()
+        return
+    try:
+        from changeloop.executors.dask import DaskExecutor
+    except ImportError as exc:
+        raise ChangeloopError(
+            Problem(
+                code="dask_missing",
+                message=f"--executor dask needs the Dask extra, which is not installed ({exc})",
+                fix="pip install 'changeloop[dask]'",
+            )
+        ) from exc
+    if not options.dask_scheduler:
+        raise ChangeloopError(
+            Problem(
+                code="dask_scheduler_missing",
+                message="--executor dask needs the address of a Dask scheduler",
+                fix=f"pass --dask-scheduler tcp://host:8786 or set {SCHEDULER_ENV}",
+            )
+        )
+    elsewhere = sorted(
+        f"{p.name} → {s}"
+        for p in plan.providers.values()
+        for s in p.services
+        if s in plan.services and plan.services[s].repository not in (None, p.repository)
+    )
+    if elsewhere:
+        raise ChangeloopError(
+            Problem(
+                code="dask_services_unsupported",
+                message="--executor dask starts a service on the worker of the provider that "
+                "needs it, in that provider's repository; these services live in another "
+                f"repository: {', '.join(elsewhere)}",
+                fix="prove this change with --executor local",
+            )
+        )
+    executor = DaskExecutor(plan, options.dask_scheduler, options.sandbox, state_dir)
+    await executor.connect()
+    try:
+        await executor.check_environment()
+        yield executor
+    finally:
+        await executor.close()

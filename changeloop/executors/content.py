@@ -1,0 +1,80 @@
+"""Content by tree id (DESIGN.md §10): what the coordinator ships, how a worker checks it.
+
+The coordinator packs a repository's tracked plus untracked-not-ignored files
+(tracked only for ``--sandbox worktree``) into a tar archive, once per
+content tree; a worker unpacks it into a cache keyed by the tree id, copies a
+private sandbox from there, and recomputes the git tree of what it holds
+(``openspec/`` left out, as ``changeloop.identity`` does) before any command
+runs. Only plain ``git`` and the standard library are needed on a worker.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from changeloop.identity import OPENSPEC
+
+GIT_QUIET = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+
+
+def tracked_files(source: Path) -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--", "."],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    ).stdout
+    return [os.fsdecode(p) for p in out.split(b"\0") if p and not p.endswith(b"/")]
+
+
+def pack(source: Path, files: list[str]) -> bytes:
+    """A tar archive of ``files`` (relative to ``source``); links stay links, modes kept."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+        for name in sorted(files):
+            path = source / name
+            if path.is_symlink() or path.is_file():
+                archive.add(path, arcname=name, recursive=False)
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+        archive.extractall(dest, filter="tar")
+
+
+def tree_of(workdir: Path) -> str:
+    """The git tree of everything in ``workdir`` minus top-level ``openspec/``.
+
+    Hashed through a throwaway git directory outside ``workdir``, so the
+    sandbox itself never becomes a repository it was not.
+    """
+    with tempfile.TemporaryDirectory(prefix="changeloop-tree-") as tmp:
+        env = {
+            **os.environ,
+            **GIT_QUIET,
+            "GIT_DIR": str(Path(tmp) / "git"),
+            "GIT_WORK_TREE": str(workdir),
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+        }
+        subprocess.run(
+            ["git", "init", "-q", "--bare", env["GIT_DIR"]],
+            check=True,
+            capture_output=True,
+            env={**os.environ, **GIT_QUIET},
+        )
+
+        def git(*args: str) -> bytes:
+            return subprocess.run(
+                ["git", *args], cwd=workdir, env=env, check=True, capture_output=True
+            ).stdout
+
+        git("-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".")
+        git("rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC)
+        return git("write-tree").decode().strip()

@@ -1,0 +1,351 @@
+"""``DaskExecutor``: the coordinator's side of running jobs on a Dask cluster (DESIGN.md §10).
+
+Only ``Job → JobResult`` leaves this process; ordering, locks, fingerprints,
+the cache, signing and the verdict stay here, and so do the keys. Each job is
+pinned to one worker chosen here (least busy, or the worker that ran the
+providers it depends on, so what they generated is there). The repository's
+content goes to a worker once per content tree; a worker that vanishes while
+it holds a job gets the job retried once on another worker, then the job is
+``inconclusive`` with finding ``worker-lost``. Cancelling the run (Ctrl-C)
+cancels every remote job, and each runner ends its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import tarfile
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from distributed import Client, wait
+
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.executors import content, worker
+from changeloop.model import Plan, SandboxMode
+from changeloop.providers import registry
+from changeloop.run.job import Job, JobResult, _collected, _fresh_report, _read_report
+from changeloop.sandboxes.copy import list_files
+
+CONNECT_TIMEOUT_S = 5
+ASK_TIMEOUT_S = 60
+WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
+
+
+class DaskExecutor:
+    remote = True
+
+    def __init__(self, plan: Plan, address: str, mode: SandboxMode, state_dir: Path) -> None:
+        self._plan = plan
+        self._address = address
+        self._mode = mode
+        self._state_dir = state_dir
+        self._session = secrets.token_hex(8)
+        self._client: Any = None
+        self._workers: dict[str, int] = {}  # address -> threads
+        self._busy: dict[str, int] = {}
+        self._uses: dict[str, int] = {}
+        self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
+        self._refreshed = float("-inf")
+        self._lost: set[str] = set()
+        self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
+        self._archives: dict[str, bytes] = {}  # tree -> content archive
+        self._placed: dict[str, str] = {}  # provider -> worker that ran it
+
+    # -- lifecycle -------------------------------------------------------------
+    async def connect(self) -> None:
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_S + 2):
+                self._client = await Client(  # type: ignore[no-untyped-call]
+                    self._address, asynchronous=True, timeout=CONNECT_TIMEOUT_S
+                )
+            await self._refresh()
+        except (OSError, TimeoutError, ValueError) as exc:
+            await self.close()
+            raise ChangeloopError(
+                Problem(
+                    code="dask_unreachable",
+                    message=f"cannot reach the Dask scheduler at {self._address}: {exc}",
+                    fix="start one (dask scheduler) and workers, or check --dask-scheduler / "
+                    "CHANGELOOP_DASK_SCHEDULER",
+                )
+            ) from exc
+        if not self._workers:
+            await self.close()
+            raise ChangeloopError(
+                Problem(
+                    code="dask_no_workers",
+                    message=f"the Dask scheduler at {self._address} has no workers",
+                    fix="start at least one: dask worker " + self._address,
+                )
+            )
+
+    @property
+    def capacity(self) -> int:
+        """Jobs the cluster runs at once: its worker threads."""
+        return max(1, sum(self._workers.values()))
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            with contextlib.suppress(Exception):  # a gone worker has nothing to clean
+                await client.run(worker.cleanup, self._session)
+            await client.close()
+
+    async def check_environment(self) -> None:
+        """Every worker must resolve each executable the plan runs to the same bytes."""
+        for argv0 in sorted(_executables(self._plan)):
+            try:
+                with anyio.fail_after(ASK_TIMEOUT_S):
+                    answers: dict[str, str] = await self._client.run(
+                        worker.executable_identity, argv0
+                    )
+            except TimeoutError as exc:
+                raise ChangeloopError(
+                    Problem(
+                        code="dask_unreachable",
+                        message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
+                        f"(asked which {argv0!r} they run)",
+                        fix="check the cluster's workers (dask worker logs)",
+                    )
+                ) from exc
+            if len(set(answers.values())) > 1:
+                detail = ", ".join(f"{w}: {d}" for w, d in sorted(answers.items()))
+                raise ChangeloopError(
+                    Problem(
+                        code="environment-mismatch",
+                        message=f"the workers disagree on executable {argv0!r} ({detail})",
+                        fix="install the same tools on every worker (or restrict the "
+                        "cluster to identical workers)",
+                    )
+                )
+
+    # -- Executor ----------------------------------------------------------------
+    async def run(self, job: Job) -> JobResult:
+        started = datetime.now(UTC)
+        tried: list[str] = []
+        for _attempt in range(2):
+            if anyio.current_time() - self._refreshed > WATCH_S or tried:
+                await self._refresh()  # workers that joined or left since
+            address = self._choose(job, tried)
+            if address is None:
+                break
+            tried.append(address)
+            answer = await self._submit(job, address)
+            if answer is not None:
+                self._placed[job.provider.name] = address
+                return self._result(job, answer, started)
+        where = ", ".join(tried) or "none left"
+        why = f"the worker running it was lost ({where}); retried once, never counted a pass"
+        return _failed(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
+
+    async def _submit(self, job: Job, address: str) -> worker.WireResult | None:
+        """Run on ``address``; None when the worker was lost meanwhile."""
+        tree = job.sandbox.tree
+        wire = worker.WireJob(
+            job=job,
+            session=self._session,
+            token=secrets.token_hex(8),
+            setup=tuple(tuple(a) for a in self._plan.repositories[job.sandbox.repository].setup)
+            if job.sandbox.repository in self._plan.repositories
+            else (),
+            content=None,
+            services=tuple(
+                self._plan.services[n] for n in job.services if n in self._plan.services
+            ),
+        )
+        self._busy[address] = self._busy.get(address, 0) + 1
+        try:
+            for _ in range(2):
+                if (address, tree) not in self._shipped:
+                    data = await self._archive(job)
+                    wire = _with_content(wire, data)
+                answer = await self._await(wire, address)
+                if answer is None or not answer.need_content:
+                    if answer is not None:
+                        self._shipped.add((address, tree))
+                    return answer
+                self._shipped.discard((address, tree))
+            raise RuntimeError(f"worker {address} kept asking for the content of tree {tree}")
+        finally:
+            self._busy[address] -= 1
+
+    async def _await(self, wire: worker.WireJob, address: str) -> worker.WireResult | None:
+        future = self._client.submit(
+            worker.run_job,
+            wire,
+            key=f"changeloop-{wire.job.log_name}-{wire.token}",
+            workers=[address],
+            allow_other_workers=False,
+            pure=False,
+            retries=0,
+        )
+        try:
+            while True:
+                try:
+                    await wait([future], timeout=WATCH_S)  # type: ignore[no-untyped-call]
+                    break
+                except TimeoutError:
+                    await self._refresh()
+                    if address not in self._workers:
+                        self._lost.add(address)
+                        await future.cancel()
+                        return None
+            if future.status != "finished":
+                await self._refresh()
+                if address not in self._workers or future.status == "lost":
+                    self._lost.add(address)
+                    return None
+            if future.status == "error":  # the runner itself raised: never a pass
+                error = await future.exception()
+                why = f"the job raised on worker {address}: {type(error).__name__}: {error}"
+                return worker.WireResult(address, failure=("inconclusive", "worker-error", why))
+            answer: worker.WireResult = await future
+            return answer
+        except BaseException:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                with contextlib.suppress(Exception):  # the worker may be gone
+                    await self._client.run(worker.cancel, wire.token, workers=[address])
+                await future.cancel()
+            raise
+
+    async def _refresh(self) -> None:
+        self._refreshed = anyio.current_time()
+        threads: Mapping[str, int] = await self._client.scheduler.ncores()
+        self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
+            info = await self._client.scheduler.identity()
+            for address, detail in info.get("workers", {}).items():
+                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
+
+    def _choose(self, job: Job, tried: list[str]) -> str | None:
+        alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]
+        # a resource some worker advertises (dask worker --resources GPU=1) is a place too
+        labels = frozenset().union(*self._resources.values()) if self._resources else frozenset()
+        wanted = [r for r in job.provider.resources if r in labels]
+        alive = [a for a in alive if all(r in self._resources.get(a, ()) for r in wanted)]
+        if not alive:
+            return None
+        for dep in job.provider.depends_on:  # where its dependencies generated their output
+            if self._placed.get(dep) in alive:
+                return self._placed[dep]
+        # least busy; among equals the least used, so the cluster's workers take turns
+        chosen = min(
+            alive,
+            key=lambda a: (
+                self._busy.get(a, 0) / max(1, self._workers[a]),
+                self._uses.get(a, 0),
+                a,
+            ),
+        )
+        self._uses[chosen] = self._uses.get(chosen, 0) + 1
+        return chosen
+
+    async def _archive(self, job: Job) -> bytes:
+        tree = job.sandbox.tree
+        if tree not in self._archives:
+            make = partial(_pack, self._plan, job, self._mode, self._state_dir)
+            self._archives[tree] = await anyio.to_thread.run_sync(make)
+        return self._archives[tree]
+
+    def _result(self, job: Job, answer: worker.WireResult, started: datetime) -> JobResult:
+        if answer.failure is not None:
+            return _failed(job, started, answer.failure, [answer.worker])
+        log_dir = Path(job.log_dir)
+        report = _fresh_report(job)  # a stale local report must not speak for this run
+        _unpack(answer.logs, log_dir)
+        _unpack(answer.outputs, Path(job.sandbox.path))
+        data, error = _read_report(job, report, log_dir, job.secrets(os.environ))
+        return JobResult(
+            argv=job.argv,
+            exit_code=answer.exit_code,
+            timed_out=answer.timed_out,
+            spawn_error=answer.spawn_error,
+            duration_ms=answer.duration_ms,
+            log_path=log_dir / answer.log_name,
+            stdout_path=log_dir / answer.stdout_name,
+            log_sha256=answer.log_sha256,
+            stdout_tail=answer.stdout_tail,
+            stderr_tail=answer.stderr_tail,
+            log_tail=answer.log_tail,
+            started=answer.started or started,
+            finished=answer.finished or datetime.now(UTC),
+            signal=answer.signal,
+            leftovers=answer.leftovers,
+            report=data,
+            report_error=error,
+            files=_collected(job),
+            worker=answer.worker,
+        )
+
+
+def _with_content(wire: worker.WireJob, data: bytes) -> worker.WireJob:
+    return replace(wire, content=data)
+
+
+def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[str]) -> JobResult:
+    log_dir = Path(job.log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"{job.log_name}.log"
+    log.write_text(failure[2] + "\n", encoding="utf-8")
+    return JobResult(
+        argv=job.argv,
+        exit_code=None,
+        timed_out=False,
+        spawn_error=None,
+        duration_ms=0,
+        log_path=log,
+        stdout_path=log,
+        log_sha256="",
+        stdout_tail="",
+        stderr_tail="",
+        log_tail=failure[2],
+        started=started,
+        finished=datetime.now(UTC),
+        worker=workers[0] if workers else None,
+        failure=failure,
+    )
+
+
+def _pack(plan: Plan, job: Job, mode: SandboxMode, state_dir: Path) -> bytes:
+    """The repository's content as its identity saw it: the user's files and link texts.
+
+    Read from the checkout, not the local sandbox (which re-points absolute
+    links); what changed meanwhile is caught by the worker's tree check.
+    """
+    source = plan.repositories[job.sandbox.repository].path.resolve()
+    if mode == "worktree":
+        return content.pack(source, content.tracked_files(source))
+    return content.pack(source, list_files(source, state_dir.resolve()))
+
+
+def _unpack(data: bytes, dest: Path) -> None:
+    if not data:
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+        archive.extractall(dest, filter="tar")
+
+
+def _executables(plan: Plan) -> set[str]:
+    """The argv[0] of every command the plan runs that a worker resolves on its PATH."""
+    out: set[str] = set()
+    for provider in plan.providers.values():
+        adapter = registry.ADAPTERS[provider.adapter]
+        if not adapter.RUNS_COMMAND:
+            continue
+        command = adapter.effective_command(provider)
+        if command:
+            out.add(command[0])
+    for repository in plan.repositories.values():
+        out.update(argv[0] for argv in repository.setup if argv)
+    return {a for a in out if a.startswith("/") or "/" not in a}

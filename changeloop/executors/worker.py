@@ -1,0 +1,403 @@
+"""What runs on a Dask worker: one ``Job`` → a ``WireResult`` (DESIGN.md §10).
+
+Only plain functions and frozen records travel: the coordinator submits
+:func:`run_job` with a :class:`WireJob`; the worker materializes a private
+sandbox for the run and repository from its content cache (keyed by tree
+id), checks its tree, runs the repository's ``setup`` once, reads ``envFrom``
+values from its *own* environment (secrets never cross the wire), runs the
+command as a process group (``changeloop.processes``) and sends back the
+process record, its log files and the files the command wrote in the sandbox.
+Paths the coordinator put in the command (its sandbox, its log directory) are
+re-pointed at the worker's own. A cancelled job (:func:`cancel`) ends its
+process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+
+from changeloop.executors.content import tree_of, unpack
+from changeloop.model import Plan, Service
+from changeloop.processes import ProcessResult, run_process
+from changeloop.providers.base import Finding
+from changeloop.run.job import Job, _fresh_report
+
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
+SETUP_TIMEOUT_MS = 30 * 60 * 1000
+SKIP_DIRS = frozenset({".git", "__pycache__"})
+
+Failure = tuple[str, str, str]  # (status, finding kind, message)
+
+_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
+_sandboxes: dict[str, tuple[Path, Failure | None, Baseline]] = {}
+_cancelled: set[str] = set()
+
+
+@dataclass(frozen=True)
+class WireJob:
+    job: Job
+    session: str  # one per coordinator run: the worker's sandboxes are the run's
+    token: str  # one per submission: cancellation and the job's own directory
+    setup: tuple[tuple[str, ...], ...]  # the repository's setup commands
+    content: bytes | None  # the content archive, sent once per worker and tree
+    services: tuple[Service, ...] = ()  # started on this worker for this job, then stopped
+
+
+@dataclass(frozen=True)
+class WireResult:
+    worker: str
+    need_content: bool = False
+    failure: Failure | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    spawn_error: str | None = None
+    duration_ms: int = 0
+    log_sha256: str = ""
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    log_tail: str = ""
+    signal: int | None = None
+    leftovers: bool = False
+    log_name: str = ""  # the log's path relative to the job directory
+    stdout_name: str = ""
+    logs: bytes = b""  # tar of the job directory
+    outputs: bytes = b""  # tar of the files the command wrote in the sandbox
+    started: datetime | None = None
+    finished: datetime | None = None
+
+
+def _worker() -> Any:
+    from distributed import get_worker
+
+    return get_worker()
+
+
+def base_dir(dask_worker: Any = None) -> Path:
+    """This worker's own directory for changeloop (content cache and sandboxes)."""
+    try:
+        worker = dask_worker or _worker()
+        return Path(worker.local_directory) / "changeloop"
+    except ValueError:  # not inside a worker (direct call)
+        return Path(tempfile.gettempdir()) / f"changeloop-worker-{os.getpid()}"
+
+
+def content_dir(tree: str, dask_worker: Any = None) -> str:
+    """Where this worker caches the content of ``tree`` (for operators and tests)."""
+    return str(base_dir(dask_worker) / "trees" / tree)
+
+
+def cancel(token: str) -> None:
+    """Ask the job ``token`` to stop: its runner ends the process group."""
+    _cancelled.add(token)
+
+
+def cleanup(session: str, dask_worker: Any = None) -> None:
+    """Remove a finished run's sandboxes (the content cache stays)."""
+    with _guard:
+        for key in [k for k in _sandboxes if k.startswith(session + "/")]:
+            del _sandboxes[key]
+    shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
+
+
+def executable_identity(argv0: str) -> str:
+    """The environment part of ``argv0`` on this worker (``changeloop.environment.part``).
+
+    The sha256 of the resolved executable's bytes, a shebang's interpreter, a
+    Python's version and installed distributions — as canonical JSON, so the
+    coordinator compares workers' answers byte for byte.
+    """
+    from changeloop.environment import part
+    from changeloop.jcs import canonicalize
+
+    return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
+
+
+def run_job(wire: WireJob) -> WireResult:
+    """Run one job on this worker; never raises for the job's own failures."""
+    job = wire.job
+    address = str(_worker().address)
+    missing = [name for name in job.env_from if name not in os.environ]
+    if missing:
+        why = f"envFrom variable {missing[0]} is not set on worker {address}"
+        return WireResult(address, failure=("fail", "secret-missing", why))
+    base = base_dir()
+    try:
+        box = _sandbox(wire, base, address)
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+        why = f"worker {address} could not materialize the sandbox: {type(exc).__name__}: {exc}"
+        return WireResult(address, failure=("inconclusive", "sandbox-failed", why))
+    if box is None:
+        return WireResult(address, need_content=True)
+    sandbox, failure, baseline = box
+    if failure is not None:
+        return WireResult(address, failure=failure)
+    jobdir = base / "runs" / wire.session / "jobs" / wire.token
+    jobdir.mkdir(parents=True, exist_ok=True)
+    swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
+    argv = [_swap(a, swaps) for a in job.argv]
+    env = {k: _swap(v, swaps) for k, v in job.environment(os.environ).items()}
+    _fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
+    started, clock = datetime.now(UTC), time.time()
+    result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
+    finished = datetime.now(UTC)
+    _cancelled.discard(wire.token)
+    logs = {f"{job.log_name}.log", f"{job.log_name}.stdout"}
+    if isinstance(result, ProcessResult):
+        logs |= {_relative(result.log_path, jobdir), _relative(result.stdout_path, jobdir)}
+    _repoint_back(job, sandbox, jobdir, swaps, keep=logs)
+    if result is None:
+        why = f"cancelled on worker {address}; its process group was ended"
+        return WireResult(address, failure=("inconclusive", "cancelled", why))
+    if isinstance(result, list):  # its services did not come up: what a local run says
+        why = "; ".join(f.message for f in result)
+        return WireResult(address, failure=("fail", result[0].kind, why))
+    return WireResult(
+        address,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        spawn_error=result.spawn_error,
+        duration_ms=result.duration_ms,
+        log_sha256=result.log_sha256,
+        stdout_tail=result.stdout_tail,
+        stderr_tail=result.stderr_tail,
+        log_tail=result.log_tail,
+        signal=result.signal,
+        leftovers=result.leftovers,
+        log_name=_relative(result.log_path, jobdir),
+        stdout_name=_relative(result.stdout_path, jobdir),
+        logs=_pack_dir(jobdir, 0.0),
+        outputs=_pack_dir(sandbox, clock - 1.0, baseline),
+        started=started,
+        finished=finished,
+    )
+
+
+async def _cancellable(
+    wire: WireJob, argv: list[str], cwd: Path, env: dict[str, str], jobdir: Path
+) -> ProcessResult | list[Finding] | None:
+    """The job's process (with its services up); problems of its services; None: cancelled."""
+    token, job = wire.token, wire.job
+    done: list[ProcessResult | list[Finding]] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while token not in _cancelled:
+                await anyio.sleep(0.1)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        async with _services(wire, cwd, jobdir) as problems:
+            if problems:
+                done.append(problems)
+            else:
+                done.append(
+                    await run_process(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        timeout_ms=job.timeout_ms,
+                        log_dir=jobdir,
+                        log_name=job.log_name,
+                        secrets=job.secrets(os.environ),
+                    )
+                )
+        tg.cancel_scope.cancel()
+    return done[0] if done else None
+
+
+@asynccontextmanager
+async def _services(wire: WireJob, sandbox: Path, jobdir: Path) -> AsyncIterator[list[Finding]]:
+    """The job's services, started here with identity-checked readiness (changeloop.services)."""
+    if not wire.services:
+        yield []
+        return
+    from changeloop.services import ServiceManager
+
+    swaps = ((wire.job.sandbox.path, str(sandbox)),)
+    services = {
+        s.name: replace(s, command=tuple(_swap(a, swaps) for a in s.command)) for s in wire.services
+    }
+    plan = cast(Plan, _ServicePlan(services, sandbox))
+    manager = ServiceManager(
+        plan,
+        workdirs={wire.job.sandbox.repository: sandbox},
+        env=dict(os.environ),
+        log_dir=jobdir / "services",
+        users={name: 1 for name in services},
+        secrets=wire.job.secrets(os.environ),
+    )
+    async with manager, manager.lease(tuple(services)) as problems:
+        yield problems
+
+
+@dataclass(frozen=True)
+class _ServicePlan:
+    """What ``ServiceManager`` reads of a plan: the services, and a root."""
+
+    services: Mapping[str, Service]
+    root: Path
+
+
+def _sandbox(
+    wire: WireJob, base: Path, address: str
+) -> tuple[Path, Failure | None, Baseline] | None:
+    """This run's sandbox of the job's repository: made, checked and set up once."""
+    job = wire.job
+    key = f"{wire.session}/{job.sandbox.repository}"
+    with _guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        if key in _sandboxes:
+            return _sandboxes[key]
+        cached = base / "trees" / job.sandbox.tree
+        if not cached.is_dir():
+            if wire.content is None:
+                return None
+            staging = base / "trees" / f".{job.sandbox.tree}.{wire.token}"
+            unpack(wire.content, staging)
+            try:
+                staging.rename(cached)
+            except OSError:  # another job unpacked it first
+                shutil.rmtree(staging, ignore_errors=True)
+        box = base / "runs" / wire.session / "repos" / job.sandbox.repository
+        shutil.rmtree(box, ignore_errors=True)
+        shutil.copytree(cached, box, symlinks=True)
+        tree = tree_of(box)
+        failure: Failure | None = None
+        if tree != job.sandbox.tree:
+            why = (
+                f"worker {address} materialized tree {tree} for repository "
+                f"{job.sandbox.repository}, not the job's {job.sandbox.tree}"
+            )
+            failure = ("fail", "content-mismatch", why)
+        else:
+            failure = _setup(wire, box, base, address)
+        # what setup left is the sandbox's, not any job's output: never sent back
+        _sandboxes[key] = (box, failure, _snapshot(box))
+        return _sandboxes[key]
+
+
+def _setup(wire: WireJob, box: Path, base: Path, address: str) -> Failure | None:
+    logs = base / "runs" / wire.session / "setup" / wire.job.sandbox.repository
+    for index, argv in enumerate(wire.setup):
+        result = anyio.run(_plain, list(argv), box, logs, f"setup-{index}", wire.job)
+        if result.exit_code != 0:
+            why = result.spawn_error or f"exited {result.exit_code}"
+            message = f"setup {' '.join(argv)} on worker {address}: {why}"
+            return ("inconclusive", "setup-failed", message)
+    return None
+
+
+async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) -> ProcessResult:
+    logs.mkdir(parents=True, exist_ok=True)
+    return await run_process(
+        argv,
+        cwd=cwd,
+        env=dict(os.environ),
+        timeout_ms=SETUP_TIMEOUT_MS,
+        log_dir=logs,
+        log_name=name,
+        secrets=job.secrets(os.environ),
+    )
+
+
+def _repoint_back(
+    job: Job, sandbox: Path, jobdir: Path, swaps: Sequence[tuple[str, str]], keep: set[str]
+) -> None:
+    """Paths of this worker in the report and the job's records become the coordinator's.
+
+    Adapters compare recorded paths (where a module was imported from, which
+    file a test traced, a report's file names) with the coordinator's sandbox.
+    Every file the job left in its directory is re-pointed except the logs in
+    ``keep``, which stay as written (their digest is of the bytes the command wrote).
+    """
+    back = sorted(
+        ((new.encode(), old.encode()) for old, new in swaps if old),
+        key=lambda pair: len(pair[0]),
+        reverse=True,
+    )
+    files = [sandbox / job.report] if job.report else []
+    files.extend(
+        path for path, _ in _walk(jobdir) if path.relative_to(jobdir).as_posix() not in keep
+    )
+    for directory in job.collect:
+        folder = Path(_swap(directory, swaps))
+        with contextlib.suppress(OSError):
+            files.extend(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    for path in files:
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or not path.is_file():
+                continue
+            data = original = path.read_bytes()
+            for worker_path, coordinator_path in back:
+                data = data.replace(worker_path, coordinator_path)
+            if data != original:
+                path.write_bytes(data)
+
+
+def _swap(text: str, swaps: Sequence[tuple[str, str]]) -> str:
+    """Re-point coordinator paths; the longest first (the log directory may lie in the checkout)."""
+    for old, new in sorted(swaps, key=lambda pair: len(pair[0]), reverse=True):
+        if old and old in text:
+            text = text.replace(old, new)
+    return text
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            path = Path(folder) / name
+            with contextlib.suppress(OSError):
+                yield path, path.lstat()
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        path.relative_to(root).as_posix(): (stat.st_mtime_ns, stat.st_size)
+        for path, stat in _walk(root)
+    }
+
+
+def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
+    """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
+
+    Bounded to MAX_OUTPUT_BYTES; a tar archive.
+    """
+    buffer = io.BytesIO()
+    budget = MAX_OUTPUT_BYTES
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path, stat in _walk(root):
+            name = path.relative_to(root).as_posix()
+            if stat.st_mtime < since or stat.st_size > budget:
+                continue
+            if baseline is not None and baseline.get(name) == (stat.st_mtime_ns, stat.st_size):
+                continue
+            budget -= stat.st_size
+            archive.add(path, arcname=name, recursive=False)
+    return buffer.getvalue()
