@@ -27,13 +27,14 @@ from typing import Any
 import anyio
 
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.grounding.citations import records_of
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.providers import registry
 from changeloop.providers.base import Outcome, RunContext
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor, LocalExecutor
+from changeloop.run.job import Executor, Job, JobResult, LocalExecutor
 from changeloop.run.records import (
     EventSink,
     ProveOptions,
@@ -361,19 +362,26 @@ async def _execute(
         text = why or f"provider {provider.name} issued no receipt"
         run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
     assert isinstance(ctx.executor, _Recording)
+    for repo, traced in ctx.executor.traced:  # the adapter's read stays pure (§9)
+        run.sink.remember_traced(repo, traced)
     return outcomes, ctx.executor.last
 
 
 class _Recording:
-    """The run's executor, remembering the last job's log digest and tail for the receipt."""
+    """The run's executor, remembering the last job's log digest and tail for the receipt,
+    and the grounding trace records its jobs returned (§11: mutation and --dry-run read them)."""
 
     def __init__(self, inner: Executor) -> None:
         self._inner = inner
         self.last: tuple[str, str] | None = None
+        self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
 
-    async def run(self, job: Any) -> Any:
+    async def run(self, job: Job) -> JobResult:
         result = await self._inner.run(job)
         self.last = (result.log_sha256, result.log_tail)
+        traced = records_of(result.files)
+        if traced:
+            self.traced.append((job.sandbox.repository, traced))
         return result
 
 
