@@ -223,7 +223,6 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
     findings = [
         *(report.findings if report else ()),
         *classify(
-            exit_code=result.exit_code,
             timed_out=result.timed_out,
             output=output,
             report=report,

@@ -126,7 +126,7 @@ def test_fixture_is_judged_exactly(
     assert meta["exit_code"] == code
     path = folder / name
     report = read_report(path) if path.exists() else None
-    found = classify(exit_code=code, timed_out=False, output=(folder / "stdout.txt").read_text(),
+    found = classify(timed_out=False, output=(folder / "stdout.txt").read_text(),
                      report=report, report_named=name)
     assert judge_test(code, False, report, name)[0] == test
     assert judge_discovery(code, False, report, 1)[0] == disc
