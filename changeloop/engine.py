@@ -29,13 +29,14 @@ import anyio
 from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
+from changeloop.grounding.citations import records_of
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome, RunContext
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor
+from changeloop.run.job import Executor, Job, JobResult
 from changeloop.run.records import (
     EventSink,
     ProveOptions,
@@ -448,22 +449,29 @@ async def _execute(
         status, kind, message = failure
         finding = Finding(kind=kind, message=message, severity="error")
         outcomes = every_capability(provider, status, message, (finding,))  # type: ignore[arg-type]
+    for repo, traced in ctx.executor.traced:  # the adapter's read stays pure (§9)
+        run.sink.remember_traced(repo, traced)
     return outcomes, ctx.executor.last
 
 
 class _Recording:
-    """The run's executor, remembering the last job's log digest and tail for the receipt."""
+    """The run's executor, remembering the last job's log digest and tail for the receipt,
+    and the grounding trace records its jobs returned (§11: mutation and --dry-run read them)."""
 
     def __init__(self, inner: Executor) -> None:
         self._inner = inner
         self.last: tuple[str, str, dict[str, str] | None] | None = None
         self.failure: tuple[str, str, str] | None = None
+        self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
 
-    async def run(self, job: Any) -> Any:
+    async def run(self, job: Job) -> JobResult:
         result = await self._inner.run(job)
         where = {"kind": "dask", "worker": result.worker} if result.worker else None
         self.last = (result.log_sha256, result.log_tail, where)
         self.failure = self.failure or result.failure
+        traced = records_of(result.files)
+        if traced:
+            self.traced.append((job.sandbox.repository, traced))
         return result
 
 

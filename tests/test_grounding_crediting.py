@@ -63,10 +63,15 @@ def _workspace(tmp_path: Path, entry_points: bool) -> Path:
 
 def _extension(root: Path, name: str) -> dict[str, Any]:
     envelope = json.loads((root / ".changeloop/receipts/ground" / name).read_text())
-    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]
+    out: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))["predicate"][
+        "changeloop"
+    ]
+    return out
 
 
-def test_crediting_rule_with_entry_points(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_crediting_rule_with_entry_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, entry_points=True)
     code, doc = prove_json(root, "ground", capsys=capsys)
     assert code == 1

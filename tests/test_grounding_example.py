@@ -18,7 +18,10 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "python-groundin
 
 def _ext(root: Path, name: str) -> dict[str, Any]:
     envelope = json.loads((root / ".changeloop/receipts/add-orders" / name).read_text())
-    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]
+    out: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))["predicate"][
+        "changeloop"
+    ]
+    return out
 
 
 def test_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

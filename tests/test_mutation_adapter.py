@@ -105,7 +105,10 @@ def _workspace(tmp_path: Path, claims: str = "[label]", extra: str = "") -> Path
 
 def _mutation(root: Path) -> dict[str, Any]:
     envelope = json.loads((root / ".changeloop/receipts/mut/mutation.mutation.json").read_text())
-    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]
+    out: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))["predicate"][
+        "changeloop"
+    ]
+    return out
 
 
 def test_known_mutants_per_kind() -> None:

@@ -36,7 +36,8 @@ def _init(root: Path, capsys: Any) -> dict[str, Any]:
     assert main(["evidence", "init", "c1", "--write", "--root", str(root)]) == 0
     path = root / "openspec/changes/c1/execution.yaml"
     doc: dict[str, Any] = yaml.safe_load(path.read_text())
-    return doc["providers"]
+    out: dict[str, Any] = doc["providers"]
+    return out
 
 
 def test_uuid_shape_pretest_build_and_globbed_paths(tmp_path: Path, capsys: Any) -> None:

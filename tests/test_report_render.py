@@ -48,8 +48,11 @@ TAMPERED = ReceiptRef(
 def report(**over: object) -> Report:
     cells = {
         status: Cell(
-            capability=status, status=status, reasons=(f"because {status}",), receipts=(REF,)
-        )  # type: ignore[arg-type]
+            capability=status,
+            status=status,  # type: ignore[arg-type]
+            reasons=(f"because {status}",),
+            receipts=(REF,),
+        )
         for status in CELL_LABELS
     }
     base = dict(

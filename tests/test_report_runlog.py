@@ -7,6 +7,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prove_helpers import make_change, make_repo
@@ -42,9 +43,10 @@ def _workspace(tmp: Path) -> Path:
     return root
 
 
-def _run_json(root: Path) -> dict:  # type: ignore[type-arg]
+def _run_json(root: Path) -> dict[str, Any]:
     runs = [json.loads((r / "run.json").read_text()) for r in (root / ".changeloop/runs").iterdir()]
-    return max(runs, key=lambda r: r["startedOn"])  # type: ignore[no-any-return]
+    out: dict[str, Any] = max(runs, key=lambda r: r["startedOn"])
+    return out
 
 
 def test_run_json_records_slots_times_states_and_dependencies(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,7 +132,7 @@ def _as_nobody_raw(argv: list[str], root: Path, **env: str) -> subprocess.Comple
     )
 
 
-def _prove(site: Path, root: Path) -> tuple[int, dict[str, object], str]:
+def _prove(site: Path, root: Path) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(
         [
             "setpriv",
@@ -177,7 +178,7 @@ def test_a_workspace_nobody_can_write_is_refused_naming_the_state(
     os.chmod(workspace, 0o755)
     code, doc, err = _prove(nobody_site, workspace)
     assert code == 2, (doc, err)
-    (error,) = doc["errors"]  # type: ignore[misc]
+    (error,) = doc["errors"]
     assert error["path"] == str(workspace / ".changeloop")
     assert "Permission denied" in error["message"] and error["fix"]
     assert str(workspace / ".changeloop") in err
@@ -192,7 +193,7 @@ def test_an_unwritable_runs_directory_is_refused_before_anything_runs(
     _root_owned(runs)
     code, doc, err = _prove(nobody_site, workspace)
     assert code == 2, (doc, err)
-    assert str(runs) in doc["errors"][0]["message"]  # type: ignore[index]
+    assert str(runs) in doc["errors"][0]["message"]
 
 
 def test_a_receipt_that_cannot_be_written_at_run_time_is_exit_1_naming_it(
@@ -223,4 +224,4 @@ def test_a_state_directory_nobody_can_open_is_refused_naming_it(
     os.chmod(locked, 0o700)
     code, doc, err = _prove(nobody_site, workspace)
     assert code == 2, (doc, err)
-    assert doc["errors"][0]["path"] == str(locked)  # type: ignore[index]
+    assert doc["errors"][0]["path"] == str(locked)

@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
@@ -344,9 +345,8 @@ def test_import_refuses_a_symlinked_receipts_directory(
     receipts.symlink_to(elsewhere)
     code, doc = _import(root, receipt, capsys)
     assert code == 1 and doc["imported"] == []
-    assert any(
-        e["code"] == "receipts_symlinked" and e["path"] == str(receipts) for e in doc["errors"]
-    )  # type: ignore[attr-defined]
+    errors: Any = doc["errors"]
+    assert any(e["code"] == "receipts_symlinked" and e["path"] == str(receipts) for e in errors)
     assert list(elsewhere.iterdir()) == []
     receipts.unlink()
     code, doc = _import(root, receipt, capsys)

@@ -31,7 +31,14 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
 from changeloop.model import Plan, SandboxMode
 from changeloop.providers import registry
-from changeloop.run.job import Job, JobResult, _collected, _fresh_report, _read_report
+from changeloop.run.job import (
+    Job,
+    JobResult,
+    _collected,
+    _fresh_report,
+    _read_report,
+    _whole,
+)
 from changeloop.sandboxes.copy import list_files
 
 CONNECT_TIMEOUT_S = 5
@@ -265,14 +272,16 @@ class DaskExecutor:
         _unpack(answer.logs, log_dir)
         _unpack(answer.outputs, Path(job.sandbox.path))
         data, error = _read_report(job, report, log_dir, job.secrets(os.environ))
+        log_path, stdout_path = log_dir / answer.log_name, log_dir / answer.stdout_name
+        whole = (_whole(stdout_path), _whole(log_path)) if job.output else (None, None)
         return JobResult(
             argv=job.argv,
             exit_code=answer.exit_code,
             timed_out=answer.timed_out,
             spawn_error=answer.spawn_error,
             duration_ms=answer.duration_ms,
-            log_path=log_dir / answer.log_name,
-            stdout_path=log_dir / answer.stdout_name,
+            log_path=log_path,
+            stdout_path=stdout_path,
             log_sha256=answer.log_sha256,
             stdout_tail=answer.stdout_tail,
             stderr_tail=answer.stderr_tail,
@@ -284,6 +293,8 @@ class DaskExecutor:
             report=data,
             report_error=error,
             files=_collected(job),
+            stdout=whole[0],
+            log=whole[1],
             worker=answer.worker,
         )
 

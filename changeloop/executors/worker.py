@@ -338,10 +338,8 @@ def _repoint_back(
     files.extend(
         path for path, _ in _walk(jobdir) if path.relative_to(jobdir).as_posix() not in keep
     )
-    for directory in job.collect:
-        folder = Path(_swap(directory, swaps))
-        with contextlib.suppress(OSError):
-            files.extend(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    # ``job.collect`` names directories under the job's log directory (``jobdir`` here):
+    # the walk above has them already.
     for path in files:
         with contextlib.suppress(OSError):
             if path.is_symlink() or not path.is_file():

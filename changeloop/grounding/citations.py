@@ -1,12 +1,13 @@
 """Grounding on the adapter side: hand the plugin its config, read its record, mark claims.
 
-Example (inside an adapter's ``run``)::
+Example (an adapter's ``prepare`` and ``read``)::
 
     env = configure(ctx.run_dir, repo, workdir, provider.entry_points, injected.env)
-    ... run pytest with ``env`` ...
-    traced = read_records(ctx.run_dir)               # nodeid -> {claims, grounding, functions}
-    remember(ctx.plan.root, ctx.plan.change.id, repo, traced)   # for mutation and --dry-run
-    marks, findings = claim_marks(ctx, report, status)           # the §11 crediting rule
+    job = replace(ctx.job(...), collect=(FOLDER,), context=crediting_context(ctx))
+    ... the executor runs pytest with ``env`` ...
+    marks, findings = claim_marks(job, report, status)   # the §11 crediting rule, pure
+    traced = records_of(result.files)    # the engine: nodeid -> {claims, grounding, functions}
+    remember(plan.root, plan.change.id, repo, traced)    # the sink, for mutation and --dry-run
 
 The crediting rule itself lives in :mod:`changeloop.verdict`; this module only
 applies it to one report.
@@ -21,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.grounding.entrypoints import resolve
-from changeloop.model import ClaimMark, Status
+from changeloop.model import Archetype, ClaimMark, Status
 from changeloop.providers.base import Finding, RunContext
 from changeloop.providers.reports.model import ReportResult
+from changeloop.run.job import Job
 from changeloop.state import StateDir
 from changeloop.verdict import (
     citation_credits,
@@ -34,11 +36,12 @@ from changeloop.verdict import (
 
 GROUNDING_ENV = "CHANGELOOP_GROUNDING"  # the same name as in the pytest plugin
 CONFIG_FILE = "config.json"
+FOLDER = "grounding"  # under the provider's run directory: the config and the records
 MAX_CITATIONS = 200  # per claim, in a receipt
 
 
 def folder(run_dir: Path) -> Path:
-    return run_dir / "grounding"
+    return run_dir / FOLDER
 
 
 def configure(
@@ -81,6 +84,23 @@ def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
         try:
             doc = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            continue
+        tests = doc.get("tests") if isinstance(doc, dict) else None
+        if isinstance(tests, dict):
+            out.update({str(k): v for k, v in tests.items() if isinstance(v, dict)})
+    return out
+
+
+def records_of(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
+    """:func:`read_records` over a job's collected files (``"grounding/record-*.json"``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(files):
+        folder_name, _, base = name.partition("/")
+        if folder_name != FOLDER or not (base.startswith("record-") and base.endswith(".json")):
+            continue
+        try:
+            doc = json.loads(files[name].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
             continue
         tests = doc.get("tests") if isinstance(doc, dict) else None
         if isinstance(tests, dict):
@@ -137,8 +157,19 @@ def receipt_citations(report: ReportResult | None) -> dict[str, tuple[dict[str, 
     return {claim: tuple(entries) for claim, entries in sorted(out.items())}
 
 
+def crediting_context(ctx: RunContext) -> dict[str, Any]:
+    """What :func:`claim_marks` needs of the plan, as JSON-able data for ``Job.context``."""
+    claims = ctx.plan.evidence.claims
+    return {
+        "archetypes": {cid: claim.archetype for cid, claim in sorted(claims.items())},
+        "listingBlocked": sorted(
+            cid for cid, claim in claims.items() if listing_blocked(ctx.plan, claim, ctx.provider)
+        ),
+    }
+
+
 def claim_marks(
-    ctx: RunContext, report: ReportResult | None, status: Status, capability: str = "test"
+    job: Job, report: ReportResult | None, status: Status, capability: str = "test"
 ) -> tuple[dict[str, ClaimMark], list[Finding]]:
     """Claim marks for one receipt, with the §11 crediting rule, and ``ungrounded`` findings.
 
@@ -146,10 +177,14 @@ def claim_marks(
     claim's archetype; a failing citing test fails it; a claim listed in the
     provider's ``claims`` is credited by a passing run unless its repository
     declares entry points (then a behavioral claim needs a grounded citation).
+    Pure: the plan's part comes in ``job`` (:func:`crediting_context`, ``job.claims``).
     """
-    plan, provider = ctx.plan, ctx.provider
-    known = plan.evidence.claims
-    marks: dict[str, ClaimMark] = dict.fromkeys(ctx.claims_requiring(capability), "uncredited")
+    provider = job.provider
+    known: Mapping[str, Archetype] = job.context.get("archetypes", {})
+    blocked = set(job.context.get("listingBlocked", ()))
+    marks: dict[str, ClaimMark] = dict.fromkeys(
+        job.claims.claims_requiring(capability), "uncredited"
+    )
     passing: dict[str, list[tuple[str, str | None]]] = {}
     failing: set[str] = set()
     for case in (report.tests or ()) if report else ():
@@ -164,24 +199,24 @@ def claim_marks(
             marks.setdefault(cited, "uncredited")
     findings: list[Finding] = []
     for cid in marks:
-        claim = known.get(cid)
+        archetype = known.get(cid)
         if cid in failing:
             marks[cid] = "failed"
             continue
         if status == "fail" and cid in provider.claims:
             marks[cid] = "failed"
             continue
-        if status != "pass" or claim is None:
+        if status != "pass" or archetype is None:
             continue
         cites = passing.get(cid, [])
-        if any(citation_credits(claim.archetype, g) for _, g in cites):
+        if any(citation_credits(archetype, g) for _, g in cites):
             marks[cid] = "credited"
         elif cites:
             named = [(test, g or "not-checked") for test, g in cites]
-            message = uncredited_message(cid, claim.archetype, named)
+            message = uncredited_message(cid, archetype, named)
             findings.append(Finding(kind="ungrounded", message=message, severity="error"))
-        elif cid in provider.claims and claim.archetype == "behavioral":
-            if listing_blocked(plan, claim, provider):
+        elif cid in provider.claims and archetype == "behavioral":
+            if cid in blocked:
                 message = listing_message(cid, provider.name)
                 findings.append(Finding(kind="ungrounded", message=message, severity="error"))
             else:

@@ -36,7 +36,12 @@ Rules (DESIGN.md §3, REPORTS.md):
   otherwise the claim stays uncredited with finding ``ungrounded``. The
   receipt lists the citations per claim.
 - The report is deleted before the run (a stale report must not speak for this
-  run) and copied into the provider's run directory afterwards.
+  run) and copied into the provider's run directory afterwards (the executor
+  does both: ``Job.report``/``keep_report``).
+- ``prepare`` builds the job, ``read`` judges it without I/O: the executor
+  returns the report, the whole output and the plugin's records (``collect``)
+  in the ``JobResult``; the engine remembers the trace records for mutation
+  and ``--dry-run`` (``ReceiptSink.remember_traced``).
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
   at most 4 KiB each) go into ``details``; at most 50 findings, each message at
   most 2000 characters; at most 200 test names per list.
@@ -44,9 +49,9 @@ Rules (DESIGN.md §3, REPORTS.md):
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +59,6 @@ from changeloop.detect.packages import project_packages
 from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
-from changeloop.masking import Masker
 from changeloop.model import Plan, Provider, Status
 from changeloop.providers.base import (
     Finding,
@@ -70,9 +74,9 @@ from changeloop.providers.base import (
 from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
 from changeloop.providers.reports import FORMATS, canonical_format, read_report
 from changeloop.providers.reports.classify import classify
-from changeloop.providers.reports.model import ReportResult
+from changeloop.providers.reports.model import ReportResult, unreadable
 from changeloop.providers.reports.sniff import sniff
-from changeloop.run.job import JobResult
+from changeloop.run.job import Job, JobResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -135,39 +139,70 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
+    prepared = prepare(ctx)
+    if isinstance(prepared, list):
+        return prepared
+    return read(prepared, await ctx.executor.run(prepared))
+
+
+def prepare(ctx: RunContext) -> Job | list[Outcome]:
+    """The test run as a job (plugin injected, grounding configured), or why it cannot run.
+
+    Everything ``read`` needs travels in the job: the report, the plugin's
+    import and trace records (``collect``), the whole output, and the plan's
+    part of the claim rule and of the import check (``context``).
+    """
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     workdir = ctx.workdirs[repo]
     # derived `python` is the repository's venv when it runs (changeloop/environment.py)
     argv = resolve_argv(provider.command or (), ctx.sources.get(repo, workdir), ctx.env)
     argv = expand_globs(argv, workdir)  # node --test dist-node/test/*.js, after the build
-    caps = capabilities(provider)
-    disc_name = provider.discovery_provider or provider.name
-    report_path: Path | None = None
-    if provider.report is not None:
-        report_path = inside(workdir, provider.report)
-        if report_path is None:
-            reason = f"report {provider.report!r} resolves outside the repository (symlink)"
-            return [
-                Outcome(
-                    capability=c,
-                    status="fail",
-                    reason=reason,
-                    command=argv,
-                    provider=disc_name if c == "discovery" else None,
-                )
-                for c in caps
-            ]
-        if report_path.is_file() or report_path.is_symlink():
-            report_path.unlink()  # a stale report must not speak for this run
-        report_path.parent.mkdir(parents=True, exist_ok=True)
+    if provider.report is not None and inside(workdir, provider.report) is None:
+        reason = f"report {provider.report!r} resolves outside the repository (symlink)"
+        return [
+            Outcome(
+                capability=c,
+                status="fail",
+                reason=reason,
+                command=argv,
+                provider=_provider_for(provider, c),
+            )
+            for c in capabilities(provider)
+        ]
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
     env = injected.env
+    collect: tuple[str, ...] = ()
     if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
         env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
+        collect = (injected.imports_dir.name, grounding.FOLDER)
     job = ctx.job(injected.argv, repo=repo, env=env, log_name=provider.name)
-    result = await ctx.executor.run(job)
+    source = ctx.sources.get(repo, workdir)
+    context = {
+        "command": list(argv),
+        "injected": len(injected.argv) > len(argv),
+        "imports": injected.imports_dir.name if injected.imports_dir is not None else None,
+        "packages": dict(packages),
+        "roots": [str(workdir), str(source)],
+        "source": str(source),
+        **grounding.crediting_context(ctx),
+    }
+    return replace(
+        job,
+        report=provider.report,
+        keep_report=True,
+        collect=collect,
+        output=True,
+        context=context,
+    )
+
+
+def read(job: Job, result: JobResult) -> list[Outcome]:
+    """Pure: the ``test`` and ``discovery`` outcomes from the job and what its run returned."""
+    provider = job.provider
+    argv = tuple(job.context["command"])
+    caps = capabilities(provider)
     if result.spawn_error is not None:
         reason = f"could not start {argv[0] if argv else 'the command'!r}: {result.spawn_error}"
         finding = Finding(kind="spawn-error", message=result.spawn_error, severity="error")
@@ -178,17 +213,16 @@ async def run(ctx: RunContext) -> list[Outcome]:
                 reason=reason,
                 findings=(finding,),
                 command=argv,
-                provider=disc_name if c == "discovery" else None,
+                provider=_provider_for(provider, c),
                 observer=Observer(adapter=NAME),
             )
             for c in caps
         ]
-    report = _read(ctx, result, report_path)
-    output = _read_text(result.stdout_path) + "\n" + result.stderr_tail
+    report = _report(job, result)
+    output = _text(result.stdout) + "\n" + result.stderr_tail
     findings = [
         *(report.findings if report else ()),
         *classify(
-            exit_code=result.exit_code,
             timed_out=result.timed_out,
             output=output,
             report=report,
@@ -199,8 +233,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
-    source = ctx.sources.get(repo, workdir)
-    foreign = outside_imports(injected.imports_dir, (workdir, source), packages, source)
+    foreign = _foreign_imports(job, result)
     if foreign:
         findings[:0] = foreign.values()  # first, so the bound on findings never drops them
         if test_status == "pass":
@@ -210,9 +243,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
                 f"the tests imported {names} from outside the repository (an installed "
                 "copy), so they did not prove this content",
             )
-    traced = grounding.read_records(ctx.run_dir)
-    grounding.remember(ctx.plan.root, ctx.plan.change.id, repo, traced)
-    test_marks, ungrounded = grounding.claim_marks(ctx, report, test_status)
+    test_marks, ungrounded = grounding.claim_marks(job, report, test_status)
     findings[:0] = [*ungrounded, *grounding.not_checked_findings(report)]
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
@@ -234,7 +265,7 @@ async def run(ctx: RunContext) -> list[Outcome]:
             "format": report.format if report else None,
             "report": provider.report,
             "reportError": report.error if report else None,
-            "injected": ["-p", PLUGIN] if len(injected.argv) > len(argv) else [],
+            "injected": ["-p", PLUGIN] if job.context["injected"] else [],
             **({"summary": dict(report.extra)} if report and report.format == "unittest" else {}),
             "stdoutTail": result.stdout_tail,
             "stderrTail": result.stderr_tail,
@@ -253,40 +284,53 @@ async def run(ctx: RunContext) -> list[Outcome]:
             capability="discovery",
             status=disc_status,
             reason=disc_reason,
-            provider=disc_name,
-            claims=grounding.claim_marks(ctx, report, disc_status, "discovery")[0],
+            provider=_provider_for(provider, "discovery"),
+            claims=grounding.claim_marks(job, report, disc_status, "discovery")[0],
             **common,
         ),
     ]
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+def _provider_for(provider: Provider, capability: str) -> str | None:
+    """``discovery`` is issued under ``discoveryProvider`` when set, else the provider's name."""
+    if capability != "discovery":
+        return None
+    return provider.discovery_provider or provider.name
 
 
-def _read(ctx: RunContext, result: JobResult, report_path: Path | None) -> ReportResult | None:
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _foreign_imports(job: Job, result: JobResult) -> dict[str, Finding]:
+    """The plugin's import records (collected by the executor) judged against the repository."""
+    folder = job.context.get("imports")
+    if folder is None:
+        return {}
+    prefix = f"{folder}/"
+    blobs = {n[len(prefix) :]: b for n, b in result.files.items() if n.startswith(prefix)}
+    roots = tuple(Path(r) for r in job.context["roots"])
+    return outside_imports(blobs, roots, job.context["packages"], Path(job.context["source"]))
+
+
+def _report(job: Job, result: JobResult) -> ReportResult | None:
     """The normalized report, or None when the named report was not written."""
-    fmt = canonical_format(ctx.provider.format) if ctx.provider.format else None
-    if report_path is None:
-        stdout = _read_text(result.stdout_path).encode()
+    provider = job.provider
+    fmt = canonical_format(provider.format) if provider.format else None
+    if provider.report is None:
+        stdout = _text(result.stdout).encode()
+        log = _text(result.log).encode()
         if fmt is None and sniff(stdout) is None:
-            log = _read_text(result.log_path).encode()
             fmt = "unittest" if sniff(log) == "unittest" else None
         if fmt == "unittest":
             # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
-            return read_report(_read_text(result.log_path).encode(), fmt)
+            return read_report(log, fmt)
         return read_report(stdout, fmt or "libtest")
-    if not report_path.is_file():
-        return None
-    with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
-        # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
-        Masker(ctx.secrets).copy_file(
-            report_path, ctx.run_dir / f"report{report_path.suffix or '.txt'}"
-        )
-    return read_report(report_path, fmt)
+    if result.report is not None:
+        return read_report(result.report, fmt)
+    if result.report_error is not None:
+        return unreadable(fmt or "unknown", f"cannot read report: {result.report_error}")
+    return None
 
 
 def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:

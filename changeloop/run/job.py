@@ -55,6 +55,9 @@ class Job:
     report: str | None = None
     keep_report: bool = False
     collect: tuple[str, ...] = ()  # directories under log_dir whose files come back
+    # The run's stdout and whole log come back as bytes: runners whose report *is*
+    # their output (libtest, unittest), and adapters that classify the output.
+    output: bool = False
     claims: ClaimScope = field(default_factory=ClaimScope)
     context: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, JSON-able
 
@@ -100,6 +103,8 @@ class JobResult:
     # why a remote executor could not give the command a fair run: (status, finding kind,
     # message), e.g. ("fail", "content-mismatch", …) or ("inconclusive", "worker-lost", …)
     failure: tuple[str, str, str] | None = None
+    stdout: bytes | None = None  # the whole stdout, when the job asked for its ``output``
+    log: bytes | None = None  # the whole log (stdout and stderr interleaved), likewise
 
     @classmethod
     def of(cls, result: ProcessResult, started: datetime, finished: datetime) -> JobResult:
@@ -149,7 +154,12 @@ class LocalExecutor:
         )
         done = JobResult.of(result, started, datetime.now(UTC))
         data, error = _read_report(job, report, log_dir, job.secrets(base))
-        return replace(done, report=data, report_error=error, files=_collected(job))
+        stdout, log = (
+            (_whole(done.stdout_path), _whole(done.log_path)) if job.output else (None, None)
+        )
+        return replace(
+            done, report=data, report_error=error, files=_collected(job), stdout=stdout, log=log
+        )
 
 
 def _fresh_report(job: Job) -> Path | None:
@@ -187,9 +197,17 @@ def _read_report(
         return None, exc.problems[0].message
 
 
+def _whole(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 def _collected(job: Job) -> dict[str, bytes]:
+    """The files of ``collect`` (relative to ``log_dir``) as ``"<dir>/<name>" -> bytes``."""
     files: dict[str, bytes] = {}
-    for directory in map(Path, job.collect):
+    for directory in (Path(job.log_dir) / d for d in job.collect):
         with contextlib.suppress(OSError):
             for path in sorted(directory.iterdir()):
                 with contextlib.suppress(OSError):

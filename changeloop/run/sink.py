@@ -141,6 +141,12 @@ class ReceiptSink:
         self.seal(pseudo, outcome, timing)
         self._report(pseudo).state = "ran"
 
+    def remember_traced(self, repository: str, traced: Mapping[str, Any]) -> None:
+        """Keep a traced test run's record for the change (mutation and --dry-run read it)."""
+        from changeloop.grounding.citations import remember  # grounding imports the adapters' base
+
+        remember(self._plan.root, self._plan.change.id, repository, traced)
+
     def skipped(self, provider: Provider, reason: str) -> None:
         reason = self.masker.text(reason)
         self._report(provider).reason = reason

@@ -6,13 +6,14 @@ import json
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gate_helpers import run
 from prove_helpers import make_change, make_repo
 from repo_paths import REPO_ROOT
 
-from changeloop.contracts import contracts, has_flag, has_subcommand
+from changeloop.contracts import Contract, contracts, has_flag, has_subcommand
 from changeloop.detect import derive
 from changeloop.detect.types import Detection
 from changeloop.model import Provider
@@ -22,18 +23,20 @@ REPO = REPO_ROOT
 EXAMPLES = REPO / "examples"
 
 
-def _check(root: Path, capsys, *extra: str) -> tuple[int, dict, str]:
+def _check(
+    root: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any], str]:
     code, doc, err = run(["adapters", "check", "--root", str(root), "--json", *extra], capsys)
     assert doc is not None, err
     return code, doc, err
 
 
-def _by_tool(doc: dict) -> dict[str, dict]:
+def _by_tool(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["tool"]: t for t in doc["tools"]}
 
 
 # -- the contracts name what the adapters actually use ------------------------
-def _contract(tool: str):
+def _contract(tool: str) -> Contract:
     return next(c for c in contracts() if c.tool == tool)
 
 
@@ -109,7 +112,7 @@ def _need(path: Path) -> None:
     ],
 )
 def test_examples_pinned_tools_keep_their_contracts(
-    example: str, tools: set[str], need: str | None, capsys
+    example: str, tools: set[str], need: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = EXAMPLES / example
     if need:
@@ -138,7 +141,9 @@ def _copy_example(example: str, tmp_path: Path) -> Path:
     return dest
 
 
-def test_checking_never_runs_project_code(tmp_path: Path, capsys) -> None:
+def test_checking_never_runs_project_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A vitest config and a conftest that would leave a mark when loaded: no mark."""
     _need(EXAMPLES / "node-vitest" / "node_modules" / ".bin" / "vitest")
     root = _copy_example("node-vitest", tmp_path)
@@ -172,7 +177,9 @@ def _fake_vitest(root: Path, run_help: str) -> None:
     pkg.write_text('{"name": "vitest", "version": "0.0.1"}')
 
 
-def test_drift_exits_2_naming_tool_version_and_capability(tmp_path: Path, capsys) -> None:
+def test_drift_exits_2_naming_tool_version_and_capability(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     _fake_vitest(root, "  --reporter <name>   Specify reporters\n  --outputFiles <x>  not it")
@@ -199,7 +206,9 @@ def test_drift_exits_2_naming_tool_version_and_capability(tmp_path: Path, capsys
     assert "tool-contract-drift" not in {f["kind"] for f in doctor["findings"]}
 
 
-def test_doctor_executes_no_tool_to_find_drift(tmp_path: Path, capsys) -> None:
+def test_doctor_executes_no_tool_to_find_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Doctor reads the last check's record; it never runs the repository's own binaries."""
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
@@ -217,14 +226,16 @@ def test_doctor_executes_no_tool_to_find_drift(tmp_path: Path, capsys) -> None:
     assert "tool-contract-drift" in {f["kind"] for f in doctor["findings"]}
 
 
-def test_a_repository_without_such_tools_is_ok(tmp_path: Path, capsys) -> None:
+def test_a_repository_without_such_tools_is_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     code, doc, _ = _check(root, capsys)
     assert code == 0 and doc["status"] == "ok" and doc["tools"] == []
 
 
-def test_unknown_change_is_refused(tmp_path: Path, capsys) -> None:
+def test_unknown_change_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     code, doc, _ = _check(root, capsys, "--change", "nope")

@@ -12,7 +12,9 @@ from gate_helpers import codes, gate, prove, run, workspace
 from prove_helpers import git
 
 
-def test_fresh_proof_passes_the_gate_with_the_fixed_shape(tmp_path: Path, capsys) -> None:
+def test_fresh_proof_passes_the_gate_with_the_fixed_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
     code, doc = gate(root, capsys)
@@ -21,7 +23,7 @@ def test_fresh_proof_passes_the_gate_with_the_fixed_shape(tmp_path: Path, capsys
     assert doc["claims"] == {"greeting": {"status": "proven", "reasons": []}}
 
 
-def test_gate_runs_nothing(tmp_path: Path, capsys) -> None:
+def test_gate_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, "echo ran >> ran.log\nexit 0\n")
     (root / ".gitignore").write_text(".changeloop/\nran.log\n")
     git(root, "commit", "-qam", "ignore log")
@@ -33,7 +35,7 @@ def test_gate_runs_nothing(tmp_path: Path, capsys) -> None:
     assert sorted((root / ".changeloop" / "runs").iterdir()) == runs
 
 
-def test_no_receipt_at_all(tmp_path: Path, capsys) -> None:
+def test_no_receipt_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path)
     code, doc = gate(root, capsys)
     assert code == 1 and doc["status"] == "not-proven"
@@ -41,7 +43,7 @@ def test_no_receipt_at_all(tmp_path: Path, capsys) -> None:
     assert doc["claims"]["greeting"]["status"] == "unproven"
 
 
-def test_edited_content_is_stale(tmp_path: Path, capsys) -> None:
+def test_edited_content_is_stale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
     (root / "check.sh").write_text("exit 0 # edited\n")
@@ -53,14 +55,18 @@ def test_edited_content_is_stale(tmp_path: Path, capsys) -> None:
     assert gate(root, capsys)[0] == 0
 
 
-def test_openspec_edits_do_not_stale_content(tmp_path: Path, capsys) -> None:
+def test_openspec_edits_do_not_stale_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
     (root / "openspec" / "changes" / "c1" / "proposal.md").write_text("# why\n")
     assert gate(root, capsys)[0] == 0
 
 
-def test_each_receipt_is_checked_in_its_own_sandbox_mode(tmp_path: Path, capsys) -> None:
+def test_each_receipt_is_checked_in_its_own_sandbox_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys, "--sandbox", "worktree") == 0
     (root / "scratch.txt").write_text("untracked\n")
@@ -72,7 +78,7 @@ def test_each_receipt_is_checked_in_its_own_sandbox_mode(tmp_path: Path, capsys)
     assert code == 1 and codes(doc) == ["stale-content"]
 
 
-def test_failed_receipt_fails_the_gate(tmp_path: Path, capsys) -> None:
+def test_failed_receipt_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, "exit 3\n")
     assert prove(root, capsys) == 1
     code, doc = gate(root, capsys)
@@ -82,7 +88,9 @@ def test_failed_receipt_fails_the_gate(tmp_path: Path, capsys) -> None:
     assert any(r["code"] == "failed" for r in doc["reasons"])  # requires static-analysis
 
 
-def test_tampered_local_receipt_is_unverified(tmp_path: Path, capsys) -> None:
+def test_tampered_local_receipt_is_unverified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
     path = root / ".changeloop" / "receipts" / "c1" / "check.check.json"
@@ -97,7 +105,9 @@ def test_tampered_local_receipt_is_unverified(tmp_path: Path, capsys) -> None:
     assert "signature" in doc["claims"]["greeting"]["reasons"][0]["message"]
 
 
-def test_unverifiable_stray_envelope_fails_closed(tmp_path: Path, capsys) -> None:
+def test_unverifiable_stray_envelope_fails_closed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
     (root / ".changeloop" / "receipts" / "c1" / "planted.json").write_text("{not json")
@@ -109,7 +119,9 @@ def test_unverifiable_stray_envelope_fails_closed(tmp_path: Path, capsys) -> Non
     assert codes(doc) == ["unverified"]
 
 
-def test_receipts_signed_with_another_key_need_public_key(tmp_path: Path, capsys) -> None:
+def test_receipts_signed_with_another_key_need_public_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
     assert prove(root, capsys, "--sign-key", str(tmp_path / "k" / "changeloop.key")) == 0
@@ -118,7 +130,9 @@ def test_receipts_signed_with_another_key_need_public_key(tmp_path: Path, capsys
     assert gate(root, capsys, "--public-key", str(tmp_path / "k" / "changeloop.pub"))[0] == 0
 
 
-def test_committed_sign_off_proves_without_local_state(tmp_path: Path, capsys) -> None:
+def test_committed_sign_off_proves_without_local_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A fresh CI checkout: only openspec/changes/<id>/receipts/, verified with the CI key."""
     root = workspace(tmp_path)
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
@@ -160,7 +174,9 @@ def test_committed_sign_off_proves_without_local_state(tmp_path: Path, capsys) -
     assert code == 1 and codes(doc, "reviewed") == ["unverified"]
 
 
-def test_newer_failed_receipt_beats_older_pass(tmp_path: Path, capsys) -> None:
+def test_newer_failed_receipt_beats_older_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
     pem = (tmp_path / "k" / "changeloop.pub").read_text()
@@ -197,7 +213,9 @@ def test_newer_failed_receipt_beats_older_pass(tmp_path: Path, capsys) -> None:
     assert gate(root, capsys)[0] == 0
 
 
-def test_refusals_exit_2_in_the_gate_shape(tmp_path: Path, capsys) -> None:
+def test_refusals_exit_2_in_the_gate_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     code, doc, _ = run(["gate", "nope", "--root", str(root), "--json"], capsys)
     assert code == 2 and doc is not None
@@ -208,7 +226,9 @@ def test_refusals_exit_2_in_the_gate_shape(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("proven", [True, False])
-def test_console_script_exit_codes(tmp_path: Path, capsys, proven: bool) -> None:
+def test_console_script_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], proven: bool
+) -> None:
     root = workspace(tmp_path)
     if proven:
         assert prove(root, capsys) == 0
@@ -223,7 +243,9 @@ def test_console_script_exit_codes(tmp_path: Path, capsys, proven: bool) -> None
     assert ("proven" if proven else "not-proven") in proc.stderr
 
 
-def test_rewired_provider_is_stale_wiring(tmp_path: Path, capsys) -> None:
+def test_rewired_provider_is_stale_wiring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Same content, another command for `check` (openspec/ is outside the content): stale."""
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0
@@ -242,7 +264,9 @@ def test_rewired_provider_is_stale_wiring(tmp_path: Path, capsys) -> None:
     assert gate(root, capsys)[0] == 0
 
 
-def test_receipt_without_wiring_digest_is_stale_wiring(tmp_path: Path, capsys) -> None:
+def test_receipt_without_wiring_digest_is_stale_wiring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A prove receipt from before receipts carried `wiring` (re-signed here with the workspace key)."""
     from changeloop.jcs import canonicalize
     from changeloop.keys import workspace_key
@@ -259,7 +283,9 @@ def test_receipt_without_wiring_digest_is_stale_wiring(tmp_path: Path, capsys) -
     assert code == 1 and codes(doc) == ["stale-wiring"], doc
 
 
-def _ci_workspace(tmp_path: Path, capsys, accepts: str) -> tuple[Path, Path]:
+def _ci_workspace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], accepts: str
+) -> tuple[Path, Path]:
     """`check` is proven in CI (signed with the CI key); the change trusts that key."""
     root = workspace(tmp_path)
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
@@ -284,13 +310,17 @@ def _ci_workspace(tmp_path: Path, capsys, accepts: str) -> tuple[Path, Path]:
     return root, change
 
 
-def test_committed_ci_receipt_counts_for_a_provider_it_accepts(tmp_path: Path, capsys) -> None:
+def test_committed_ci_receipt_counts_for_a_provider_it_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _change = _ci_workspace(tmp_path, capsys, "    accepts: [check]\n")
     code, doc = gate(root, capsys)
     assert code == 0, doc
 
 
-def test_committed_ci_receipt_without_accepts_does_not_count(tmp_path: Path, capsys) -> None:
+def test_committed_ci_receipt_without_accepts_does_not_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _change = _ci_workspace(tmp_path, capsys, "")
     code, doc = gate(root, capsys)
     assert code == 1 and codes(doc) == ["unverified"]

@@ -33,7 +33,9 @@ def test_own_changes_for_this_work_exist_with_wiring() -> None:
 
 
 @pytest.mark.parametrize("change", NEW)
-def test_own_change_wires_this_work_s_tests(change: str, capsys) -> None:
+def test_own_change_wires_this_work_s_tests(
+    change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     capsys.readouterr()
     assert main(["prove", change, "--root", str(REPO), "--dry-run", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

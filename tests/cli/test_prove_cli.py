@@ -363,7 +363,7 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
     deadline = time.time() + 30
     while not pidfile.exists() and time.time() < deadline:
         time.sleep(0.05)
-    assert pidfile.exists(), proc.stderr.read() if proc.poll() is not None else "no grandchild"
+    assert pidfile.exists(), (proc.stderr.read() if proc.stderr else b"") if proc.poll() is not None else "no grandchild"
     time.sleep(0.2)
     grandchild = int(pidfile.read_text())
     proc.send_signal(signal.SIGINT)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import pytest
 from gate_helpers import run
 from prove_helpers import make_change, make_repo
 
 
-def _workspace(tmp_path: Path, lanes: dict, evidence: str | None = None) -> Path:
+def _workspace(tmp_path: Path, lanes: dict[str, Any], evidence: str | None = None) -> Path:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", evidence or "version: 3\nrequires: [static-analysis]\n")
     quality = root / "quality" / "foundation-quality.json"
@@ -19,11 +21,15 @@ def _workspace(tmp_path: Path, lanes: dict, evidence: str | None = None) -> Path
     return root
 
 
-def _quality(root: Path, capsys, *extra: str) -> tuple[int, dict | None, str]:
+def _quality(
+    root: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any] | None, str]:
     return run(["quality", "run", "--change", "c1", "--root", str(root), *extra], capsys)
 
 
-def test_each_lane_keeps_its_own_result_and_the_worst_decides(tmp_path: Path, capsys) -> None:
+def test_each_lane_keeps_its_own_result_and_the_worst_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         {
@@ -48,7 +54,9 @@ def test_each_lane_keeps_its_own_result_and_the_worst_decides(tmp_path: Path, ca
     assert "type-error-here" not in json.dumps(doc)
 
 
-def test_all_green_passes_and_stdout_is_empty_without_json(tmp_path: Path, capsys) -> None:
+def test_all_green_passes_and_stdout_is_empty_without_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, {"lint": {"command": ["sh", "-c", "echo fine"]}})
     capsys.readouterr()
     from changeloop.cli.main import main
@@ -58,7 +66,7 @@ def test_all_green_passes_and_stdout_is_empty_without_json(tmp_path: Path, capsy
     assert out == "" and "quality: pass" in err
 
 
-def test_lanes_run_in_parallel(tmp_path: Path, capsys) -> None:
+def test_lanes_run_in_parallel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each lane waits for the other's marker: run one after the other, both would time out."""
     wait = "touch {me}; i=0; while [ ! -e {other} ]; do i=$((i+1)); [ $i -gt 200 ] && exit 7; sleep 0.05; done"
     root = _workspace(
@@ -73,13 +81,15 @@ def test_lanes_run_in_parallel(tmp_path: Path, capsys) -> None:
     assert doc is not None and [lane["status"] for lane in doc["lanes"]] == ["pass", "pass"]
 
 
-def test_plain_runner_leaves_no_state(tmp_path: Path, capsys) -> None:
+def test_plain_runner_leaves_no_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _workspace(tmp_path, {"lint": {"command": ["true"]}})
     assert _quality(root, capsys)[0] == 0
     assert not (root / ".changeloop").exists()
 
 
-def test_a_missing_tool_and_a_timeout_fail_their_lane_only(tmp_path: Path, capsys) -> None:
+def test_a_missing_tool_and_a_timeout_fail_their_lane_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         {
@@ -96,14 +106,18 @@ def test_a_missing_tool_and_a_timeout_fail_their_lane_only(tmp_path: Path, capsy
     assert lanes["slow"]["status"] == "fail" and "timed out" in lanes["slow"]["reason"]
 
 
-def test_no_lane_for_the_change_is_not_a_pass(tmp_path: Path, capsys) -> None:
+def test_no_lane_for_the_change_is_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, {"lint": {"command": ["true"], "repositories": ["web"]}})
     code, doc, err = _quality(root, capsys, "--json")
     assert code == 1 and doc is not None and doc["status"] == "inconclusive"
     assert doc["lanes"] == [] and "not a pass" in err
 
 
-def test_unknown_key_is_refused_naming_file_line_and_key(tmp_path: Path, capsys) -> None:
+def test_unknown_key_is_refused_naming_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, {})
     (root / "quality" / "foundation-quality.json").write_text(
         textwrap.dedent("""\
@@ -127,7 +141,9 @@ def test_unknown_key_is_refused_naming_file_line_and_key(tmp_path: Path, capsys)
     assert "quality/foundation-quality.json:6:7" in err
 
 
-def test_json_syntax_duplicate_keys_versions_and_types(tmp_path: Path, capsys) -> None:
+def test_json_syntax_duplicate_keys_versions_and_types(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, {})
     path = root / "quality" / "foundation-quality.json"
     cases = {
@@ -154,14 +170,16 @@ def test_the_schema_ships_in_the_package() -> None:
     assert lane["additionalProperties"] is False
 
 
-def test_missing_file_is_a_refusal(tmp_path: Path, capsys) -> None:
+def test_missing_file_is_a_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_repo(tmp_path / "ws", {"README": "x\n"})
     make_change(root, "c1", "version: 3\nrequires: [static-analysis]\n")
     code, doc, _ = _quality(root, capsys, "--json")
     assert code == 2 and doc is not None and doc["errors"][0]["code"] == "quality_file_missing"
 
 
-def test_init_previews_the_lanes_and_doctor_says_pilot_first(tmp_path: Path, capsys) -> None:
+def test_init_previews_the_lanes_and_doctor_says_pilot_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(tmp_path, {"lint": {"command": ["true"]}})
     code, doc, _ = run(["evidence", "init", "c1", "--root", str(root), "--json"], capsys)
     assert code == 0 and doc is not None
@@ -180,7 +198,9 @@ def test_init_previews_the_lanes_and_doctor_says_pilot_first(tmp_path: Path, cap
     assert "quality-lanes-not-configured" not in {f["kind"] for f in doc["findings"]}
 
 
-def test_without_the_file_or_the_capability_nothing_is_derived(tmp_path: Path, capsys) -> None:
+def test_without_the_file_or_the_capability_nothing_is_derived(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path, {"lint": {"command": ["true"]}}, evidence="version: 3\nrequires: [test]\n"
     )

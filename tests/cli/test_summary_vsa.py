@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import in_toto_attestation.v1.statement_pb2 as spb
+import pytest
 from gate_helpers import prove, run, workspace
 from google.protobuf import json_format
 from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
@@ -21,22 +22,23 @@ from changeloop.identity import content_identity
 from changeloop.keys import keyid, load_public_key_file
 
 
-def _keys(tmp_path: Path, capsys) -> tuple[Path, Path]:
+def _keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
     return tmp_path / "k" / "changeloop.key", tmp_path / "k" / "changeloop.pub"
 
 
 def _statement(path: Path) -> dict[str, Any]:
-    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+    out: dict[str, Any] = json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+    return out
 
 
-def _summary(root: Path, key: Path, out: Path, capsys) -> int:
+def _summary(root: Path, key: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> int:
     return run(
         ["summary", "c1", "--root", str(root), "--sign-key", str(key), "--out", str(out)], capsys
     )[0]
 
 
-def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys) -> None:
+def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path)
     key, pub = _keys(tmp_path, capsys)
     assert prove(root, capsys) == 0
@@ -80,7 +82,9 @@ def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys) -> None:
     assert json.loads(env.payload) == st
 
 
-def test_failed_vsa_is_written_and_exits_1(tmp_path: Path, capsys) -> None:
+def test_failed_vsa_is_written_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path)
     key, _pub = _keys(tmp_path, capsys)
     out = tmp_path / "vsa.json"
@@ -96,7 +100,7 @@ def test_failed_vsa_is_written_and_exits_1(tmp_path: Path, capsys) -> None:
     assert len(st["predicate"]["inputAttestations"]) == 2  # stale receipts were still read
 
 
-def test_receipt_verify_checks_a_vsa(tmp_path: Path, capsys) -> None:
+def test_receipt_verify_checks_a_vsa(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path)
     key, pub = _keys(tmp_path, capsys)
     assert prove(root, capsys) == 0
@@ -132,7 +136,9 @@ def test_receipt_verify_checks_a_vsa(tmp_path: Path, capsys) -> None:
     assert code == 1 and doc is not None and doc["check"] == "signature"
 
 
-def test_receipt_verify_refuses_a_tampered_or_misshapen_vsa(tmp_path: Path, capsys) -> None:
+def test_receipt_verify_refuses_a_tampered_or_misshapen_vsa(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from changeloop.dsse import sign_envelope
     from changeloop.jcs import canonicalize
     from changeloop.keys import load_private_key
@@ -159,7 +165,7 @@ def test_receipt_verify_refuses_a_tampered_or_misshapen_vsa(tmp_path: Path, caps
     assert "verifiedLevels" in doc["reason"]
 
 
-def test_summary_refusals(tmp_path: Path, capsys) -> None:
+def test_summary_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path)
     key, _pub = _keys(tmp_path, capsys)
     code, doc, _ = run(
@@ -172,7 +178,9 @@ def test_summary_refusals(tmp_path: Path, capsys) -> None:
     assert code == 2 and "missing.key" in err
 
 
-def test_hostile_envelopes_are_refused_not_crashed(tmp_path: Path, capsys) -> None:
+def test_hostile_envelopes_are_refused_not_crashed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The VSA path (dispatch and verification) and gate refuse; they never crash.
     (The receipt path's own hardening belongs to `receipt verify`'s receipt checks.)"""
     import pytest

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from bootstrap_helpers import CHANGE, cli, workspace
 
 EXISTING = """\
@@ -17,7 +18,7 @@ providers:
 """
 
 
-def test_preview_writes_nothing(tmp_path: Path, capsys) -> None:
+def test_preview_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, {"pytest.ini": "[pytest]\n"})
     code, _, err = cli(capsys, "evidence", "init", CHANGE, "--root", str(root))
     assert code == 0
@@ -27,11 +28,12 @@ def test_preview_writes_nothing(tmp_path: Path, capsys) -> None:
     assert "Next steps:" in err
 
 
-def test_write_keeps_existing_providers_and_comments(tmp_path: Path, capsys) -> None:
+def test_write_keeps_existing_providers_and_comments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, {"pytest.ini": "[pytest]\n"},
                      evidence="version: 3\nrequires: [test, static-analysis]\n",
                      execution=EXISTING)
     code, doc, _ = cli(capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(root))
+    assert doc is not None
     assert code == 0 and doc["written"] is True and doc["added"] == ["test"]
     text = (root / f"openspec/changes/{CHANGE}/execution.yaml").read_text()
     assert text.startswith(EXISTING)
@@ -39,15 +41,17 @@ def test_write_keeps_existing_providers_and_comments(tmp_path: Path, capsys) -> 
     assert doc["unresolved"] == []
     # the file is valid wiring and a second run adds nothing
     code, doc, _ = cli(capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(root))
+    assert doc is not None
     assert doc["added"] == [] and doc["written"] is False
     assert (root / f"openspec/changes/{CHANGE}/execution.yaml").read_text() == text
 
 
-def test_low_confidence_is_not_written_and_unresolved_is_listed(tmp_path: Path, capsys) -> None:
+def test_low_confidence_is_not_written_and_unresolved_is_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, {"tests/test_a.py": "import pytest\n"},
                      evidence="version: 3\nrequires: [test, review]\n")
     code, doc, _err = cli(capsys, "evidence", "init", CHANGE, "--write", "--json",
                          "--root", str(root))
+    assert doc is not None
     assert code == 0 and doc["added"] == [] and doc["written"] is False
     assert doc["skipped"] == [{"provider": "test",
                                "reason": "low confidence (tests/test_a.py import)"}]
@@ -57,7 +61,7 @@ def test_low_confidence_is_not_written_and_unresolved_is_listed(tmp_path: Path, 
     assert not (root / f"openspec/changes/{CHANGE}/execution.yaml").exists()
 
 
-def test_written_file_loads_and_plans(tmp_path: Path, capsys) -> None:
+def test_written_file_loads_and_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = workspace(tmp_path, {"package.json": '{"devDependencies": {"vitest": "3.2.4"}}'})
     cli(capsys, "evidence", "init", CHANGE, "--write", "--root", str(root))
     subprocess.run(["git", "init", "-q", str(root)], check=True)

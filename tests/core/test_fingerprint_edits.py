@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_helpers import changed, fingerprints, make_repo, write
@@ -16,7 +17,7 @@ SECRET = "s3cr3t-value-never-in-clear"
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> dict:
+def world(tmp_path: Path) -> dict[str, Any]:
     web = make_repo(
         tmp_path / "web",
         {"src/app.py": "a\n", "src/util.py": "u\n", "README.md": "r\n", "openspec/x.md": "x\n"},
@@ -82,7 +83,7 @@ def world(tmp_path: Path) -> dict:
     }
 
 
-def fps(world: dict, **over: object) -> dict[str, str]:
+def fps(world: dict[str, Any], **over: object) -> dict[str, str]:
     return fingerprints(
         world["repos"],
         world["providers"],
@@ -92,11 +93,11 @@ def fps(world: dict, **over: object) -> dict[str, str]:
     )
 
 
-def edit_provider(world: dict, name: str, **changes: object) -> None:
+def edit_provider(world: dict[str, Any], name: str, **changes: object) -> None:
     world["providers"][name] = replace(world["providers"][name], **changes)
 
 
-def test_stable_when_nothing_changes(world: dict) -> None:
+def test_stable_when_nothing_changes(world: dict[str, Any]) -> None:
     first = fps(world)
     assert fps(world) == first
     assert len(set(first.values())) == len(first)
@@ -125,7 +126,9 @@ def test_stable_when_nothing_changes(world: dict) -> None:
         ("chmod_in_inputs", {"lint", "unit", "after-lint"}),
     ],
 )
-def test_edit_changes_exactly_the_affected(world: dict, edit: str, expected: set[str]) -> None:
+def test_edit_changes_exactly_the_affected(
+    world: dict[str, Any], edit: str, expected: set[str]
+) -> None:
     before = fps(world)
     over: dict[str, object] = {}
     web, api = world["repos"]["web"], world["repos"]["api"]
@@ -168,7 +171,7 @@ def test_edit_changes_exactly_the_affected(world: dict, edit: str, expected: set
     assert changed(before, after) == expected
 
 
-def test_upstream_fingerprint_counts(world: dict) -> None:
+def test_upstream_fingerprint_counts(world: dict[str, Any]) -> None:
     """A provider's fingerprint takes its upstream's as computed after it ran."""
     p = world["providers"]["after-lint"]
     args = dict(
@@ -182,12 +185,12 @@ def test_upstream_fingerprint_counts(world: dict) -> None:
         services=[],
         schema_version="s",
     )
-    one = fingerprint.compute(upstream={"lint": "sha256:" + "1" * 64}, **args)  # type: ignore[arg-type]
-    two = fingerprint.compute(upstream={"lint": "sha256:" + "2" * 64}, **args)  # type: ignore[arg-type]
+    one = fingerprint.compute(upstream={"lint": "sha256:" + "1" * 64}, **args)
+    two = fingerprint.compute(upstream={"lint": "sha256:" + "2" * 64}, **args)
     assert one != two
 
 
-def test_env_from_values_never_in_clear_and_keyed(world: dict) -> None:
+def test_env_from_values_never_in_clear_and_keyed(world: dict[str, Any]) -> None:
     p = world["providers"]["lint"]
     common = dict(
         provider=p,
@@ -200,11 +203,11 @@ def test_env_from_values_never_in_clear_and_keyed(world: dict) -> None:
         services=[],
         schema_version="s",
     )
-    doc = fingerprint.document(hmac_key=b"key-1", **common)  # type: ignore[arg-type]
+    doc = fingerprint.document(hmac_key=b"key-1", **common)
     assert SECRET not in json.dumps(doc)
     assert set(doc["envFrom"]) == {"TOKEN"}
-    a = fingerprint.compute(hmac_key=b"key-1", **common)  # type: ignore[arg-type]
-    b = fingerprint.compute(hmac_key=b"key-2", **common)  # type: ignore[arg-type]
+    a = fingerprint.compute(hmac_key=b"key-1", **common)
+    b = fingerprint.compute(hmac_key=b"key-2", **common)
     assert a != b  # another workspace's key: no shared dictionary of secret hashes
 
 

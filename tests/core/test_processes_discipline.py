@@ -238,6 +238,7 @@ def test_start_process_terminate_ends_group(tmp_path: Path) -> None:
                 await anyio.sleep(0.02)
             code = await proc.terminate(GRACE)
             return proc.pid, code, proc.tail("stdout")
+        raise AssertionError("the task group returned without the process")
 
     pid, code, tail = anyio.run(main)
     assert code == -signal.SIGKILL  # the parent ignores SIGTERM too

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -36,7 +37,7 @@ def _changes() -> list[tuple[str, str]]:
     return out
 
 
-def _prove(root: Path, change: str) -> tuple[int, dict]:
+def _prove(root: Path, change: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(["changeloop", "prove", change, "--json", "--root", str(root)],
                           capture_output=True, text=True, timeout=600, check=False)
     try:

@@ -6,12 +6,13 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from bootstrap_helpers import CHANGE, cli, workspace
 
 TRAP = "open({marker!r}, 'w').write('ran')\n"
 
 
-def test_detect_init_doctor_run_nothing(tmp_path: Path, capsys) -> None:
+def test_detect_init_doctor_run_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     marker = tmp_path / "EXECUTED"
     trap = TRAP.format(marker=str(marker))
     sh = f"#!/bin/sh\ntouch {marker}\n"
@@ -43,6 +44,7 @@ def test_detect_init_doctor_run_nothing(tmp_path: Path, capsys) -> None:
     assert "evilpkg" not in sys.modules
     # it saw everything it was meant to see (and wired it), without running any of it
     code, doc, _ = cli(capsys, "evidence", "detect", CHANGE, "--json", "--root", str(root))
+    assert doc is not None
     assert [(d["adapter"], d["detection_source"]) for d in doc["repositories"]["self"]] == [
         ("pytest", "configured"), ("vitest", "configured"), ("cargo", "configured")
     ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from bootstrap_helpers import CHANGE, cli, workspace
 
 from changeloop.detect import load_context
@@ -12,13 +14,15 @@ from changeloop.model import Provider
 from changeloop.workspace import find_change
 
 
-def doctor(capsys, root: Path) -> tuple[int, dict]:
+def doctor(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, Any]]:
     code, doc, _ = cli(capsys, "evidence", "doctor", CHANGE, "--json", "--root", str(root))
     assert doc is not None and set(doc) >= {"version", "root", "change", "findings", "unresolved"}
     return code, doc
 
 
-def test_missing_adapter_playbook_resolves_it(tmp_path: Path, capsys) -> None:
+def test_missing_adapter_playbook_resolves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n'})
     code, doc = doctor(capsys, root)
     assert code == 1 and doc["unresolved"] == 1
@@ -39,7 +43,9 @@ def test_missing_adapter_playbook_resolves_it(tmp_path: Path, capsys) -> None:
     assert (root / "pyproject.toml").read_text() == '[project]\nname = "x"\n'
 
 
-def test_no_tests_declared_is_informational(tmp_path: Path, capsys) -> None:
+def test_no_tests_declared_is_informational(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(
         tmp_path,
         {},
@@ -52,7 +58,9 @@ def test_no_tests_declared_is_informational(tmp_path: Path, capsys) -> None:
     assert [(f["kind"], f["severity"]) for f in doc["findings"]] == [("no-tests-declared", "info")]
 
 
-def test_playwright_without_its_package_is_a_missing_tool(tmp_path: Path, capsys) -> None:
+def test_playwright_without_its_package_is_a_missing_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(
         tmp_path,
         {
@@ -68,14 +76,18 @@ def test_playwright_without_its_package_is_a_missing_tool(tmp_path: Path, capsys
     assert "@playwright/test" in f["message"]
 
 
-def test_pytest_addopts_junitxml_is_not_honoured(tmp_path: Path, capsys) -> None:
+def test_pytest_addopts_junitxml_is_not_honoured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path, {"pytest.ini": "[pytest]\naddopts = --junitxml=out/j.xml\n"})
     code, doc = doctor(capsys, root)
     assert code == 1
     assert [f["kind"] for f in doc["findings"]] == ["config-not-honoured"]
 
 
-def test_vitest_custom_reporters_are_not_honoured(tmp_path: Path, capsys) -> None:
+def test_vitest_custom_reporters_are_not_honoured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(
         tmp_path,
         {
@@ -104,7 +116,10 @@ def test_contract_digest_and_external_misconfiguration(tmp_path: Path) -> None:
     assert kinds == ["contract-paths-missing", "external-key-missing", "no-tests-declared"]
 
 
-def test_unknown_change_is_one_json_error(tmp_path: Path, capsys) -> None:
+def test_unknown_change_is_one_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = workspace(tmp_path, {})
     code, doc, _ = cli(capsys, "evidence", "doctor", "nope", "--json", "--root", str(root))
+    assert doc is not None
     assert code == 2 and doc["errors"] and doc["findings"] == []

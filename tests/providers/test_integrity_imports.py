@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prove_helpers import make_change, make_repo, prove_json, receipts_of
@@ -88,7 +89,10 @@ def shadowed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_shadowed_package_is_not_proven_until_installed_editable(
-    shadowed_venv: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+    shadowed_venv: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The project's interpreter must not see this checkout's changeloop either.
     monkeypatch.delenv("PYTHONPATH", raising=False)
@@ -182,9 +186,10 @@ def _fix_scripts(old: Path, new: Path) -> None:
     cfg.write_text(cfg.read_text().replace(str(old), str(new)))
 
 
-def _predicate(root: Path, entry: dict) -> dict:
+def _predicate(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
     envelope = json.loads((root / entry["path"]).read_text())
-    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    out: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    return out
 
 
 def test_plugin_and_adapter_agree_on_the_variables() -> None:
@@ -267,7 +272,9 @@ def test_inside_rejects_installed_copies_inside_the_repository(tmp_path: Path) -
     assert not pytest_injection.inside("/usr/lib/python3/dist-packages/pkg/x.py", [tmp_path])
 
 
-def test_doctor_checks_a_unittest_project_too(tmp_path: Path, capsys) -> None:
+def test_doctor_checks_a_unittest_project_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """unittest has no plugin, so doctor's find_spec check is what catches it (DESIGN §13)."""
     import yaml  # an installed package to be shadowed: changeloop's interpreter has it
 

@@ -9,6 +9,7 @@ wrapper commands.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -81,7 +82,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return playwright_project(tmp_path_factory.mktemp("pw"), {"all.spec.js": SPEC})
 
 
-def _run(project: Path, tmp: Path, claims: dict[str, list[str]], **kw: object) -> list[Outcome]:
+def _run(project: Path, tmp: Path, claims: dict[str, list[str]], **kw: Any) -> list[Outcome]:
     provider = playwright_provider(**kw)
     plan = make_plan(project, claims=claims, claim_input_modes={"by-keyboard": "os-input"})
     ctx = make_ctx(plan, provider, project, tmp / "run")

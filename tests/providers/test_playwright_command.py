@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from browser_helpers import make_plan, playwright_provider
 
@@ -76,7 +78,7 @@ def test_no_project_configured_adds_only_the_reporter() -> None:
     )
 
 
-def test_defaults_and_preflight(tmp_path) -> None:
+def test_defaults_and_preflight(tmp_path: Path) -> None:
     provider = playwright_provider(outputs=("accessibility", "browser"), report="../out.json")
     plan = make_plan(tmp_path)
     assert playwright.default_resources(provider, plan) == (

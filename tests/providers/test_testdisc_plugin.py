@@ -10,7 +10,7 @@ from pathlib import Path
 from changeloop.providers.reports import read_report
 
 
-def test_claim_marker_under_strict_markers_reaches_junit_and_json(tmp_path: Path):
+def test_claim_marker_under_strict_markers_reaches_junit_and_json(tmp_path: Path) -> None:
     (tmp_path / "test_a.py").write_text(
         "import pytest\n\n"
         "@pytest.mark.claim('one')\n@pytest.mark.claim('two', 'three')\n"

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -97,7 +98,7 @@ claims:
 """
 
 
-def _cli(capsys, *argv: str) -> tuple[int, dict]:
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
     code = main(list(argv))
     return code, json.loads(capsys.readouterr().out)
@@ -123,7 +124,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_detect_init_prove_run_unittest(project: Path, capsys) -> None:
+def test_detect_init_prove_run_unittest(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _cli(capsys, "evidence", "detect", CHANGE, "--json", "--root", str(project))
     assert code == 0
     assert doc["repositories"]["self"] == [
@@ -187,7 +188,9 @@ def test_detect_init_prove_run_unittest(project: Path, capsys) -> None:
     assert code == 0 and doc["status"] == "proven", doc
 
 
-def test_a_failing_and_an_erroring_test_are_counted_apart(project: Path, capsys) -> None:
+def test_a_failing_and_an_erroring_test_are_counted_apart(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "tests" / "test_double.py").write_text(TESTS + BROKEN)
     subprocess.run(["git", "commit", "-qam", "broken"], cwd=project, check=True)
     code, _ = _cli(capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(project))
@@ -216,7 +219,8 @@ def test_a_failing_and_an_erroring_test_are_counted_apart(project: Path, capsys)
     assert "KeyError: 'missing'" in messages and "AssertionError: 2 != 3" in messages
 
 
-def _statement(root: Path, entry: dict) -> dict:
+def _statement(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """The signed statement's predicate behind one receipt of prove's JSON."""
     envelope = json.loads((root / entry["path"]).read_text())
-    return json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    out: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    return out

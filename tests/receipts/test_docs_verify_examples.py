@@ -92,7 +92,7 @@ def test_securesystemslib_needs_the_keyid_given_explicitly(receipt: tuple[Path, 
     public_key = serialization.load_pem_public_key(public_key_path.read_bytes())
     envelope = Envelope.from_dict(json.loads(envelope_path.read_bytes()))
     with pytest.raises(SslVerificationError):
-        envelope.verify([SSlibKey.from_crypto(public_key)], threshold=1)  # type: ignore[arg-type]
+        envelope.verify([SSlibKey.from_crypto(public_key)], threshold=1)
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    key = SSlibKey.from_crypto(public_key, keyid=hashlib.sha256(raw).hexdigest())  # type: ignore[arg-type]
+    key = SSlibKey.from_crypto(public_key, keyid=hashlib.sha256(raw).hexdigest())
     assert len(envelope.verify([key], threshold=1)) == 1

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +212,7 @@ def _number_form(payload: bytes) -> bytes:
     return (text[:end] + ".0" + text[end:]).encode()
 
 
-NON_CANONICAL = {
+NON_CANONICAL: dict[str, Callable[[bytes], bytes]] = {
     "utf-8 BOM": lambda p: b"\xef\xbb\xbf" + p,
     "utf-16": lambda p: p.decode().encode("utf-16"),
     "utf-16-le without BOM": lambda p: p.decode().encode("utf-16-le"),

@@ -84,7 +84,8 @@ def made_days_ago(envelope: bytes, days: int) -> bytes:
 def import_(capsys: pytest.CaptureFixture[str], root: Path, path: Path) -> Path:
     code, doc = run(capsys, "receipt", "import", str(path), "--change", CHANGE, "--root", str(root))
     assert code == 0, doc
-    return root / doc["imported"][0]["path"]
+    out: Path = root / doc["imported"][0]["path"]
+    return out
 
 
 def prove(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, Any]]:

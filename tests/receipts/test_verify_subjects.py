@@ -30,7 +30,7 @@ def test_no_subject_is_refused() -> None:
 
 
 def test_a_repository_named_twice_is_refused() -> None:
-    one = {"name": "web", "digest": {"gitTree": WEB.tree}}
-    two = {"name": "web", "digest": {"gitTree": "9c1d" + "0" * 36}}
+    one: dict[str, object] = {"name": "web", "digest": {"gitTree": WEB.tree}}
+    two: dict[str, object] = {"name": "web", "digest": {"gitTree": "9c1d" + "0" * 36}}
     err = _refused([one, two])
     assert err.check == "statement" and "web" in err.reason and "more than once" in err.reason

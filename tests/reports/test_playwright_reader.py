@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from changeloop.providers.reports import playwright_json
 
 
-def _report(tests: list[dict], errors: list[dict] | None = None) -> bytes:
+def _report(tests: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> bytes:
     return json.dumps(
         {
             "config": {"version": "1.65.1"},
@@ -28,7 +29,9 @@ def _report(tests: list[dict], errors: list[dict] | None = None) -> bytes:
     ).encode()
 
 
-def _test(status: str, results: list[str], expected: str = "passed", claim: str = "c") -> dict:
+def _test(
+    status: str, results: list[str], expected: str = "passed", claim: str = "c"
+) -> dict[str, Any]:
     return {
         "annotations": [{"type": "claim", "description": claim}],
         "expectedStatus": expected,

@@ -111,13 +111,22 @@ CASES = [
 
 @pytest.mark.parametrize(("runner", "case", "name", "code", "test", "disc", "counts", "kinds"), CASES,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_fixture_is_judged_exactly(runner, case, name, code, test, disc, counts, kinds):
+def test_fixture_is_judged_exactly(
+    runner: str,
+    case: str,
+    name: str,
+    code: int,
+    test: str,
+    disc: str,
+    counts: tuple[int, int, int, int] | None,
+    kinds: list[str],
+) -> None:
     folder = FIXTURES / runner / case
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["exit_code"] == code
     path = folder / name
     report = read_report(path) if path.exists() else None
-    found = classify(exit_code=code, timed_out=False, output=(folder / "stdout.txt").read_text(),
+    found = classify(timed_out=False, output=(folder / "stdout.txt").read_text(),
                      report=report, report_named=name)
     assert judge_test(code, False, report, name)[0] == test
     assert judge_discovery(code, False, report, 1)[0] == disc
@@ -127,7 +136,7 @@ def test_fixture_is_judged_exactly(runner, case, name, code, test, disc, counts,
     assert sorted(all_kinds) == kinds
 
 
-def test_lying_green_reports_never_pass():
+def test_lying_green_reports_never_pass() -> None:
     """Every lying report of REPORTS.md yields a non-passing test receipt."""
     lies = [("vitest", "unhandled_after", "report.json"), ("vitest", "beforeall_fail", "report.json"),
             ("pytest", "import_error", "report.json"), ("jest", "import_error", "report.xml"),

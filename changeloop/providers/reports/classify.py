@@ -2,7 +2,7 @@
 
 Example::
 
-    findings = classify(exit_code=4, timed_out=False, output=stdout + stderr,
+    findings = classify(timed_out=False, output=stdout + stderr,
                         report=None, report_named="test-results/unit.xml")
 
 Kinds (DESIGN.md §2.5): ``timeout``, ``report-missing``, ``no-tests-collected``,
@@ -39,14 +39,16 @@ def _excerpt(text: str, marker: str, lines: int = 6) -> str:
 
 def classify(
     *,
-    exit_code: int | None,  # noqa: ARG001 (kept for callers; judged by the adapter)
     timed_out: bool,
     output: str,
     report: ReportResult | None,
     report_named: str | None,
     timeout_ms: int | None = None,
 ) -> list[Finding]:
-    """Findings from the exit code and the output; ``report`` findings are not repeated."""
+    """Findings from the output (and a timeout); ``report`` findings are not repeated.
+
+    The exit code is not an input: the adapter judges it (``judge_test``).
+    """
     text = strip_ansi(output)
     have = {f.kind for f in report.findings} if report is not None else set()
     out: list[Finding] = []
