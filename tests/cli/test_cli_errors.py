@@ -13,15 +13,20 @@ from changeloop.cli.main import main
 
 
 def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["changeloop", *argv], cwd=cwd, capture_output=True, text=True,
-                          check=False, timeout=120)
+    return subprocess.run(
+        ["changeloop", *argv], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
+    )
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = make_repo(tmp_path / "ws", {"a.txt": "a\n"})
-    make_change(root, "c1", "version: 3\nrequires: [t]\n",
-                'version: 1\nproviders:\n  t: {adapter: command, command: ["true"]}\n')
+    make_change(
+        root,
+        "c1",
+        "version: 3\nrequires: [t]\n",
+        'version: 1\nproviders:\n  t: {adapter: command, command: ["true"]}\n',
+    )
     return root
 
 
@@ -73,13 +78,23 @@ def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
     bad.write_text('{"payload": "", "payload": ""}')
     pub = workspace.parent / "k"  # keygen refuses --out where git would not ignore the key
     assert _run("keygen", "--out", str(pub), cwd=workspace).returncode == 0
-    imported = _run("receipt", "import", str(bad), "--change", "c1", "--public-key",
-                    str(pub / "changeloop.pub"), "--json", cwd=workspace)
+    imported = _run(
+        "receipt",
+        "import",
+        str(bad),
+        "--change",
+        "c1",
+        "--public-key",
+        str(pub / "changeloop.pub"),
+        "--json",
+        cwd=workspace,
+    )
     doc = json.loads(imported.stdout)
     assert imported.returncode == 1
     assert doc["imported"] == [] and doc["change"] == "c1" and doc["errors"]
-    verified = _run("receipt", "verify", str(bad), "--public-key", "missing.pub", "--json",
-                    cwd=workspace)
+    verified = _run(
+        "receipt", "verify", str(bad), "--public-key", "missing.pub", "--json", cwd=workspace
+    )
     doc = json.loads(verified.stdout)
     assert verified.returncode == 2
     assert doc["valid"] is False and doc["errors"][0]["path"] == "missing.pub"
@@ -88,8 +103,17 @@ def test_receipt_refusals_keep_their_verbs_json_shape(workspace: Path) -> None:
 def test_import_of_a_missing_file_is_a_refusal_that_copies_nothing(workspace: Path) -> None:
     keys = workspace.parent / "k"  # keygen refuses --out where git would not ignore the key
     assert _run("keygen", "--out", str(keys), cwd=workspace).returncode == 0
-    result = _run("receipt", "import", "missing.json", "--change", "c1", "--public-key",
-                  str(keys / "changeloop.pub"), "--json", cwd=workspace)
+    result = _run(
+        "receipt",
+        "import",
+        "missing.json",
+        "--change",
+        "c1",
+        "--public-key",
+        str(keys / "changeloop.pub"),
+        "--json",
+        cwd=workspace,
+    )
     assert result.returncode == 1
     doc = json.loads(result.stdout)
     assert doc["imported"] == [] and doc["errors"][0]["code"] == "unreadable"

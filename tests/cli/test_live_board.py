@@ -15,8 +15,15 @@ from changeloop.run.records import RunEvent
 def _plan() -> Plan:
     providers = {n: Provider(name=n, adapter="command", capability=n) for n in ("a", "b", "c")}
     evidence = Evidence(path=Path("e"), version=3, repositories={}, requires={}, claims={})
-    return Plan(root=Path("/"), change=ChangeRef("c", Path("/c")), evidence=evidence,
-                execution=None, repositories={}, providers=providers, services={})
+    return Plan(
+        root=Path("/"),
+        change=ChangeRef("c", Path("/c")),
+        evidence=evidence,
+        execution=None,
+        repositories={},
+        providers=providers,
+        services={},
+    )
 
 
 def test_states_and_details_follow_events() -> None:
@@ -32,7 +39,9 @@ def test_states_and_details_follow_events() -> None:
     Console(file=text, width=100).print(board.render())
     rendered = text.getvalue()
     assert "providers 3/3" in rendered
-    lines = {line.split("│")[1].strip(): line for line in rendered.splitlines() if line.count("│") > 2}
+    lines = {
+        line.split("│")[1].strip(): line for line in rendered.splitlines() if line.count("│") > 2
+    }
     assert "failed" in lines["a"]
     assert "skipped" in lines["b"] and "dependency 'a' failed" in lines["b"]
     assert "cached" in lines["c"]

@@ -33,7 +33,9 @@ def _workspace(tmp_path: Path, evidence: str, execution: str | None, change: str
     return root
 
 
-def test_proves_a_change_and_receipts_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_proves_a_change_and_receipts_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         """
@@ -60,18 +62,28 @@ def test_proves_a_change_and_receipts_verify(tmp_path: Path, capsys: pytest.Capt
     path = root / test["path"]
     assert path.is_file() and not Path(test["path"]).is_absolute()
     capsys.readouterr()
-    verify = main([
-        "receipt", "verify", str(path), "--public-key",
-        str(root / ".changeloop" / "keys" / "local.pub"), "--change", "c1",
-    ])
+    verify = main(
+        [
+            "receipt",
+            "verify",
+            str(path),
+            "--public-key",
+            str(root / ".changeloop" / "keys" / "local.pub"),
+            "--change",
+            "c1",
+        ]
+    )
     assert verify == 0
     latest = root / ".changeloop" / "receipts" / "c1"
     assert sorted(p.name for p in latest.iterdir()) == [
-        "static-analysis.static-analysis.json", "test.test.json",
+        "static-analysis.static-analysis.json",
+        "test.test.json",
     ]
 
 
-def test_failing_provider_exits_1_with_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failing_provider_exits_1_with_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         "version: 3\nclaims:\n  hello: {requires: [test]}\n",
@@ -162,7 +174,9 @@ def test_second_run_reuses_the_same_receipt_bytes(
     assert provider_entry(fifth, "test")["state"] == "ran"
 
 
-def test_missing_executable_is_a_fail_receipt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_executable_is_a_fail_receipt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         "version: 3\nrequires: [test]\n",
@@ -195,7 +209,9 @@ def test_unknown_change_exits_2_listing_changes(
     assert "c1" in doc["errors"][0]["message"]
 
 
-def test_preflight_refusal_exits_2_with_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_preflight_refusal_exits_2_with_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _workspace(
         tmp_path,
         "version: 3\nrequires: [a]\n",
@@ -294,11 +310,11 @@ def test_two_repositories_writer_and_reader_run_concurrently(
             adapter: command
             repository: a
             resources: ["workspace-write:a"]
-            command: ["{PY}", "{tmp_path / 'step.py'}", w, r]
+            command: ["{PY}", "{tmp_path / "step.py"}", w, r]
           read:
             adapter: command
             repository: b
-            command: ["{PY}", "{tmp_path / 'step.py'}", r, w]
+            command: ["{PY}", "{tmp_path / "step.py"}", r, w]
         """,
     )
     code, doc = prove_json(root, "c1", "--jobs", "2", capsys=capsys)
@@ -350,7 +366,7 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
         f"""
         version: 1
         providers:
-          test: {{adapter: command, command: ["{PY}", "{tmp_path / 'spawn.py'}", "{port}"]}}
+          test: {{adapter: command, command: ["{PY}", "{tmp_path / "spawn.py"}", "{port}"]}}
         """,
     )
     env = {**os.environ, "PIDFILE": str(pidfile)}
@@ -363,7 +379,9 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
     deadline = time.time() + 30
     while not pidfile.exists() and time.time() < deadline:
         time.sleep(0.05)
-    assert pidfile.exists(), (proc.stderr.read() if proc.stderr else b"") if proc.poll() is not None else "no grandchild"
+    assert pidfile.exists(), (
+        (proc.stderr.read() if proc.stderr else b"") if proc.poll() is not None else "no grandchild"
+    )
     time.sleep(0.2)
     grandchild = int(pidfile.read_text())
     proc.send_signal(signal.SIGINT)

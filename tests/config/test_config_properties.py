@@ -15,12 +15,17 @@ from changeloop.errors import ChangeloopError
 from changeloop.plan import build_plan
 from changeloop.preflight import check
 
-FULL_EXECUTION = VALID_EXECUTION + """\
+FULL_EXECUTION = (
+    VALID_EXECUTION
+    + """\
 repositories:
   self: {setup: [[npm, ci]]}
 """
-FULL_EXECUTION = FULL_EXECUTION.replace("""    dependsOn: [test]
-""", """    dependsOn: [test]
+)
+FULL_EXECUTION = FULL_EXECUTION.replace(
+    """    dependsOn: [test]
+""",
+    """    dependsOn: [test]
     env: {A: b}
     envFrom: [HOME]
     inputs: [src/**]
@@ -32,23 +37,77 @@ FULL_EXECUTION = FULL_EXECUTION.replace("""    dependsOn: [test]
   contract:
     adapter: contract-digest
     contract: {self: a.json}
-""")
+""",
+)
 
-TOKENS = ["", ":", "- ", "  ", "\n", "{", "}", "[", "]", "&a ", "*a", "!!str ", "!x ", "'", '"',
-          "version: 9", "~", "null", "1e3", "0x1F", "yes", "<<: *a", "\t", "\x00", "\xff", "é",
-          "---\n", "#", "..", "/abs", "http://h:99/", "command: npm test", "adapter: magic"]
+TOKENS = [
+    "",
+    ":",
+    "- ",
+    "  ",
+    "\n",
+    "{",
+    "}",
+    "[",
+    "]",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!x ",
+    "'",
+    '"',
+    "version: 9",
+    "~",
+    "null",
+    "1e3",
+    "0x1F",
+    "yes",
+    "<<: *a",
+    "\t",
+    "\x00",
+    "\xff",
+    "é",
+    "---\n",
+    "#",
+    "..",
+    "/abs",
+    "http://h:99/",
+    "command: npm test",
+    "adapter: magic",
+]
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 70000) | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 70000)
+    | st.text(max_size=8)
     | st.sampled_from(["test", "self", "../x", "http://127.0.0.1/", "a.xml"]),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["version", "command", "repository", "url", "x",
-                                       "requires", "expect", "body", "adapter"]), inner,
-                      max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "version",
+                    "command",
+                    "repository",
+                    "url",
+                    "x",
+                    "requires",
+                    "expect",
+                    "body",
+                    "adapter",
+                ]
+            ),
+            inner,
+            max_size=3,
+        )
+    ),
     max_leaves=6,
 )
 
@@ -60,7 +119,7 @@ def text_mutation(draw: st.DrawFn, base: str) -> str:
         at = draw(st.integers(0, len(text)))
         cut = draw(st.integers(0, 6))
         insert = draw(st.sampled_from(TOKENS) | st.text(max_size=4))
-        text = text[:at] + insert + text[at + cut:]
+        text = text[:at] + insert + text[at + cut :]
     return text
 
 

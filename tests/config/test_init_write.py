@@ -28,10 +28,15 @@ def test_preview_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "Next steps:" in err
 
 
-def test_write_keeps_existing_providers_and_comments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = workspace(tmp_path, {"pytest.ini": "[pytest]\n"},
-                     evidence="version: 3\nrequires: [test, static-analysis]\n",
-                     execution=EXISTING)
+def test_write_keeps_existing_providers_and_comments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(
+        tmp_path,
+        {"pytest.ini": "[pytest]\n"},
+        evidence="version: 3\nrequires: [test, static-analysis]\n",
+        execution=EXISTING,
+    )
     code, doc, _ = cli(capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(root))
     assert doc is not None
     assert code == 0 and doc["written"] is True and doc["added"] == ["test"]
@@ -46,17 +51,26 @@ def test_write_keeps_existing_providers_and_comments(tmp_path: Path, capsys: pyt
     assert (root / f"openspec/changes/{CHANGE}/execution.yaml").read_text() == text
 
 
-def test_low_confidence_is_not_written_and_unresolved_is_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = workspace(tmp_path, {"tests/test_a.py": "import pytest\n"},
-                     evidence="version: 3\nrequires: [test, review]\n")
-    code, doc, _err = cli(capsys, "evidence", "init", CHANGE, "--write", "--json",
-                         "--root", str(root))
+def test_low_confidence_is_not_written_and_unresolved_is_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = workspace(
+        tmp_path,
+        {"tests/test_a.py": "import pytest\n"},
+        evidence="version: 3\nrequires: [test, review]\n",
+    )
+    code, doc, _err = cli(
+        capsys, "evidence", "init", CHANGE, "--write", "--json", "--root", str(root)
+    )
     assert doc is not None
     assert code == 0 and doc["added"] == [] and doc["written"] is False
-    assert doc["skipped"] == [{"provider": "test",
-                               "reason": "low confidence (tests/test_a.py import)"}]
+    assert doc["skipped"] == [
+        {"provider": "test", "reason": "low confidence (tests/test_a.py import)"}
+    ]
     assert {(u["capability"], u["repository"]) for u in doc["unresolved"]} == {
-        ("test", "self"), ("review", "self")}
+        ("test", "self"),
+        ("review", "self"),
+    }
     assert all(u["next"] for u in doc["unresolved"])
     assert not (root / f"openspec/changes/{CHANGE}/execution.yaml").exists()
 
@@ -65,7 +79,11 @@ def test_written_file_loads_and_plans(tmp_path: Path, capsys: pytest.CaptureFixt
     root = workspace(tmp_path, {"package.json": '{"devDependencies": {"vitest": "3.2.4"}}'})
     cli(capsys, "evidence", "init", CHANGE, "--write", "--root", str(root))
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    code = subprocess.run(["changeloop", "prove", CHANGE, "--dry-run", "--json", "--root", str(root)],
-                          check=False, capture_output=True, text=True)
+    code = subprocess.run(
+        ["changeloop", "prove", CHANGE, "--dry-run", "--json", "--root", str(root)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert code.returncode == 0, code.stderr
     assert '"origin": "configured"' in code.stdout

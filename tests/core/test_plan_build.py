@@ -24,7 +24,10 @@ def test_defaults_without_execution(tmp_path: Path) -> None:
 
 def test_configured_providers_resolve_defaults(tmp_path: Path) -> None:
     head, services = VALID_EXECUTION.split("services:")
-    plan = plan_for(tmp_path, execution=head + """\
+    plan = plan_for(
+        tmp_path,
+        execution=head
+        + """\
   custom-check:
     adapter: test-discovery
     command: [x]
@@ -33,7 +36,9 @@ def test_configured_providers_resolve_defaults(tmp_path: Path) -> None:
   static-analysis:
     command: [mypy]
     resources: [workspace-write:self, database:test]
-services:""" + services)
+services:"""
+        + services,
+    )
     test = plan.providers["test"]
     assert test.repository == "self"
     assert test.capability == "test"
@@ -55,10 +60,20 @@ services:""" + services)
 def test_execution_overrides_derived_by_name(tmp_path: Path) -> None:
     ref = make_workspace(tmp_path, execution=VALID_EXECUTION)
     derived = {
-        "test": Provider(name="test", adapter="command", capability="test",
-                         command=("make", "test"), origin="derived"),
-        "docs": Provider(name="docs", adapter="command", capability="docs",
-                         command=("make", "docs"), origin="derived"),
+        "test": Provider(
+            name="test",
+            adapter="command",
+            capability="test",
+            command=("make", "test"),
+            origin="derived",
+        ),
+        "docs": Provider(
+            name="docs",
+            adapter="command",
+            capability="docs",
+            command=("make", "docs"),
+            origin="derived",
+        ),
     }
     plan = build_plan(tmp_path.resolve(), ref, derived=derived)
     assert list(plan.providers) == ["test", "lint", "docs"]
@@ -73,13 +88,16 @@ def test_execution_overrides_derived_by_name(tmp_path: Path) -> None:
 def test_repositories_and_setup(tmp_path: Path) -> None:
     git_init(tmp_path / "ws")
     git_init(tmp_path / "api")
-    ref = make_workspace(tmp_path / "ws", evidence="""\
+    ref = make_workspace(
+        tmp_path / "ws",
+        evidence="""\
 version: 3
 repositories: {web: ., api: ../api}
 requires: {test: [web, api], static-analysis: [web]}
 claims:
   c: {requires: [test], repository: api, ref: 4411}
-""", execution="""\
+""",
+        execution="""\
 version: 1
 repositories:
   api: {setup: [[npm, ci], [npm, run, build]]}
@@ -89,7 +107,8 @@ providers:
     adapter: contract-digest
     contract: {web: a.json, api: b.json}
   orphan: {command: [x]}
-""")
+""",
+    )
     plan = build_plan((tmp_path / "ws").resolve(), ref)
     assert plan.repositories["api"].path == (tmp_path / "api").resolve()
     assert plan.repositories["api"].relpath == "../api"
@@ -104,7 +123,9 @@ providers:
 
 
 def test_external_trusted_keys_and_max_age(tmp_path: Path) -> None:
-    ref = make_workspace(tmp_path, execution="""\
+    ref = make_workspace(
+        tmp_path,
+        execution="""\
 version: 1
 providers:
   review:
@@ -113,7 +134,8 @@ providers:
     ci: {issuer: github-actions, publicKeyFile: keys/ci.pub}
     authority: {name: security-team, publicKey: "inline-pem"}
     maxAge: 7d
-""")
+""",
+    )
     (ref.path / "keys").mkdir()
     (ref.path / "keys" / "ci.pub").write_text("file-pem")
     plan = build_plan(tmp_path.resolve(), ref)
@@ -124,8 +146,11 @@ providers:
     ci, authority = review.trusted_keys
     assert (ci.role, ci.name, ci.public_key_pem) == ("ci", "github-actions", "file-pem")
     assert ci.source.endswith("keys/ci.pub")
-    assert (authority.role, authority.name, authority.source) == ("authority", "security-team",
-                                                                  "inline")
+    assert (authority.role, authority.name, authority.source) == (
+        "authority",
+        "security-team",
+        "inline",
+    )
 
 
 def test_unknown_adapter_does_not_crash_build_plan(tmp_path: Path) -> None:
@@ -136,8 +161,11 @@ def test_unknown_adapter_does_not_crash_build_plan(tmp_path: Path) -> None:
 
 
 def test_env_values_become_strings(tmp_path: Path) -> None:
-    plan = plan_for(tmp_path, execution="version: 1\nproviders:\n  t:\n    command: [x, 4173]\n"
-                    "    env: {PORT: 4173, DEBUG: true, NAME: a}\n")
+    plan = plan_for(
+        tmp_path,
+        execution="version: 1\nproviders:\n  t:\n    command: [x, 4173]\n"
+        "    env: {PORT: 4173, DEBUG: true, NAME: a}\n",
+    )
     assert plan.providers["t"].command == ("x", "4173")
     assert plan.providers["t"].env == {"PORT": "4173", "DEBUG": "true", "NAME": "a"}
 
@@ -149,11 +177,14 @@ def test_topological_order_is_deterministic() -> None:
     assert topological_order({"a": ["not-a-node"]}) == ["a"]
 
 
-@pytest.mark.parametrize(("edges", "cycle"), [
-    ({"a": ["b"], "b": ["c"], "c": ["a"]}, ["a", "b", "c", "a"]),
-    ({"x": ["x"]}, ["x", "x"]),
-    ({"ok": [], "c": ["b"], "b": ["c"], "z": ["b"]}, ["b", "c", "b"]),
-])
+@pytest.mark.parametrize(
+    ("edges", "cycle"),
+    [
+        ({"a": ["b"], "b": ["c"], "c": ["a"]}, ["a", "b", "c", "a"]),
+        ({"x": ["x"]}, ["x", "x"]),
+        ({"ok": [], "c": ["b"], "b": ["c"], "z": ["b"]}, ["b", "c", "b"]),
+    ],
+)
 def test_cycle_error_carries_the_cycle(edges: dict[str, list[str]], cycle: list[str]) -> None:
     with pytest.raises(CycleError) as caught:
         topological_order(edges)

@@ -10,42 +10,72 @@ from changeloop.model import ChangeRef, Claim, Evidence, Plan, Repository
 from changeloop.verdict import ReceiptView, decide
 
 
-def _plan(claims: dict[str, Claim], requires: dict[str, tuple[str, ...] | None] | None = None,
-          repos: tuple[str, ...] = ("self",)) -> Plan:
+def _plan(
+    claims: dict[str, Claim],
+    requires: dict[str, tuple[str, ...] | None] | None = None,
+    repos: tuple[str, ...] = ("self",),
+) -> Plan:
     evidence = Evidence(
-        path=Path("evidence.yaml"), version=3, repositories={r: r for r in repos},
-        requires=requires or {}, claims=claims,
+        path=Path("evidence.yaml"),
+        version=3,
+        repositories={r: r for r in repos},
+        requires=requires or {},
+        claims=claims,
     )
     return Plan(
-        root=Path("/ws"), change=ChangeRef("c", Path("/ws/openspec/changes/c")), evidence=evidence,
+        root=Path("/ws"),
+        change=ChangeRef("c", Path("/ws/openspec/changes/c")),
+        evidence=evidence,
         execution=None,
         repositories={r: Repository(r, Path(f"/ws/{r}"), r) for r in repos},
-        providers={}, services={},
+        providers={},
+        services={},
     )
 
 
-def r(capability: str, status: str, claims: dict[str, str] | None = None, repo: str = "self",
-      provider: str = "p", input_mode: str | None = None) -> ReceiptView:
-    return ReceiptView(provider=provider, capability=capability, status=status,  # type: ignore[arg-type]
-                       repositories=(repo,), reason=None if status == "pass" else "why",
-                       claims=claims or {}, input_mode=input_mode)  # type: ignore[arg-type]
+def r(
+    capability: str,
+    status: str,
+    claims: dict[str, str] | None = None,
+    repo: str = "self",
+    provider: str = "p",
+    input_mode: str | None = None,
+) -> ReceiptView:
+    return ReceiptView(
+        provider=provider,
+        capability=capability,
+        status=status,  # type: ignore[arg-type]
+        repositories=(repo,),
+        reason=None if status == "pass" else "why",
+        claims=claims or {},  # type: ignore[arg-type]
+        input_mode=input_mode,
+    )
 
 
 X = {"x": Claim("x", requires=("test",))}
 
 
-@pytest.mark.parametrize(("receipts", "status"), [
-    ([r("test", "pass", {"x": "credited"})], "proven"),
-    ([r("test", "pass")], "inconclusive"),  # green suite citing nothing is no evidence
-    ([r("test", "fail")], "failed"),
-    ([r("test", "inconclusive")], "inconclusive"),
-    ([], "unproven"),
-    ([r("browser", "pass", {"x": "credited"})], "unproven"),  # wrong capability
-    # a failing test citing the claim fails it even when another run credits it
-    ([r("test", "pass", {"x": "credited"}), r("test", "fail", {"x": "failed"}, provider="q")], "failed"),
-    # an unrelated red suite does not fail a claim another suite credits
-    ([r("test", "pass", {"x": "credited"}), r("test", "fail", provider="q")], "proven"),
-])
+@pytest.mark.parametrize(
+    ("receipts", "status"),
+    [
+        ([r("test", "pass", {"x": "credited"})], "proven"),
+        ([r("test", "pass")], "inconclusive"),  # green suite citing nothing is no evidence
+        ([r("test", "fail")], "failed"),
+        ([r("test", "inconclusive")], "inconclusive"),
+        ([], "unproven"),
+        ([r("browser", "pass", {"x": "credited"})], "unproven"),  # wrong capability
+        # a failing test citing the claim fails it even when another run credits it
+        (
+            [
+                r("test", "pass", {"x": "credited"}),
+                r("test", "fail", {"x": "failed"}, provider="q"),
+            ],
+            "failed",
+        ),
+        # an unrelated red suite does not fail a claim another suite credits
+        ([r("test", "pass", {"x": "credited"}), r("test", "fail", provider="q")], "proven"),
+    ],
+)
 def test_single_capability(receipts: list[ReceiptView], status: str) -> None:
     verdict = decide(_plan(X), receipts)
     assert verdict.claims["x"].status == status
@@ -56,8 +86,14 @@ def test_single_capability(receipts: list[ReceiptView], status: str) -> None:
 
 def test_claim_scoped_to_a_repository_counts_only_its_receipts() -> None:
     plan = _plan({"x": Claim("x", requires=("test",), repository="web")}, repos=("web", "api"))
-    assert decide(plan, [r("test", "pass", {"x": "credited"}, repo="api")]).claims["x"].status == "unproven"
-    assert decide(plan, [r("test", "pass", {"x": "credited"}, repo="web")]).claims["x"].status == "proven"
+    assert (
+        decide(plan, [r("test", "pass", {"x": "credited"}, repo="api")]).claims["x"].status
+        == "unproven"
+    )
+    assert (
+        decide(plan, [r("test", "pass", {"x": "credited"}, repo="web")]).claims["x"].status
+        == "proven"
+    )
 
 
 def test_every_required_capability_must_credit() -> None:
@@ -81,8 +117,14 @@ def test_change_level_requires_each_repository() -> None:
     verdict = decide(plan, [r("test", "pass", repo="web"), r("lint", "pass", repo="web")])
     assert verdict.requires == {"lint": {"web": "pass"}, "test": {"api": "missing", "web": "pass"}}
     assert not verdict.proven
-    verdict = decide(plan, [r("test", "pass", repo="web"), r("test", "pass", repo="api"),
-                            r("lint", "pass", repo="web")])
+    verdict = decide(
+        plan,
+        [
+            r("test", "pass", repo="web"),
+            r("test", "pass", repo="api"),
+            r("lint", "pass", repo="web"),
+        ],
+    )
     assert verdict.proven
 
 

@@ -72,7 +72,9 @@ def test_changes_are_non_dot_dirs_except_archive(tmp_path: Path) -> None:
 
 
 def test_archived_change_is_found_by_id(tmp_path: Path) -> None:
-    changes = _changes(tmp_path, "archive/2024-03-01-old-one", "archive/2025-01-02-2024-12-31-dated")
+    changes = _changes(
+        tmp_path, "archive/2024-03-01-old-one", "archive/2025-01-02-2024-12-31-dated"
+    )
     ref = find_change(tmp_path, "old-one")
     assert ref.archived and ref.id == "old-one"
     assert ref.path == changes / "archive" / "2024-03-01-old-one"

@@ -25,8 +25,10 @@ EXAMPLES = REPO_ROOT / "examples"
 DERIVABLE = {"test-discovery", "playwright"}
 # Derived wiring never lists `claims:` (that would credit a claim no test cites);
 # libtest names cannot carry a [claim:id] tag, so a cargo claim stays inconclusive.
-CREDIT_ONLY_BY_LISTING = {"rust-cargo": "cargo tests cannot cite claims; only a hand-written "
-                          "`claims:` list credits them, which bootstrap never writes"}
+CREDIT_ONLY_BY_LISTING = {
+    "rust-cargo": "cargo tests cannot cite claims; only a hand-written "
+    "`claims:` list credits them, which bootstrap never writes"
+}
 
 
 def _changes() -> list[tuple[str, str]]:
@@ -38,8 +40,13 @@ def _changes() -> list[tuple[str, str]]:
 
 
 def _prove(root: Path, change: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run(["changeloop", "prove", change, "--json", "--root", str(root)],
-                          capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        ["changeloop", "prove", change, "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
@@ -54,15 +61,20 @@ def _prove_is_placeholder() -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("example", "change"), _changes())
-def test_init_write_proves_like_hand_written_wiring(tmp_path: Path, example: str,
-                                                   change: str) -> None:
+def test_init_write_proves_like_hand_written_wiring(
+    tmp_path: Path, example: str, change: str
+) -> None:
     if _prove_is_placeholder():
         pytest.skip("changeloop prove is still a placeholder")
     if example in CREDIT_ONLY_BY_LISTING:
         pytest.xfail(CREDIT_ONLY_BY_LISTING[example])
     root = tmp_path / example
-    shutil.copytree(EXAMPLES / example, root, symlinks=True,
-                    ignore=shutil.ignore_patterns(".changeloop", "test-results"))
+    shutil.copytree(
+        EXAMPLES / example,
+        root,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".changeloop", "test-results"),
+    )
     if (root / "setup.sh").is_file():  # the example's own documented setup (nested repos, keys)
         subprocess.run(["sh", "setup.sh"], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
@@ -80,13 +92,22 @@ def test_init_write_proves_like_hand_written_wiring(tmp_path: Path, example: str
         execution.unlink()
     else:
         execution.write_text(yaml.safe_dump(data, sort_keys=False))
-    init = subprocess.run(["changeloop", "evidence", "init", change, "--write", "--json",
-                           "--root", str(root)], capture_output=True, text=True, check=False)
+    init = subprocess.run(
+        ["changeloop", "evidence", "init", change, "--write", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert init.returncode == 0, init.stderr
-    doctor = subprocess.run(["changeloop", "evidence", "doctor", change, "--root", str(root)],
-                            capture_output=True, text=True, check=False)
+    doctor = subprocess.run(
+        ["changeloop", "evidence", "doctor", change, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert doctor.returncode == 0, doctor.stderr
     derived_code, derived = _prove(root, change)
     assert (derived_code, derived["status"]) == (hand_code, hand["status"])
     assert {c: v["status"] for c, v in derived["claims"].items()} == {
-        c: v["status"] for c, v in hand["claims"].items()}
+        c: v["status"] for c, v in hand["claims"].items()
+    }

@@ -33,7 +33,11 @@ def test_own_change_plans(change: str, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(("example", "change"), EXAMPLES)
-def test_example_change_plans(example: str, change: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_change_plans(
+    example: str, change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     capsys.readouterr()
-    code = main(["prove", change, "--root", str(REPO / "examples" / example), "--dry-run", "--json"])
+    code = main(
+        ["prove", change, "--root", str(REPO / "examples" / example), "--dry-run", "--json"]
+    )
     assert code == 0, capsys.readouterr()

@@ -13,8 +13,13 @@ from prove_helpers import make_change, make_repo, prove_json, receipts_of
 PY = sys.executable
 
 
-def _prove_envelope(tmp_path: Path, capsys: pytest.CaptureFixture[str], stdout: str, exit_code: int,
-                    envelope: bool = True) -> dict[str, object]:
+def _prove_envelope(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    stdout: str,
+    exit_code: int,
+    envelope: bool = True,
+) -> dict[str, object]:
     script = tmp_path / "runner.py"
     script.write_text(f"import sys\nsys.stdout.write({stdout!r})\nsys.exit({exit_code})\n")
     root = make_repo(tmp_path / "ws", {"a.txt": "a\n"})
@@ -41,12 +46,20 @@ def _prove_envelope(tmp_path: Path, capsys: pytest.CaptureFixture[str], stdout: 
 
 
 OK = json.dumps({"exit_code": 0, "passed": True, "findings": []})
-FINDING = json.dumps({
-    "exit_code": 0,
-    "passed": True,
-    "findings": [{"kind": "broken-link", "message": "docs/a.md → missing.md", "file": "docs/a.md",
-                  "line": 3}],
-})
+FINDING = json.dumps(
+    {
+        "exit_code": 0,
+        "passed": True,
+        "findings": [
+            {
+                "kind": "broken-link",
+                "message": "docs/a.md → missing.md",
+                "file": "docs/a.md",
+                "line": 3,
+            }
+        ],
+    }
+)
 SAYS_FAILED = json.dumps({"exit_code": 1, "passed": False, "findings": []})
 
 
@@ -103,7 +116,9 @@ def test_exit_0_with_garbage_instead_of_an_envelope_is_inconclusive(
     assert "exit_code" in str(receipt["reason"])
 
 
-def test_plain_command_tail_names_the_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plain_command_tail_names_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     receipt = _prove_envelope(tmp_path, capsys, "lint: 3 problems\n", 1, envelope=False)
     assert receipt["status"] == "fail"
     assert "exited 1: lint: 3 problems" in str(receipt["reason"])

@@ -15,8 +15,10 @@ from changeloop.plan import build_plan
 from changeloop.providers import contract_digest
 from changeloop.providers.base import Outcome
 
-PROVIDER = ("  contract:\n    adapter: contract-digest\n    claims: [auth-boundary]\n"
-            "    contract: {web: contract.json, api: contract.json}\n")
+PROVIDER = (
+    "  contract:\n    adapter: contract-digest\n    claims: [auth-boundary]\n"
+    "    contract: {web: contract.json, api: contract.json}\n"
+)
 
 
 @pytest.fixture
@@ -42,17 +44,24 @@ def test_agreeing_copies_pass_and_record_both_digests(ws: Path) -> None:
     assert out.details["web"]["sha256"] == out.details["api"]["sha256"]
 
 
-@pytest.mark.parametrize(("web_bytes", "api_bytes"), [
-    (b'{"v": 1}\n', b'{"v": 2}\n'),          # one byte differs
-    (b'{"v": 1}\r\n', b'{"v": 1}\n'),        # CRLF vs LF: bytes are bytes
-])
-def test_differing_copies_fail_showing_both_digests(ws: Path, web_bytes: bytes, api_bytes: bytes) -> None:
+@pytest.mark.parametrize(
+    ("web_bytes", "api_bytes"),
+    [
+        (b'{"v": 1}\n', b'{"v": 2}\n'),  # one byte differs
+        (b'{"v": 1}\r\n', b'{"v": 1}\n'),  # CRLF vs LF: bytes are bytes
+    ],
+)
+def test_differing_copies_fail_showing_both_digests(
+    ws: Path, web_bytes: bytes, api_bytes: bytes
+) -> None:
     write_files(ws, {"web/contract.json": web_bytes, "api/contract.json": api_bytes})
     out = run(ws)
     assert out.status == "fail"
     assert out.findings[0].kind == "contract-drift"
     for repo in ("api", "web"):
-        assert f"{repo}:contract.json sha256 {out.details[repo]['sha256'][:12]}" in (out.reason or "")
+        assert f"{repo}:contract.json sha256 {out.details[repo]['sha256'][:12]}" in (
+            out.reason or ""
+        )
 
 
 def test_missing_file_and_directory(ws: Path) -> None:
@@ -80,8 +89,12 @@ def test_symlink_inside_the_repository_is_fine(ws: Path) -> None:
     assert run(ws).status == "pass"
 
 
-@pytest.mark.parametrize(("path", "why"), [("../web/contract.json", "'..'"), ("/etc/passwd", "absolute")])
-def test_traversal_is_refused_in_preflight_and_at_run_time(tmp_path: Path, path: str, why: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "why"), [("../web/contract.json", "'..'"), ("/etc/passwd", "absolute")]
+)
+def test_traversal_is_refused_in_preflight_and_at_run_time(
+    tmp_path: Path, path: str, why: str
+) -> None:
     provider = PROVIDER.replace("api: contract.json", f"api: {path}")
     make_workspace(tmp_path, extra_provider=provider)
     plan = plan_of(tmp_path)
@@ -92,13 +105,17 @@ def test_traversal_is_refused_in_preflight_and_at_run_time(tmp_path: Path, path:
 
 
 def test_preflight_needs_two_known_repositories(tmp_path: Path) -> None:
-    make_workspace(tmp_path, extra_provider=PROVIDER.replace(", api: contract.json", ", nope: c.json"))
+    make_workspace(
+        tmp_path, extra_provider=PROVIDER.replace(", api: contract.json", ", nope: c.json")
+    )
     plan = plan_of(tmp_path)
     codes = [p.code for p in contract_digest.preflight(plan.providers["contract"], plan)]
     assert codes == ["contract_unknown_repository"]
     make_workspace(tmp_path / "one", extra_provider=PROVIDER.replace(", api: contract.json", ""))
     plan = plan_of(tmp_path / "one")
-    assert [p.code for p in contract_digest.preflight(plan.providers["contract"], plan)] == ["contract_needs_two"]
+    assert [p.code for p in contract_digest.preflight(plan.providers["contract"], plan)] == [
+        "contract_needs_two"
+    ]
 
 
 def test_adapter_surface(ws: Path) -> None:
@@ -106,5 +123,7 @@ def test_adapter_surface(ws: Path) -> None:
     provider = plan.providers["contract"]
     assert contract_digest.repositories(provider, plan) == ("api", "web")
     assert provider.resources == ("workspace-read:api", "workspace-read:web")
-    assert contract_digest.fingerprint_inputs(provider) == {"contract": {"api": "contract.json", "web": "contract.json"}}
+    assert contract_digest.fingerprint_inputs(provider) == {
+        "contract": {"api": "contract.json", "web": "contract.json"}
+    }
     assert contract_digest.RUNS_COMMAND is False

@@ -31,8 +31,21 @@ def test_two_repo_example_review_then_drift(tmp_path: Path) -> None:
     assert doc["claims"]["auth-boundary"]["status"] == "unproven"
 
     review = tmp_path / "review.json"
-    signed = cli(root, "receipt", "sign", "--change", CHANGE, "--claims", "auth-boundary",
-                 "--key", "keys/reviewer.key", "--issuer", "security-review", "--out", str(review))
+    signed = cli(
+        root,
+        "receipt",
+        "sign",
+        "--change",
+        CHANGE,
+        "--claims",
+        "auth-boundary",
+        "--key",
+        "keys/reviewer.key",
+        "--issuer",
+        "security-review",
+        "--out",
+        str(review),
+    )
     assert signed.returncode == 0, signed.stderr
     assert cli(root, "receipt", "import", str(review), "--change", CHANGE).returncode == 0
     proven = cli(root, "prove", CHANGE, "--json")
@@ -46,6 +59,9 @@ def test_two_repo_example_review_then_drift(tmp_path: Path) -> None:
     assert drift.returncode == 1
     assert doc["claims"]["contract-agreed"]["status"] == "failed"
     reasons = " ".join(doc["claims"]["contract-agreed"]["reasons"])
-    assert "api:contracts/profile.v1.json sha256" in reasons and "web:src/contracts/profile.v1.json sha256" in reasons
+    assert (
+        "api:contracts/profile.v1.json sha256" in reasons
+        and "web:src/contracts/profile.v1.json sha256" in reasons
+    )
     # the review was for the old content: it no longer counts
     assert doc["claims"]["auth-boundary"]["status"] == "failed"

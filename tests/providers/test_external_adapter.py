@@ -122,13 +122,19 @@ def _dup_keys(root: Path) -> bytes:
 NEGATIVE: list[tuple[str, Callable[[Path], bytes], str]] = [
     ("tampered payload", _tamper_payload, "signature check failed"),
     ("tampered payloadType", _tamper_type, "signature check failed"),
-    ("another key", lambda r: signed(statement(subjects=identities(r)), generate_private_key()),
-     "not a trusted key"),
+    (
+        "another key",
+        lambda r: signed(statement(subjects=identities(r)), generate_private_key()),
+        "not a trusted key",
+    ),
     ("keyid mismatch", _keyid, "keyid was altered"),
     ("another change", lambda r: good(r, change="other-change"), "is for change 'other-change'"),
     ("another content", _later_commit, "was made for content"),
-    ("another claim", lambda r: good(r, claims={"other": "credited"}),
-     "does not credit claim(s) auth-boundary"),
+    (
+        "another claim",
+        lambda r: good(r, claims={"other": "credited"}),
+        "does not credit claim(s) auth-boundary",
+    ),
     ("another issuer", lambda r: good(r, issuer="gitlab"), "names issuer 'gitlab'"),
     ("future-dated", lambda r: good(r, finished=NOW + timedelta(hours=1)), "in the future"),
     ("duplicate keys", _dup_keys, "twice"),
@@ -144,11 +150,13 @@ def test_negative_table(ws: Path, case: str, make: Callable[[Path], bytes], word
     assert out.status == "fail"
     assert out.reason is not None and words in out.reason, out.reason
     # Broken envelopes (unparseable, unverifiable) fail closed; verifiable ones fail a check.
-    assert out.reason.startswith((
-        "no valid receipt for this content — openspec/changes/add-review/receipts/ci.json:",
-        "receipt envelope(s) that cannot be parsed or verified fail closed —"
-        " openspec/changes/add-review/receipts/ci.json:",
-    )), out.reason
+    assert out.reason.startswith(
+        (
+            "no valid receipt for this content — openspec/changes/add-review/receipts/ci.json:",
+            "receipt envelope(s) that cannot be parsed or verified fail closed —"
+            " openspec/changes/add-review/receipts/ci.json:",
+        )
+    ), out.reason
     assert out.claims == {}
 
 
@@ -172,20 +180,38 @@ def test_too_old_with_max_age(tmp_path: Path) -> None:
 
 
 def _rsa() -> str:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(*SPKI).decode()
+    return (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .public_key()
+        .public_bytes(*SPKI)
+        .decode()
+    )
 
 
 BAD_KEYS: list[tuple[str, Callable[[], str], str]] = [
     ("rsa", _rsa, "RSA public key"),
-    ("ec", lambda: ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(*SPKI).decode(), "EC (ECDSA)"),
-    ("x25519", lambda: x25519.X25519PrivateKey.generate().public_key().public_bytes(*SPKI).decode(), "X25519"),
+    (
+        "ec",
+        lambda: ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(*SPKI).decode(),
+        "EC (ECDSA)",
+    ),
+    (
+        "x25519",
+        lambda: x25519.X25519PrivateKey.generate().public_key().public_bytes(*SPKI).decode(),
+        "X25519",
+    ),
     ("two blocks", lambda: pem_text(KEY) + pem_text(KEY), "2 PEM blocks"),
     ("private as public", lambda: private_pem(KEY).decode(), "private key"),
 ]
 
 
 @pytest.mark.parametrize(("case", "pem", "words"), BAD_KEYS, ids=[c for c, _, _ in BAD_KEYS])
-def test_configured_key_refusals(tmp_path: Path, case: str, pem: Callable[[], str], words: str) -> None:  # noqa: ARG001 (the case id)
+def test_configured_key_refusals(
+    tmp_path: Path,
+    case: str,  # noqa: ARG001 (the case id, for the test's name)
+    pem: Callable[[], str],
+    words: str,
+) -> None:
     make_workspace(tmp_path, pub_pem=pem())
     put(tmp_path, good(tmp_path))
     plan = plan_of(tmp_path)
@@ -231,7 +257,9 @@ def test_a_fifo_among_the_receipts_is_never_waited_on(ws: Path) -> None:
     assert out.details["receipt"]["path"].endswith("b.json")
 
 
-def test_external_reads_the_workspace_never_the_sandbox(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_external_reads_the_workspace_never_the_sandbox(
+    ws: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     put(ws, good(ws))
     elsewhere = tmp_path_factory.mktemp("sandbox")
     plan = plan_of(ws)
@@ -247,13 +275,20 @@ def test_committing_the_receipt_into_openspec_keeps_it_valid(tmp_path: Path) -> 
     init_repo(tmp_path, {"src/a.txt": "a\n", "openspec/specs/.keep": ""})
     cdir = tmp_path / "openspec/changes/add-review"
     pub = pem_text(KEY).strip().replace("\n", "\\n")
-    write_files(cdir, {
-        "evidence.yaml": "version: 3\nclaims:\n  auth-boundary:\n    statement: s\n    requires: [review]\n",
-        "execution.yaml": ("version: 1\nproviders:\n  review:\n    adapter: external\n"
-                           f'    claims: [auth-boundary]\n    ci: {{issuer: github-actions, publicKey: "{pub}\\n"}}\n'),
-    })
+    write_files(
+        cdir,
+        {
+            "evidence.yaml": "version: 3\nclaims:\n  auth-boundary:\n    statement: s\n    requires: [review]\n",
+            "execution.yaml": (
+                "version: 1\nproviders:\n  review:\n    adapter: external\n"
+                f'    claims: [auth-boundary]\n    ci: {{issuer: github-actions, publicKey: "{pub}\\n"}}\n'
+            ),
+        },
+    )
     commit_all(tmp_path)
-    data = signed(statement(subjects={"self": content_identity(tmp_path, include_untracked=True)}), KEY)
+    data = signed(
+        statement(subjects={"self": content_identity(tmp_path, include_untracked=True)}), KEY
+    )
     put(tmp_path, data)
     commit_all(tmp_path, "add the CI receipt")
     [out] = anyio.run(external.run, run_context(plan_of(tmp_path), "review", now=NOW))

@@ -10,13 +10,33 @@ import pytest
 
 from changeloop.cli.main import main
 
-REPORT = json.dumps({
-    "suites": [{"title": "a.spec.ts", "file": "a.spec.ts", "specs": [{
-        "title": "t", "file": "a.spec.ts", "tests": [{
-            "projectName": "chromium", "expectedStatus": "passed", "status": "expected",
-            "annotations": [{"type": "claim", "description": "greet"}],
-            "results": [{"status": "passed", "duration": 5}]}]}]}],
-    "errors": [], "stats": {"expected": 1}})
+REPORT = json.dumps(
+    {
+        "suites": [
+            {
+                "title": "a.spec.ts",
+                "file": "a.spec.ts",
+                "specs": [
+                    {
+                        "title": "t",
+                        "file": "a.spec.ts",
+                        "tests": [
+                            {
+                                "projectName": "chromium",
+                                "expectedStatus": "passed",
+                                "status": "expected",
+                                "annotations": [{"type": "claim", "description": "greet"}],
+                                "results": [{"status": "passed", "duration": 5}],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+        "errors": [],
+        "stats": {"expected": 1},
+    }
+)
 
 
 def test_symlinked_report_outside_the_repository_is_a_fail_and_touches_nothing(
@@ -32,10 +52,12 @@ def test_symlinked_report_outside_the_repository_is_a_fail_and_touches_nothing(
     change = root / "openspec" / "changes" / "c1"
     change.mkdir(parents=True)
     (change / "evidence.yaml").write_text(
-        "version: 3\nclaims:\n  greet:\n    statement: hi\n    requires: [browser]\n")
+        "version: 3\nclaims:\n  greet:\n    statement: hi\n    requires: [browser]\n"
+    )
     (change / "execution.yaml").write_text(
         "version: 1\nproviders:\n  browser:\n    adapter: playwright\n"
-        "    command: [sh, pw.sh]\n    report: out/e2e.json\n")
+        "    command: [sh, pw.sh]\n    report: out/e2e.json\n"
+    )
     capsys.readouterr()
     assert main(["--root", str(root), "prove", "c1", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)

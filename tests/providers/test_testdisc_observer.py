@@ -31,5 +31,11 @@ def test_pytest_version_is_read_from_the_run(
     code, doc = prove_json(root, "c1", capsys=capsys)
     assert code == 0, doc
     envelope = json.loads((root / receipts_of(doc, "test")["test"]["path"]).read_text())
-    observer = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]["observer"]
-    assert observer == {"adapter": "test-discovery", "tool": "pytest", "version": pytest.__version__}
+    observer = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"][
+        "observer"
+    ]
+    assert observer == {
+        "adapter": "test-discovery",
+        "tool": "pytest",
+        "version": pytest.__version__,
+    }

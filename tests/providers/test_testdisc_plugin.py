@@ -17,9 +17,22 @@ def test_claim_marker_under_strict_markers_reaches_junit_and_json(tmp_path: Path
         "def test_x():\n    pass\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--strict-markers", "-q",
-         "--junitxml=r.xml", "--json-report", "--json-report-file=r.json"],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--strict-markers",
+            "-q",
+            "--junitxml=r.xml",
+            "--json-report",
+            "--json-report-file=r.json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert read_report(tmp_path / "r.xml").credited_claims() == ("one", "three", "two")

@@ -85,7 +85,9 @@ def test_keyid_altered_is_refused_but_empty_keyid_is_accepted() -> None:
         verify_signatures(parse_envelope(json.dumps(doc).encode()), [key.public_key()])
     assert err.value.check == "keyid"
     doc["signatures"][0]["keyid"] = ""
-    assert verify_signatures(parse_envelope(json.dumps(doc).encode()), [key.public_key()])[0] == b"x"
+    assert (
+        verify_signatures(parse_envelope(json.dumps(doc).encode()), [key.public_key()])[0] == b"x"
+    )
 
 
 def test_signature_by_an_untrusted_key_names_both_keys() -> None:

@@ -9,11 +9,11 @@ import pytest
 
 from changeloop.jcs import CanonicalizationError, canonicalize, format_number
 
-RFC_INPUT = r'''{
+RFC_INPUT = r"""{
   "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
   "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
   "literals": [null, true, false]
-}'''
+}"""
 RFC_OUTPUT = (
     '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
     '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
@@ -26,18 +26,36 @@ def test_rfc8785_section_3_2_3_example() -> None:
 
 def test_keys_sort_by_utf16_code_units_not_code_points() -> None:
     # RFC 8785 §3.2.3 sorting example: U+1F600 (surrogates D83D…) sorts before U+FB33.
-    obj = {"\u20ac": "Euro", "\r": "CR", "\ufb33": "Hebrew", "1": "One",
-           "\U0001f600": "Smiley", "\u0080": "Control", "\u00f6": "o-umlaut"}
+    obj = {
+        "\u20ac": "Euro",
+        "\r": "CR",
+        "\ufb33": "Hebrew",
+        "1": "One",
+        "\U0001f600": "Smiley",
+        "\u0080": "Control",
+        "\u00f6": "o-umlaut",
+    }
     keys = list(json.loads(canonicalize(obj)).keys())
     assert keys == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (0.0, "0"), (-0.0, "0"), (1.0, "1"), (-1.5, "-1.5"), (1e21, "1e+21"),
-    (1e20, "100000000000000000000"), (1e-6, "0.000001"), (1e-7, "1e-7"),
-    (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
-    (123456789.123, "123456789.123"), (0.1 + 0.2, "0.30000000000000004"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.0, "0"),
+        (-0.0, "0"),
+        (1.0, "1"),
+        (-1.5, "-1.5"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (123456789.123, "123456789.123"),
+        (0.1 + 0.2, "0.30000000000000004"),
+    ],
+)
 def test_numbers_use_ecmascript_form(value: float, text: str) -> None:
     assert format_number(value) == text
 

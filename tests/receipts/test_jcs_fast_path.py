@@ -24,9 +24,12 @@ scalars = (
 )
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(alphabet=st.characters(codec="utf-8"), max_size=6), inner,
-                      max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(alphabet=st.characters(codec="utf-8"), max_size=6), inner, max_size=4
+        )
+    ),
     max_leaves=20,
 )
 
@@ -41,4 +44,6 @@ def test_fast_path_is_taken_for_plain_data_and_not_for_floats_or_astral_keys() -
     assert jcs._fast({"b": [1, "é", None], "a": True}) == b'{"a":true,"b":[1,"\xc3\xa9",null]}'
     assert jcs._fast({"x": 1.5}) is None
     assert jcs._fast({"\U0001f600": 1, "\ufb01": 2}) is None  # UTF-16 order differs here
-    assert jcs.canonicalize({"\U0001f600": 1, "\ufb01": 2}) == careful({"\U0001f600": 1, "\ufb01": 2})
+    assert jcs.canonicalize({"\U0001f600": 1, "\ufb01": 2}) == careful(
+        {"\U0001f600": 1, "\ufb01": 2}
+    )

@@ -26,7 +26,9 @@ SPKI = serialization.PublicFormat.SubjectPublicKeyInfo
 PEM = serialization.Encoding.PEM
 
 
-def test_keygen_writes_a_0600_pkcs8_key_and_an_spki_public_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keygen_writes_a_0600_pkcs8_key_and_an_spki_public_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["keygen", "--out", str(tmp_path / "k"), "--json"]) == 0
     key_path, pub_path = tmp_path / "k" / "changeloop.key", tmp_path / "k" / "changeloop.pub"
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
@@ -50,24 +52,53 @@ def test_workspace_key_is_made_once_with_mode_0600(tmp_path: Path) -> None:
     first = workspace_key(tmp_path)
     key_path = tmp_path / ".changeloop" / "keys" / "local.key"
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
-    assert (tmp_path / ".changeloop" / "keys" / "local.pub").read_bytes() == public_pem(first.public_key())
+    assert (tmp_path / ".changeloop" / "keys" / "local.pub").read_bytes() == public_pem(
+        first.public_key()
+    )
     assert keyid(workspace_key(tmp_path).public_key()) == keyid(first.public_key())
 
 
 def _rsa() -> str:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(PEM, SPKI).decode()
+    return (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .public_key()
+        .public_bytes(PEM, SPKI)
+        .decode()
+    )
 
 
-@pytest.mark.parametrize(("pem", "words"), [
-    (_rsa, "RSA public key"),
-    (lambda: ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(PEM, SPKI).decode(), "EC (ECDSA) public key"),
-    (lambda: x25519.X25519PrivateKey.generate().public_key().public_bytes(PEM, SPKI).decode(), "X25519"),
-    (lambda: public_pem(generate_private_key().public_key()).decode() * 2, "2 PEM blocks"),
-    (lambda: private_pem(generate_private_key()).decode(), "private key"),
-    (lambda: "not a key at all\n", "not a PEM key"),
-    (lambda: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "'CERTIFICATE', not a public key"),
-    (lambda: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "not a readable public key"),
-])
+@pytest.mark.parametrize(
+    ("pem", "words"),
+    [
+        (_rsa, "RSA public key"),
+        (
+            lambda: (
+                ec.generate_private_key(ec.SECP256R1())
+                .public_key()
+                .public_bytes(PEM, SPKI)
+                .decode()
+            ),
+            "EC (ECDSA) public key",
+        ),
+        (
+            lambda: (
+                x25519.X25519PrivateKey.generate().public_key().public_bytes(PEM, SPKI).decode()
+            ),
+            "X25519",
+        ),
+        (lambda: public_pem(generate_private_key().public_key()).decode() * 2, "2 PEM blocks"),
+        (lambda: private_pem(generate_private_key()).decode(), "private key"),
+        (lambda: "not a key at all\n", "not a PEM key"),
+        (
+            lambda: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            "'CERTIFICATE', not a public key",
+        ),
+        (
+            lambda: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+            "not a readable public key",
+        ),
+    ],
+)
 def test_public_key_refusals_name_what_was_given(pem, words: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(KeyRefused) as err:
         load_public_key(pem(), "ci.pub")
@@ -77,8 +108,11 @@ def test_public_key_refusals_name_what_was_given(pem, words: str) -> None:  # ty
 
 def test_private_key_refusals(tmp_path: Path) -> None:
     path = tmp_path / "rsa.key"
-    path.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    path.write_bytes(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     with pytest.raises(KeyRefused, match="RSA private key"):
         load_private_key(path)
     path.write_bytes(public_pem(generate_private_key().public_key()))

@@ -20,15 +20,33 @@ def _trees(envelope: Path) -> dict[str, str]:
 def test_worktree_mode_ignores_untracked_files(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "ws", {"a.txt": "a\n"})
     make_change(root, "c1", "version: 3\nclaims:\n  ok: {requires: [review]}\n")
-    subprocess.run(["changeloop", "keygen", "--out", str(tmp_path / "k")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["changeloop", "keygen", "--out", str(tmp_path / "k")], check=True, capture_output=True
+    )
     (root / "scratch.txt").write_text("not committed\n")
     for mode in ("none", "worktree"):
         subprocess.run(
-            ["changeloop", "receipt", "sign", "--root", str(root), "--change", "c1",
-             "--claims", "ok", "--key", str(tmp_path / "k" / "changeloop.key"),
-             "--issuer", "ci", "--sandbox", mode, "--out", str(tmp_path / f"{mode}.json")],
-            check=True, capture_output=True,
+            [
+                "changeloop",
+                "receipt",
+                "sign",
+                "--root",
+                str(root),
+                "--change",
+                "c1",
+                "--claims",
+                "ok",
+                "--key",
+                str(tmp_path / "k" / "changeloop.key"),
+                "--issuer",
+                "ci",
+                "--sandbox",
+                mode,
+                "--out",
+                str(tmp_path / f"{mode}.json"),
+            ],
+            check=True,
+            capture_output=True,
         )
     tracked = content_identity(root, include_untracked=False).tree
     everything = content_identity(root, include_untracked=True).tree

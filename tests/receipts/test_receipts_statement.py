@@ -32,11 +32,19 @@ API = ContentIdentity(tree="c" * 40, head=None, dirty=False)
 
 def facts(**over: object) -> ReceiptFacts:
     base: dict[str, object] = dict(
-        change="add-x", provider="test", adapter="test-discovery",
-        fingerprint="sha256:" + "1" * 64, wiring="sha256:" + "5" * 64, subjects={"web": WEB, "api": API}, sandbox="copy",
-        issuer="local", started=T0, finished=T0 + timedelta(milliseconds=1234),
+        change="add-x",
+        provider="test",
+        adapter="test-discovery",
+        fingerprint="sha256:" + "1" * 64,
+        wiring="sha256:" + "5" * 64,
+        subjects={"web": WEB, "api": API},
+        sandbox="copy",
+        issuer="local",
+        started=T0,
+        finished=T0 + timedelta(milliseconds=1234),
         configuration={"evidence.yaml": "2" * 64, "command": "3" * 64},
-        log_sha256="4" * 64, log_tail="\n".join(f"line {i}" for i in range(100)),
+        log_sha256="4" * 64,
+        log_tail="\n".join(f"line {i}" for i in range(100)),
     )
     base.update(over)
     return ReceiptFacts(**base)  # type: ignore[arg-type]
@@ -44,10 +52,15 @@ def facts(**over: object) -> ReceiptFacts:
 
 def outcome(**over: object) -> Outcome:
     base: dict[str, object] = dict(
-        capability="test", status="pass", claims={"c1": "credited"},
-        tests=Counts(3, 2, 0, 1), passed_tests=("t1", "t2"),
-        findings=(Finding("timeout", "slow", file="a.py", line=3),), exit_code=0,
-        observer=Observer("test-discovery", "pytest", "8.3"), command=("pytest", "-q"),
+        capability="test",
+        status="pass",
+        claims={"c1": "credited"},
+        tests=Counts(3, 2, 0, 1),
+        passed_tests=("t1", "t2"),
+        findings=(Finding("timeout", "slow", file="a.py", line=3),),
+        exit_code=0,
+        observer=Observer("test-discovery", "pytest", "8.3"),
+        command=("pytest", "-q"),
     )
     base.update(over)
     return Outcome(**base)  # type: ignore[arg-type]
@@ -57,8 +70,10 @@ def test_statement_has_the_fixed_shape() -> None:
     st = build_statement(facts(url="https://ci/run/1"), outcome())
     assert st["_type"] == "https://in-toto.io/Statement/v1"
     assert st["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
-    assert st["subject"] == [{"name": "api", "digest": {"gitTree": "c" * 40}},
-                             {"name": "web", "digest": {"gitTree": "a" * 40}}]
+    assert st["subject"] == [
+        {"name": "api", "digest": {"gitTree": "c" * 40}},
+        {"name": "web", "digest": {"gitTree": "a" * 40}},
+    ]
     pred = st["predicate"]
     assert pred["result"] == "PASSED" and pred["url"] == "https://ci/run/1"
     assert pred["passedTests"] == ["t1", "t2"] and pred["failedTests"] == []
@@ -90,11 +105,14 @@ def test_tests_null_is_kept_distinct_from_zero() -> None:
     assert st["predicate"]["changeloop"]["log"] is None
 
 
-@pytest.mark.parametrize(("over", "words"), [
-    ({"status": "fail", "reason": None}, "reason"),
-    ({"claims": {"c": "maybe"}}, "maybe"),
-    ({"input_mode": "telepathy"}, "telepathy"),
-])
+@pytest.mark.parametrize(
+    ("over", "words"),
+    [
+        ({"status": "fail", "reason": None}, "reason"),
+        ({"claims": {"c": "maybe"}}, "maybe"),
+        ({"input_mode": "telepathy"}, "telepathy"),
+    ],
+)
 def test_schema_refuses_to_seal_bad_statements(over: dict[str, object], words: str) -> None:
     with pytest.raises(ReceiptSchemaError, match=words):
         build_statement(facts(), outcome(**over))
@@ -109,7 +127,10 @@ def test_schema_refuses_a_bad_fingerprint_and_no_subjects() -> None:
 
 def test_details_and_accepted_issuer_travel_in_the_extension() -> None:
     st = build_statement(facts(), outcome(details={"web": {"sha256": "x"}}, issuer="gha"))
-    assert st["predicate"]["changeloop"]["details"] == {"web": {"sha256": "x"}, "acceptedIssuer": "gha"}
+    assert st["predicate"]["changeloop"]["details"] == {
+        "web": {"sha256": "x"},
+        "acceptedIssuer": "gha",
+    }
 
 
 def test_id_is_sha256_of_the_jcs_payload_and_in_toto_validates_it() -> None:

@@ -22,8 +22,9 @@ def test_signed_time_that_fits_the_pattern_but_is_no_date_is_refused_not_a_crash
     stmt = statement(subjects={"web": WEB})
     stmt["predicate"]["changeloop"]["finishedOn"] = "2026-13-45T99:99:99Z"
     with pytest.raises(VerificationError) as err:
-        verify_envelope(signed(stmt, KEY), [KEY.public_key()],
-                        Expectation(now=T0 + timedelta(minutes=1)))
+        verify_envelope(
+            signed(stmt, KEY), [KEY.public_key()], Expectation(now=T0 + timedelta(minutes=1))
+        )
     assert err.value.check == "statement"
     assert "finishedOn" in err.value.reason
 
@@ -33,8 +34,9 @@ def test_receipt_verify_cli_exits_1_on_an_impossible_date(tmp_path: Path) -> Non
     stmt["predicate"]["changeloop"]["startedOn"] = "2026-02-30T10:00:00Z"
     (tmp_path / "r.json").write_bytes(signed(stmt, KEY))
     (tmp_path / "k.pub").write_text(pem_text(KEY))
-    code = main(["receipt", "verify", str(tmp_path / "r.json"),
-                 "--public-key", str(tmp_path / "k.pub")])
+    code = main(
+        ["receipt", "verify", str(tmp_path / "r.json"), "--public-key", str(tmp_path / "k.pub")]
+    )
     assert code == 1
 
 
@@ -51,10 +53,29 @@ def test_a_failed_external_receipt_imported_later_is_not_hidden_by_the_cache(
 
     def sign(status: str, out: Path) -> None:
         extra = ["--reason", "reviewer withdrew"] if status == "fail" else []
-        assert main(["receipt", "sign", *base, "--change", "add-review",
-                     "--claims", "auth-boundary", "--key", str(keyfile),
-                     "--issuer", "github-actions", "--status", status,
-                     "--out", str(out), *extra]) == 0
+        assert (
+            main(
+                [
+                    "receipt",
+                    "sign",
+                    *base,
+                    "--change",
+                    "add-review",
+                    "--claims",
+                    "auth-boundary",
+                    "--key",
+                    str(keyfile),
+                    "--issuer",
+                    "github-actions",
+                    "--status",
+                    status,
+                    "--out",
+                    str(out),
+                    *extra,
+                ]
+            )
+            == 0
+        )
         assert main(["receipt", "import", *base, str(out), "--change", "add-review"]) == 0
 
     sign("pass", tmp_path / "pass.json")
@@ -71,9 +92,13 @@ def test_a_non_ed25519_private_key_is_refused_with_private_key_advice(tmp_path: 
     from changeloop.keys import KeyRefused, load_private_key
 
     path = tmp_path / "ed448.key"
-    path.write_bytes(ed448.Ed448PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    path.write_bytes(
+        ed448.Ed448PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     with pytest.raises(KeyRefused) as err:
         load_private_key(path)
     (problem,) = err.value.problems

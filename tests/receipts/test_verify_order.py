@@ -22,13 +22,20 @@ GOOD = signed(statement(subjects={"web": WEB}), KEY)
 
 
 def expect(**over: object) -> Expectation:
-    base: dict[str, object] = dict(change="add-review", trees={"web": WEB.tree},
-                                   claims=("auth-boundary",), issuer="github-actions", now=T0)
+    base: dict[str, object] = dict(
+        change="add-review",
+        trees={"web": WEB.tree},
+        claims=("auth-boundary",),
+        issuer="github-actions",
+        now=T0,
+    )
     base.update(over)
     return Expectation(**base)  # type: ignore[arg-type]
 
 
-def fails(data: bytes, check: str, exp: Expectation | None = None, keys: list[object] | None = None) -> str:
+def fails(
+    data: bytes, check: str, exp: Expectation | None = None, keys: list[object] | None = None
+) -> str:
     with pytest.raises(VerificationError) as err:
         verify_envelope(data, keys or [KEY.public_key()], exp or expect())  # type: ignore[arg-type]
     assert err.value.check == check, err.value.reason
@@ -97,7 +104,9 @@ def test_bindings_each_name_their_check() -> None:
     assert "not 'other'" in fails(GOOD, "change", expect(change="other"))
     reason = fails(GOOD, "content", expect(trees={"web": "9c1d" + "0" * 36}))
     assert "made for content 3f2a" in reason and "(commit 71be" in reason and "is 9c1d" in reason
-    assert "no content for repository 'api'" in fails(GOOD, "content", expect(trees={"web": WEB.tree, "api": "1" * 40}))
+    assert "no content for repository 'api'" in fails(
+        GOOD, "content", expect(trees={"web": WEB.tree, "api": "1" * 40})
+    )
     assert "other-claim" in fails(GOOD, "claims", expect(claims=("auth-boundary", "other-claim")))
     fails(GOOD, "provider", expect(provider="ci-tests"))
     assert "--issuer gitlab" in fails(GOOD, "issuer", expect(issuer="gitlab"))
@@ -119,8 +128,9 @@ def test_result_must_agree_with_status() -> None:
 
 
 def test_a_valid_failed_receipt_is_valid_but_says_fail() -> None:
-    data = signed(statement(subjects={"web": WEB}, status="fail",
-                            claims={"auth-boundary": "failed"}), KEY)
+    data = signed(
+        statement(subjects={"web": WEB}, status="fail", claims={"auth-boundary": "failed"}), KEY
+    )
     v = verify_envelope(data, [KEY.public_key()], expect())
     assert (v.status, v.result) == ("fail", "FAILED")
 
@@ -133,8 +143,21 @@ def test_cli_verify_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["receipt", "verify", str(receipt), "--public-key", str(pub), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["valid"] is True and doc["subjects"] == {"web": WEB.tree}
-    assert main(["receipt", "verify", str(receipt), "--public-key", str(pub),
-                 "--change", "nope", "--json"]) == 1
+    assert (
+        main(
+            [
+                "receipt",
+                "verify",
+                str(receipt),
+                "--public-key",
+                str(pub),
+                "--change",
+                "nope",
+                "--json",
+            ]
+        )
+        == 1
+    )
     doc = json.loads(capsys.readouterr().out)
     assert (doc["valid"], doc["check"]) == (False, "change")
     other = tmp_path / "other.pub"

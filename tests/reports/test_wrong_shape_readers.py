@@ -17,12 +17,30 @@ WRONG_SHAPES = [
     ("playwright", {"suites": [{"title": "a", "specs": [{"title": "x", "tests": 7}]}]}),
     ("playwright", {"suites": [], "errors": 3}),
     ("playwright", {"suites": [{"title": "a", "suites": 9}]}),
-    ("jest", {"numTotalTests": 1, "success": True,
-              "testResults": [{"status": "passed", "assertionResults": 3}]}),
-    ("vitest", {"numTotalTests": 1, "success": True,
-                "testResults": [{"status": "passed", "assertionResults": 3}]}),
-    ("pytest-json", {"tests": [{"nodeid": 1, "outcome": None, "setup": 5}],
-                     "summary": {"collected": "x"}, "collectors": 5}),
+    (
+        "jest",
+        {
+            "numTotalTests": 1,
+            "success": True,
+            "testResults": [{"status": "passed", "assertionResults": 3}],
+        },
+    ),
+    (
+        "vitest",
+        {
+            "numTotalTests": 1,
+            "success": True,
+            "testResults": [{"status": "passed", "assertionResults": 3}],
+        },
+    ),
+    (
+        "pytest-json",
+        {
+            "tests": [{"nodeid": 1, "outcome": None, "setup": 5}],
+            "summary": {"collected": "x"},
+            "collectors": 5,
+        },
+    ),
 ]
 
 
@@ -44,12 +62,15 @@ def test_wrong_shape_report_through_prove_is_a_fail_with_its_reason(
     change = root / "openspec" / "changes" / "c1"
     change.mkdir(parents=True)
     (change / "evidence.yaml").write_text(
-        "version: 3\nclaims:\n  greet:\n    statement: hi\n    requires: [test]\n")
+        "version: 3\nclaims:\n  greet:\n    statement: hi\n    requires: [test]\n"
+    )
     (root / "mk.sh").write_text(
-        "echo '{\"suites\":[{\"title\":\"a\",\"specs\":5}]}' > rep.json\nexit 1\n")
+        'echo \'{"suites":[{"title":"a","specs":5}]}\' > rep.json\nexit 1\n'
+    )
     (change / "execution.yaml").write_text(
         "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n"
-        "    command: [sh, mk.sh]\n    report: rep.json\n    format: playwright\n")
+        "    command: [sh, mk.sh]\n    report: rep.json\n    format: playwright\n"
+    )
     capsys.readouterr()
     assert main(["--root", str(root), "prove", "c1", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)

@@ -22,7 +22,9 @@ def test_own_running_service_is_not_a_leftover(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     port = _free_port()
-    root = make_repo(tmp_path / "ws", {"a.txt": "a\n", "b.txt": "b\n", "www/index.html": "svc-id\n"})
+    root = make_repo(
+        tmp_path / "ws", {"a.txt": "a\n", "b.txt": "b\n", "www/index.html": "svc-id\n"}
+    )
     probe = f'import urllib.request; urllib.request.urlopen("http://127.0.0.1:{port}/").read()'
     make_change(
         root,
