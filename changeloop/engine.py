@@ -194,22 +194,23 @@ def _compose(
         fingerprints,
     )
     if options.cache_from is not None:
-        run.shared = shared_cache.SharedCache(
-            options.cache_from,
-            plan,
-            shared_cache.trusted_ci_keys(plan),
-            _issuer_fingerprints(
-                run,
-                partial(
-                    Fingerprinter,
-                    plan,
-                    boxes.identity,
-                    hmac_key=hmac_key(key),
-                    state_path=state.path,
-                ),
-            ),
-        )
+        run.shared = _shared_cache(run, options.cache_from, boxes, key, state)
     return run
+
+
+def _shared_cache(
+    run: _Run, directory: Path, boxes: Sandboxes, key: Any, state: StateDir
+) -> shared_cache.SharedCache:
+    """``--cache-from``: receipts another machine signed, trusted by the change's ``ci`` keys."""
+    make = partial(
+        Fingerprinter, run.plan, boxes.identity, hmac_key=hmac_key(key), state_path=state.path
+    )
+    return shared_cache.SharedCache(
+        directory,
+        run.plan,
+        shared_cache.trusted_ci_keys(run.plan),
+        _issuer_fingerprints(run, make),
+    )
 
 
 def _issuer_fingerprints(run: _Run, make: Any) -> Any:
