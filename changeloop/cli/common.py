@@ -73,19 +73,37 @@ def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]
     return error.exit_code
 
 
-def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
-    """The user's mistake inside an exception group, when that is all it holds."""
-    leaves: list[BaseException] = []
+def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions inside ``group`` and its nested groups (anyio wraps task errors)."""
+    found: list[BaseException] = []
     pending: list[BaseException] = [group]
     while pending:
         exc = pending.pop()
         if isinstance(exc, BaseExceptionGroup):
             pending.extend(exc.exceptions)
         else:
-            leaves.append(exc)
-    if len(leaves) == 1 and isinstance(leaves[0], ChangeloopError):
-        return leaves[0]
+            found.append(exc)
+    return found
+
+
+def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
+    """The user's mistake inside an exception group, when that is all it holds."""
+    inside = leaves(group)
+    if len(inside) == 1 and isinstance(inside[0], ChangeloopError):
+        return inside[0]
     return None
+
+
+def add_public_keys(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--public-key PEM`` (repeatable): more keys to trust, for verbs that verify receipts."""
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help=help_text,
+    )
 
 
 def with_shape(

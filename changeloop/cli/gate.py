@@ -9,7 +9,6 @@ check calls this (docs/verbs/gate.md).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
@@ -28,13 +27,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("change", metavar="CHANGE")
-    parser.add_argument(
-        "--public-key",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="PEM",
-        help="also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
+    common.add_public_keys(
+        parser,
+        "also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
         "`prove --sign-key` used",
     )
     common.add_common(parser)

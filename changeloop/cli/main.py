@@ -303,25 +303,13 @@ def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
         return _crash(raw, args)
 
 
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            found.append(exc)
-    return found
-
-
 def _leaves_of(group: BaseExceptionGroup[BaseException], kind: type[BaseException]) -> bool:
-    return any(isinstance(leaf, kind) for leaf in _leaves(group))
+    return any(isinstance(leaf, kind) for leaf in common.leaves(group))
 
 
 def _user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
     """A group of user errors and filesystem errors, as one answer; None if anything else."""
-    leaves = _leaves(group)
+    leaves = common.leaves(group)
     if not leaves or not all(isinstance(x, ChangeloopError | OSError) for x in leaves):
         return None
     errors = [

@@ -43,13 +43,9 @@ def register(sub: Any) -> None:
         metavar="RUN_ID",
         help="report this run's receipts (.changeloop/runs/RUN_ID/) instead of the latest",
     )
-    parser.add_argument(
-        "--public-key",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="PEM",
-        help="also trust receipts signed by this Ed25519 public key (repeatable), as for gate",
+    common.add_public_keys(
+        parser,
+        "also trust receipts signed by this Ed25519 public key (repeatable), as for gate",
     )
     common.add_common(parser)
     parser.set_defaults(func=run)

@@ -43,13 +43,9 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--out", type=Path, metavar="FILE", help="write the envelope here (default: stdout)"
     )
-    parser.add_argument(
-        "--public-key",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="PEM",
-        help="also trust receipts signed by this public key (repeatable)",
+    common.add_public_keys(
+        parser,
+        "also trust receipts signed by this public key (repeatable)",
     )
     common.add_common(parser)
     parser.set_defaults(func=run)
