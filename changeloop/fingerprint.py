@@ -36,8 +36,9 @@ from typing import Any
 from changeloop.errors import ChangeloopError
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
-from changeloop.model import Provider, Readiness, Service
+from changeloop.model import Provider, Service
 from changeloop.pathspec import Pathspec
+from changeloop.wiring import service_wiring
 
 __all__ = [
     "FORMAT",
@@ -49,38 +50,12 @@ __all__ = [
 ]
 
 # Bump when the meaning of the document below changes: every old entry misses.
-FORMAT = 2  # 2: the wiring digest (changeloop.wiring) is part of the document
+FORMAT = 3  # 2: the wiring digest is part of the document; 3: services as wiring has them
 
 
 def _secret(hmac_key: bytes, name: str, value: str) -> str:
     message = canonicalize([name, value])
     return hmac.new(hmac_key, message, hashlib.sha256).hexdigest()
-
-
-def _readiness(r: Readiness | None) -> dict[str, Any] | None:
-    if r is None:
-        return None
-    return {
-        "url": r.url,
-        "port": r.port,
-        "body": r.body,
-        "bodyRegex": r.body_regex,
-        "header": list(r.header) if r.header else None,
-        "timeoutMs": r.timeout_ms,
-    }
-
-
-def _service(s: Service) -> dict[str, Any]:
-    # Values of a service's envFrom reach the provider only through the service's
-    # behaviour; their names count, their values are the service's own business.
-    return {
-        "name": s.name,
-        "repository": s.repository,
-        "command": list(s.command),
-        "readiness": _readiness(s.readiness),
-        "env": dict(s.env),
-        "envFrom": sorted(s.env_from),
-    }
 
 
 def document(
@@ -127,7 +102,7 @@ def document(
             for name in provider.env_from
         },
         "resources": sorted(provider.resources),
-        "services": [_service(s) for s in sorted(services, key=lambda s: s.name)],
+        "services": [service_wiring(s) for s in sorted(services, key=lambda s: s.name)],
         "timeoutMs": provider.timeout_ms,
         "content": content,
         "upstream": dict(upstream),

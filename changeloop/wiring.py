@@ -65,7 +65,8 @@ def _readiness(r: Readiness | None) -> dict[str, Any] | None:
     }
 
 
-def _service(s: Service) -> dict[str, Any]:
+def service_wiring(s: Service) -> dict[str, Any]:
+    """A service as it counts in wiring and fingerprints (the port is in its readiness URL)."""
     return {
         "name": s.name,
         "repository": s.repository,
@@ -124,7 +125,7 @@ def wiring_document(plan: Plan, provider: Provider) -> dict[str, Any]:
         "inputs": sorted(provider.inputs),
         "resources": sorted(provider.resources),
         "dependsOn": sorted(provider.depends_on),
-        "services": [_service(s) for s in services],
+        "services": [service_wiring(s) for s in services],
         "setup": setup,
     }
 
