@@ -10,13 +10,10 @@ changeloop's dependencies in a directory ``nobody`` can read.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -24,55 +21,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nobody_helpers import NOBODY, RUN_CLI, SYSTEM_PYTHON, needs_nobody, readable_site
 
 ROOT = Path(__file__).resolve().parent.parent
-NOBODY = 65534
-SYSTEM_PYTHON = Path("/usr/bin/python3.11")
-RUN_CLI = "import sys; from changeloop.cli.main import main; sys.exit(main(sys.argv[1:]))"
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0
-    or shutil.which("setpriv") is None
-    or not SYSTEM_PYTHON.is_file()
-    or sys.version_info[:2] != (3, 11),
-    reason="needs root, setpriv and a system python3.11 to run changeloop as nobody",
-)
+pytestmark = needs_nobody
 
 
 @pytest.fixture(scope="module")
 def nobody_site() -> Iterator[Path]:
     """The third-party packages ``prove`` imports, copied where ``nobody`` can read them."""
-    for name in (
-        "changeloop.cli.main",
-        "changeloop.cli.prove",
-        "changeloop.engine",
-        "changeloop.plan",
-        "changeloop.config.schema",
-        "jsonschema",
-        "rich",
-    ):
-        importlib.import_module(name)
-    site = Path(sysconfig.get_paths()["purelib"]).resolve()
-    tops: set[str] = set()
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file:
-            continue
-        try:
-            rel = Path(file).resolve().relative_to(site)
-        except ValueError:
-            continue
-        if not rel.parts[0].startswith("__editable__"):
-            tops.add(rel.parts[0])
-    base = Path(tempfile.mkdtemp(prefix="changeloop-nobody-site-", dir="/tmp"))
-    for top in sorted(tops):
-        entry = site / top
-        if entry.is_dir():
-            shutil.copytree(entry, base / top, symlinks=True)
-        else:
-            shutil.copy2(entry, base / top)
-    subprocess.run(["chmod", "-R", "a+rX", str(base)], check=True)
-    os.chmod(base, 0o755)
+    base = readable_site(
+        (
+            "changeloop.cli.main",
+            "changeloop.cli.prove",
+            "changeloop.engine",
+            "changeloop.plan",
+            "changeloop.config.schema",
+            "jsonschema",
+            "rich",
+        )
+    )
     yield base
     shutil.rmtree(base, ignore_errors=True)
 

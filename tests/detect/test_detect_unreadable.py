@@ -12,78 +12,41 @@ dependencies in a directory ``nobody`` can read.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nobody_helpers import NOBODY, RUN_CLI, SYSTEM_PYTHON, needs_nobody, readable_site
 from repo_paths import REPO_ROOT
 
 ROOT = REPO_ROOT
-NOBODY = 65534
-SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 CHANGE = "add-thing"
-RUN_CLI = "import sys; from changeloop.cli.main import main; sys.exit(main(sys.argv[1:]))"
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0
-    or shutil.which("setpriv") is None
-    or not SYSTEM_PYTHON.is_file()
-    or sys.version_info[:2] != (3, 11),
-    reason="needs root, setpriv and a system python3.11 to run changeloop as nobody",
-)
-
-
-def _dependency_dirs() -> list[Path]:
-    """Top-level entries of site-packages that changeloop's verbs import."""
-    for name in (
-        "changeloop.cli.main",
-        "changeloop.cli.evidence",
-        "changeloop.cli.prove",
-        "changeloop.engine",
-        "changeloop.detect.doctor",
-        "changeloop.detect.init_writer",
-        "jsonschema",
-        "rich",
-    ):
-        importlib.import_module(name)
-    site = Path(sysconfig.get_paths()["purelib"]).resolve()
-    tops: set[str] = set()
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file:
-            continue
-        try:
-            rel = Path(file).resolve().relative_to(site)
-        except ValueError:
-            continue
-        if not rel.parts[0].startswith("__editable__"):
-            tops.add(rel.parts[0])
-    return [site / top for top in sorted(tops)]
+pytestmark = needs_nobody
 
 
 @pytest.fixture(scope="module")
 def nobody_site() -> Iterator[Path]:
     """changeloop's dependencies copied where ``nobody`` can read them."""
-    base = Path(tempfile.mkdtemp(prefix="changeloop-nobody-site-", dir="/tmp"))
-    site = base / "site"
-    site.mkdir()
-    for entry in _dependency_dirs():
-        if entry.is_dir():
-            shutil.copytree(entry, site / entry.name, symlinks=True)
-        else:
-            shutil.copy2(entry, site / entry.name)
-    subprocess.run(["chmod", "-R", "a+rX", str(base)], check=True)
+    site = readable_site(
+        (
+            "changeloop.cli.main",
+            "changeloop.cli.evidence",
+            "changeloop.cli.prove",
+            "changeloop.engine",
+            "changeloop.detect.doctor",
+            "changeloop.detect.init_writer",
+            "jsonschema",
+            "rich",
+        )
+    )
     yield site
-    shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(site, ignore_errors=True)
 
 
 @pytest.fixture
