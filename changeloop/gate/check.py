@@ -1,0 +1,170 @@
+"""One envelope's checks, in order: signature and shape, key scope, content, wiring.
+
+Example::
+
+    outcome = check(plan, envelope, data, keys, Trees(plan), scope=None)
+    isinstance(outcome, Kept)      # else a SetAside saying which check refused it
+
+A receipt counts only when every subject tree equals the current content
+identity *in the receipt's own sandbox mode* (worktree ⇒ tracked files only,
+else tracked + untracked) and its wiring digest equals the current wiring of
+the provider that made it (DESIGN.md §2.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from changeloop.dsse import VerificationError, loads_strict, parse_envelope
+from changeloop.gate.records import Kept, ReadEnvelope, SetAside
+from changeloop.gate.trust import SIGN_OFF_ADAPTERS, Scope
+from changeloop.identity import content_identity
+from changeloop.model import Plan, Provider
+from changeloop.verdict import ReceiptView
+from changeloop.verify import Expectation, Trusted, verify_envelope
+
+MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
+
+
+class Trees:
+    """Current content identities, computed once per repository and sandbox mode."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.by_mode: dict[bool, dict[str, str]] = {}
+
+    def tree(self, repo: str, *, include_untracked: bool) -> str | None:
+        per = self.by_mode.setdefault(include_untracked, {})
+        if repo not in per:
+            repository = self.plan.repositories.get(repo)
+            if repository is None:
+                return None
+            ident = content_identity(repository.path, include_untracked=include_untracked)
+            per[repo] = ident.tree
+        return per[repo]
+
+
+def current_wiring(plan: Plan, provider: Provider) -> str:
+    """The wiring digest this checkout's plan gives ``provider`` (DESIGN.md §2.6)."""
+    from changeloop.wiring import wiring_digest
+
+    return wiring_digest(plan, provider)
+
+
+def plan_provider(plan: Plan, name: str) -> Provider | None:
+    """The planned provider that issues receipts under ``name`` (a discovery alias too)."""
+    if name in plan.providers:
+        return plan.providers[name]
+    for provider in plan.providers.values():
+        if provider.discovery_provider == name:
+            return provider
+    return None
+
+
+def unauthenticated_hint(data: bytes) -> tuple[str | None, tuple[str, ...]]:
+    """Capability and repositories an unverifiable envelope *claims*: used only to say
+    which claims it would have spoken for, never to credit anything."""
+    try:
+        payload = loads_strict(parse_envelope(data).payload, "payload")
+        ext = payload["predicate"]["changeloop"]
+        capability = ext.get("capability")
+        repos = tuple(str(r) for r in (ext.get("repositories") or {}))
+        return (capability if isinstance(capability, str) else None), repos
+    except (VerificationError, KeyError, TypeError, AttributeError, RecursionError):
+        return None, ()
+
+
+def check(
+    plan: Plan,
+    env: ReadEnvelope,
+    data: bytes,
+    keys: Sequence[Trusted],
+    trees: Trees,
+    *,
+    scope: Scope | None = None,
+) -> Kept | SetAside:
+    """Keep the envelope, or set it aside with the first check that refused it."""
+    if len(data) > MAX_ENVELOPE_BYTES:
+        return SetAside(env, "unverified", f"{env.uri} is larger than 4 MiB; refused", None)
+    try:
+        verified = verify_envelope(data, keys, Expectation(change=plan.change.id))
+    except VerificationError as exc:
+        capability, repos = unauthenticated_hint(data)
+        message = f"{env.uri}: {exc.check} check failed: {exc.reason}"
+        return SetAside(env, "unverified", message, capability, repos)
+    except RecursionError:
+        return SetAside(env, "unverified", f"{env.uri} nests too deeply; refused", None)
+    ext = verified.extension
+    capability = str(ext["capability"])
+    repos = tuple(sorted(ext["repositories"]))
+    what = f"{env.uri} ({ext['provider']}/{capability})"
+    if scope is not None:
+        refused = scope.refusal(verified, what)
+        if refused is not None:  # verified, but addressed to no one here: ignored, not fatal
+            return SetAside(env, "unverified", refused, capability, repos, fatal=False)
+    stale = content_problem(ext, repos, trees, what)
+    if stale is not None:
+        return SetAside(env, "stale-content", stale, capability, repos)
+    # Wiring: how the receipt was made must still be how this checkout would make it.
+    stale = wiring_problem(plan, ext, what)
+    if stale is not None:
+        return SetAside(env, "stale-wiring", stale, capability, repos)
+    view = ReceiptView(
+        provider=str(ext["provider"]),
+        capability=capability,
+        status=verified.status,  # type: ignore[arg-type]
+        repositories=repos,
+        reason=ext.get("reason"),
+        claims=dict(ext.get("claims") or {}),
+        input_mode=ext.get("inputMode"),
+        citations=dict(ext.get("citations") or {}),
+    )
+    return Kept(env, verified, view)
+
+
+def content_problem(
+    ext: Mapping[str, Any], repos: Sequence[str], trees: Trees, what: str
+) -> str | None:
+    """Each subject against the current tree in the receipt's own sandbox mode."""
+    untracked = ext.get("sandbox") != "worktree"
+    mode = "tracked and untracked files" if untracked else "tracked files (worktree mode)"
+    for repo in repos:
+        made = ext["repositories"][repo].get("tree")
+        now = trees.tree(repo, include_untracked=untracked)
+        if now is None:
+            return f"{what} covers repository {repo!r}, which this change no longer has"
+        if made != now:
+            return (
+                f"{what} was made for content {str(made)[:7]}… of {repo!r}; its current "
+                f"content ({mode}) is {now[:7]}… — prove again"
+            )
+    return None
+
+
+def wiring_problem(plan: Plan, ext: Mapping[str, Any], what: str) -> str | None:
+    """Why the receipt's recorded wiring is not this checkout's, or None."""
+    if ext.get("adapter") in SIGN_OFF_ADAPTERS:
+        # A sign-off counts only where an external provider of its capability exists.
+        if any(
+            p.adapter == "external" and p.capability == ext["capability"]
+            for p in plan.providers.values()
+        ):
+            return None
+        return (
+            f"{what} is a sign-off for capability {ext['capability']!r}, but no external "
+            "provider of that capability is wired to accept it"
+        )
+    provider = plan_provider(plan, str(ext["provider"]))
+    if provider is None:
+        return f"{what} was made by provider {ext['provider']!r}, which this change no longer wires"
+    current = current_wiring(plan, provider)
+    recorded = ext.get("wiring")
+    if not isinstance(recorded, str):
+        return f"{what} records no wiring digest (made before receipts carried one); prove again"
+    if recorded != current:
+        return (
+            f"{what} was made with wiring {recorded[:19]}…, provider {provider.name!r} is now "
+            f"wired as {current[:19]}… — prove again"
+        )
+    return None

@@ -1,0 +1,140 @@
+"""The claims × capabilities matrix: one cell per claim and capability it requires.
+
+Example::
+
+    capabilities, rows = claim_rows(plan, gate_result, refs_of(gate_result))
+    rows[0].cells["test"].status    # "proven" | "failed" | … | "stale-content"
+
+A cell is the one verdict over a one-capability copy of its claim (as gate
+does per claim, :func:`changeloop.gate.single_capability`), and an envelope
+gate set aside shows as *not verified* or *stale* — never as a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from changeloop import gate
+from changeloop.model import Claim, Plan
+from changeloop.report.model import Cell, CellStatus, ClaimRow
+from changeloop.report.refs import Refs
+
+ASIDE_STATUS: dict[str, CellStatus] = {
+    "unverified": "not-verified",
+    "stale-content": "stale-content",
+    "stale-wiring": "stale-wiring",
+}
+
+
+def claim_rows(
+    plan: Plan, result: gate.GateResult, refs: Refs
+) -> tuple[tuple[str, ...], tuple[ClaimRow, ...]]:
+    """The matrix's columns (every required capability, in order) and its rows, by claim id."""
+    capabilities = tuple(
+        dict.fromkeys(c for cl in plan.evidence.claims.values() for c in cl.requires)
+    )
+    rows = tuple(
+        ClaimRow(
+            id=cid,
+            statement=claim.statement,
+            ref=claim.ref,
+            status=result.claims[cid].status if cid in result.claims else "unproven",
+            cells={
+                cap: cell(plan, claim, cap, result, refs) if cap in claim.requires else None
+                for cap in capabilities
+            },
+        )
+        for cid, claim in sorted(plan.evidence.claims.items())
+    )
+    return capabilities, rows
+
+
+def cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, refs: Refs) -> Cell:
+    """One claim's status for one capability, the receipts behind it and what credited it."""
+    cid = claim.id
+    part = gate.single_capability(plan, claim, capability, [k.view for k in result.kept])
+    status: CellStatus = part.status
+    reasons = list(part.reasons)
+    aside = [s for s in result.set_aside if gate.speaks_for(s, capability, claim.repository)]
+    fatal = [s for s in aside if s.code == "unverified" and s.fatal]
+    if status == "proven" and fatal:
+        # gate fails closed: an envelope that does not verify may have spoken here.
+        status = "not-verified"
+    elif status == "unproven" and aside:
+        first = fatal[0] if fatal else aside[0]
+        status = ASIDE_STATUS.get(first.code, "unproven")
+        reasons = []
+    reasons += [s.message for s in aside if s.message not in reasons]
+    scoped = [
+        k
+        for k in result.kept
+        if k.view.capability == capability
+        and (claim.repository is None or claim.repository in k.view.repositories)
+    ]
+    mentioning = [k for k in scoped if cid in k.view.claims] or scoped
+    tests: list[str] = []
+    grounding = mutation = None
+    for k in mentioning:
+        ext = k.verified.extension
+        if k.view.claims.get(cid) == "credited":
+            planned = gate.plan_provider(plan, k.view.provider)
+            listed = planned is not None and cid in planned.claims
+            tests += crediting_tests(cid, k.verified.statement, ext, listed=listed)
+        grounding = grounding or grounding_summary(cid, ext)
+        mutation = mutation or mutation_summary(cid, ext)
+    return Cell(
+        capability=capability,
+        status=status,
+        reasons=tuple(reasons),
+        receipts=tuple(refs.kept[id(k)] for k in mentioning)
+        + tuple(refs.aside[id(s)] for s in aside),
+        tests=tuple(dict.fromkeys(tests)),
+        grounding=grounding,
+        mutation=mutation,
+    )
+
+
+def crediting_tests(
+    cid: str, statement: Mapping[str, Any], ext: Mapping[str, Any], *, listed: bool
+) -> list[str]:
+    """What credited ``cid``: cited tests where the receipt names them, else how it was credited."""
+    cited = ext.get("citations")
+    entries = cited.get(cid) if isinstance(cited, dict) else None
+    if isinstance(entries, list):
+        names = [c.get("test") if isinstance(c, dict) else c for c in entries]
+        if any(names):
+            return [str(n) for n in names if n]
+    passed = [str(t) for t in statement.get("predicate", {}).get("passedTests") or []]
+    tagged = [t for t in passed if f"[claim:{cid}]" in t]
+    if tagged:
+        return tagged
+    if listed:
+        return [f"listed by provider {ext.get('provider')}"]
+    if passed:
+        return [f"cited by a passing test ({len(passed)} passed)"]
+    return []
+
+
+def grounding_summary(cid: str, ext: Mapping[str, Any]) -> str | None:
+    """``"2 grounded, 1 inert"``: the receipt's citations of ``cid`` by grounding."""
+    cited = ext.get("citations")
+    if not isinstance(cited, dict) or not isinstance(cited.get(cid), list):
+        return None
+    entries = cited[cid]
+    kinds = [str(c.get("kind", "grounded")) for c in entries if isinstance(c, dict)]
+    if kinds:
+        counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+        return ", ".join(f"{n} {k}" for k, n in counts.items())
+    return f"{len(entries)} citation(s)"
+
+
+def mutation_summary(cid: str, ext: Mapping[str, Any]) -> str | None:
+    """``"4/5 mutants killed"``: the receipt's mutation score of ``cid``, a score not a word."""
+    score = (ext.get("mutation") or {}).get(cid) if isinstance(ext.get("mutation"), dict) else None
+    if not isinstance(score, dict):
+        return None
+    total, killed = score.get("total"), score.get("killed")
+    if not isinstance(total, int) or not isinstance(killed, int):
+        return None
+    return f"{killed}/{total} mutants killed" if total else "no mutant (inconclusive)"
