@@ -14,7 +14,7 @@ from prove_helpers import git, make_change, prove_json
 
 from changeloop.cli.main import main
 from changeloop.mutation.mutants import mutants_of
-from changeloop.providers.mutation import claim_mutants
+from changeloop.mutation.select import claim_mutants
 
 LABEL = '''
 def create_label(n):

@@ -13,12 +13,15 @@ Example execution.yaml::
         threshold: 0.8                       # optional: a gate (0–1)
         maxMutants: 50                       # optional: deterministic sample
 
-Run, always in a copy sandbox of its own under the provider's run directory:
+Run, always in a copy sandbox of its own under the provider's run directory
+(``run`` does the I/O; :mod:`changeloop.mutation.judge` decides, from the
+results alone):
 
 1. A traced run of ``command`` with changeloop's plugin: which tests cite each
    claim, and which production functions they ran under entry points (kept as
    the last traced run's record, which ``prove --dry-run`` counts from).
-2. In-house AST mutants (``changeloop.mutation.mutants``) of those functions;
+2. In-house AST mutants (``changeloop.mutation.mutants``, chosen by
+   ``changeloop.mutation.select``) of those functions;
    with ``maxMutants``, a sample seeded by the provider's wiring and content.
 3. Each mutant runs against every test citing the claim: a failing run kills
    it (a timeout too); exit 0 means it survived; any other exit (collection or
@@ -32,7 +35,6 @@ informs; with it, a claim scoring below fails the receipt.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,17 +42,24 @@ from typing import Any
 from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
-from changeloop.model import ClaimMark, Plan, Provider, Status
-from changeloop.mutation.mutants import Mutant, mutants_of
+from changeloop.model import Plan, Provider
+from changeloop.mutation.judge import (
+    ADAPTER,
+    ClaimRuns,
+    MutantRun,
+    baseline_failure,
+    judge,
+    outcome,
+)
 from changeloop.mutation.sandbox import make_copy, mutated
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext, missing_command
+from changeloop.mutation.select import claim_mutants, compiles, plan_for_claim
+from changeloop.providers.base import Outcome, RunContext, missing_command
 from changeloop.providers.pytest_injection import inject
 
-NAME = "mutation"
+NAME = ADAPTER  # judge stamps the same name on the receipt's observer
 DEFAULT_CAPABILITY = "mutation"
 RUNS_COMMAND = True
 MIN_MUTANT_TIMEOUT_MS = 10_000
-MAX_SURVIVORS_SHOWN = 20
 
 
 def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
@@ -107,41 +116,6 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 # -- what to mutate ---------------------------------------------------------------------------
 
 
-def plan_for_claim(
-    traced: Mapping[str, Mapping[str, Any]], claim: str
-) -> tuple[list[str], dict[str, set[str]]]:
-    """(every test citing ``claim``, file -> qualnames its citing tests ran under entry points)."""
-    tests: list[str] = []
-    functions: dict[str, set[str]] = {}
-    for nodeid, record in sorted(traced.items()):
-        cited = record.get("claims")
-        if not isinstance(cited, Mapping | list) or claim not in cited:
-            continue
-        tests.append(nodeid)
-        for entry in record.get("functions") or ():
-            if isinstance(entry, list | tuple) and len(entry) >= 2:
-                functions.setdefault(str(entry[0]), set()).add(str(entry[1]))
-    return tests, functions
-
-
-def claim_mutants(
-    root: Path, functions: Mapping[str, set[str]], limit: int | None, seed: str
-) -> list[Mutant]:
-    """The mutants of one claim's functions under ``root`` (sampled to ``limit``)."""
-    found: list[Mutant] = []
-    for file in sorted(functions):
-        path = root / file
-        try:
-            source = path.read_text(encoding="utf-8")
-            found.extend(mutants_of(source, file, functions[file]))
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            continue
-    if limit is not None and len(found) > limit:
-        chosen = random.Random(seed).sample(range(len(found)), limit)  # noqa: S311 — a sample
-        found = [found[i] for i in sorted(chosen)]
-    return found
-
-
 def _seed(ctx: RunContext) -> str:
     """Deterministic per provider wiring and content (the fingerprint's stable parts)."""
     from changeloop.wiring import wiring_digest
@@ -168,26 +142,11 @@ def dry_run_counts(plan: Plan, provider: Provider) -> dict[str, int | None]:
     return out
 
 
-# -- the run ------------------------------------------------------------------------------------
-
-
-def _outcome(ctx: RunContext, status: Status, reason: str | None, **extra: Any) -> list[Outcome]:
-    marks: dict[str, ClaimMark] = dict.fromkeys(ctx.provider.claims, "uncredited")
-    marks.update(extra.pop("claims", {}))
-    return [
-        Outcome(
-            capability=ctx.provider.capability,
-            status=status,
-            reason=reason,
-            claims=marks,
-            observer=Observer(adapter=NAME, tool="pytest"),
-            command=ctx.provider.command,
-            **extra,
-        )
-    ]
+# -- the run: I/O only; the judgement is changeloop.mutation.judge ------------------------------
 
 
 async def run(ctx: RunContext) -> list[Outcome]:
+    """Trace, then run each claim's mutants against its citing tests; ``judge`` decides."""
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     argv = tuple(provider.command or ())
@@ -196,8 +155,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
     traced_dir = ctx.run_dir / "traced"
     injected = inject(argv, env, traced_dir, project_packages(copy))
     if injected.imports_dir is None:
-        return _outcome(
-            ctx, "fail", f"command {list(argv)} does not run pytest: mutation needs pytest"
+        return outcome(
+            provider, "fail", f"command {list(argv)} does not run pytest: mutation needs pytest"
         )
     traced_env = grounding.configure(traced_dir, repo, copy, provider.entry_points, injected.env)
     base = await ctx.execute(
@@ -207,131 +166,48 @@ async def run(ctx: RunContext) -> list[Outcome]:
         timeout_ms=provider.timeout_ms,
         log_name=f"{provider.name}-traced",
     )
-    if base.spawn_error is not None or base.timed_out or base.exit_code != 0:
-        why = base.spawn_error or ("timed out" if base.timed_out else f"exited {base.exit_code}")
-        return _outcome(
-            ctx, "fail", f"the tests fail before any mutation ({why})", exit_code=base.exit_code
-        )
+    failed = baseline_failure(provider, base)
+    if failed is not None:
+        return failed
     traced = grounding.read_records(traced_dir)
     grounding.remember(ctx.plan.root, ctx.plan.change.id, repo, traced)
     seed = _seed(ctx)
     timeout = min(provider.timeout_ms, max(MIN_MUTANT_TIMEOUT_MS, base.duration_ms * 10))
-    scores: dict[str, dict[str, int]] = {}
-    findings: list[Finding] = []
-    survivors: dict[str, list[str]] = {}
-    skipped: dict[str, int] = {}
-    for claim in provider.claims:
-        tests, functions = plan_for_claim(traced, claim)
-        mutants = claim_mutants(copy, functions, provider.max_mutants, seed) if tests else []
-        total = killed = dropped = 0
-        for index, mutant in enumerate(mutants):
-            verdict = await _try(
-                ctx,
-                copy,
-                argv=argv,
-                env=env,
-                tests=tests,
-                mutant=mutant,
-                timeout_ms=timeout,
-                label=f"{claim}-{index}",
-            )
-            if verdict == "skipped":
-                dropped += 1
-                continue
-            total += 1
-            if verdict == "killed":
-                killed += 1
-            else:
-                survivors.setdefault(claim, []).append(f"{mutant.file}::{mutant.description}")
-        scores[claim] = {"total": total, "killed": killed}
-        skipped[claim] = dropped
-        findings.append(_score_finding(claim, total, killed, dropped, len(tests)))
-    return _judge(ctx, scores, findings, survivors, skipped)
+    claims = [
+        await _run_claim(ctx, copy, claim, traced, argv=argv, env=env, seed=seed, timeout=timeout)
+        for claim in provider.claims
+    ]
+    return judge(provider, claims)
 
 
-async def _try(
+async def _run_claim(
     ctx: RunContext,
     copy: Path,
+    claim: str,
+    traced: Mapping[str, Mapping[str, Any]],
     *,
     argv: tuple[str, ...],
     env: Mapping[str, str],
-    tests: list[str],
-    mutant: Mutant,
-    timeout_ms: int,
-    label: str,
-) -> str:
-    """``killed`` | ``survived`` | ``skipped`` (the mutant does not import)."""
-    try:
-        compile(mutant.source, mutant.file, "exec")
-    except (SyntaxError, ValueError):
-        return "skipped"
-    with mutated(copy / mutant.file, mutant.source):
-        result = await ctx.execute(
-            (*argv, "-x", "-p", "no:cacheprovider", *tests),
-            cwd=copy,
-            env=env,
-            timeout_ms=timeout_ms,
-            log_name=f"{ctx.provider.name}-mutant-{label}",
-        )
-    if result.timed_out or result.exit_code == 1:
-        return "killed"
-    if result.exit_code == 0:
-        return "survived"
-    return "skipped"  # 2: interrupted (import/collection error), 4: usage, 5: no tests
-
-
-def _score_finding(claim: str, total: int, killed: int, dropped: int, tests: int) -> Finding:
-    skipped = f"; {dropped} mutant(s) did not import (skipped)" if dropped else ""
-    if total == 0:
-        message = (
-            f"claim {claim}: no mutant could be scored ({tests} citing test(s); their traced run "
-            f"ran no production function under an entry point{skipped})"
-        )
-        return Finding(kind="mutation-score", message=message, severity="warning")
-    message = f"claim {claim}: {killed} of {total} mutant(s) killed by {tests} citing test(s)"
-    return Finding(kind="mutation-score", message=message + skipped, severity="info")
-
-
-def _judge(
-    ctx: RunContext,
-    scores: dict[str, dict[str, int]],
-    findings: list[Finding],
-    survivors: dict[str, list[str]],
-    skipped: dict[str, int],
-) -> list[Outcome]:
-    threshold = ctx.provider.threshold
-    empty = [c for c, s in scores.items() if s["total"] == 0]
-    below = [
-        c
-        for c, s in scores.items()
-        if threshold is not None and s["total"] and s["killed"] / s["total"] < threshold
-    ]
-    marks: dict[str, ClaimMark] = {}
-    status: Status
-    reason: str | None
-    if below:
-        status = "fail"
-        reason = ", ".join(
-            f"claim {c} killed {scores[c]['killed']} of {scores[c]['total']} mutants" for c in below
-        )
-        reason += f", below threshold {threshold}"
-        marks = dict.fromkeys(below, "failed")
-    elif empty:
-        status = "inconclusive"
-        reason = f"no mutant was scored for claim(s) {', '.join(empty)} (total: 0)"
-    else:
-        status, reason = "pass", None
-    if status != "fail":
-        marks = {c: "credited" for c, s in scores.items() if s["total"] and status == "pass"}
-    details = {
-        "threshold": threshold,
-        "survivors": {c: names[:MAX_SURVIVORS_SHOWN] for c, names in survivors.items()},
-        "skipped": skipped,
-    }
-    return _outcome(
-        ctx, status, reason, claims=marks, mutation=scores, findings=tuple(findings),
-        details=details, exit_code=0,
-    )  # fmt: skip
+    seed: str,
+    timeout: int,
+) -> ClaimRuns:
+    """Each mutant of ``claim``'s functions, run against every test citing it (-x: first kill)."""
+    tests, functions = plan_for_claim(traced, claim)
+    mutants = claim_mutants(copy, functions, ctx.provider.max_mutants, seed) if tests else []
+    runs = []
+    for index, mutant in enumerate(mutants):
+        result = None  # a mutant that does not compile never runs: skipped
+        if compiles(mutant):
+            with mutated(copy / mutant.file, mutant.source):
+                result = await ctx.execute(
+                    (*argv, "-x", "-p", "no:cacheprovider", *tests),
+                    cwd=copy,
+                    env=env,
+                    timeout_ms=timeout,
+                    log_name=f"{ctx.provider.name}-mutant-{claim}-{index}",
+                )
+        runs.append(MutantRun(mutant, result))
+    return ClaimRuns(claim, tuple(tests), tuple(runs))
 
 
 def missing_reason(ctx: RunContext) -> str | None:
