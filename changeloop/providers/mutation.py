@@ -53,7 +53,7 @@ from changeloop.mutation.judge import (
 )
 from changeloop.mutation.sandbox import make_copy, mutated
 from changeloop.mutation.select import claim_mutants, compiles, plan_for_claim
-from changeloop.providers.base import Outcome, RunContext, missing_command
+from changeloop.providers.base import Outcome, RunContext, missing_command, own_repository
 from changeloop.providers.pytest_injection import inject
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
@@ -66,8 +66,7 @@ def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
     return (f"workspace-write:{provider.repository}",)
 
 
-def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    return (provider.repository,) if provider.repository else ()
+repositories = own_repository
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
