@@ -1,6 +1,7 @@
 """Claims grounded in code (DESIGN.md §11): entry points, per-test traces, citations.
 
 ``tracer`` is standard-library only (it runs inside a project's pytest);
-``entrypoints`` resolves ``entryPoints`` patterns with ``ast``; ``citations``
-reads what the plugin recorded.
+``entrypoints`` resolves ``entryPoints`` patterns with ``ast``, naming functions
+through ``qualnames`` (the one walker mutation uses too); ``citations`` reads what
+the plugin recorded.
 """

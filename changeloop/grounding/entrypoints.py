@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.errors import Problem
+from changeloop.grounding.qualnames import qualified_functions
 from changeloop.model import Plan
 
 _SKIP_PARTS = frozenset({"node_modules", "site-packages", "dist-packages", "__pycache__"})
@@ -51,20 +52,7 @@ def split(pattern: str) -> tuple[str, str]:
 
 def functions(source: str) -> Iterator[tuple[str, int]]:
     """(qualname, first line) of every function in ``source``, as ``co_qualname`` spells it."""
-    tree = ast.parse(source)
-
-    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, int]]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                name = f"{prefix}{child.name}"
-                yield name, child.lineno
-                yield from walk(child, f"{name}.<locals>.")
-            elif isinstance(child, ast.ClassDef):
-                yield from walk(child, f"{prefix}{child.name}.")
-            else:
-                yield from walk(child, prefix)
-
-    yield from walk(tree, "")
+    return ((name, func.lineno) for name, func in qualified_functions(ast.parse(source)))
 
 
 def _files(root: Path, file_glob: str) -> list[Path]:

@@ -25,6 +25,8 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from changeloop.grounding.qualnames import qualified_functions
+
 KINDS = ("comparison", "boolean", "arithmetic", "constant", "return-value")
 
 _COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -77,20 +79,7 @@ _Site = tuple[int, str, str, _Apply]
 
 def _targets(tree: ast.Module, qualnames: set[str]) -> Iterator[tuple[str, ast.AST]]:
     """(qualname, function node) of the named functions, qualified like ``co_qualname``."""
-
-    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.AST]]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                name = f"{prefix}{child.name}"
-                if name in qualnames:
-                    yield name, child
-                yield from walk(child, f"{name}.<locals>.")
-            elif isinstance(child, ast.ClassDef):
-                yield from walk(child, f"{prefix}{child.name}.")
-            else:
-                yield from walk(child, prefix)
-
-    yield from walk(tree, "")
+    return ((name, func) for name, func in qualified_functions(tree) if name in qualnames)
 
 
 def _body_nodes(func: ast.AST) -> Iterator[ast.AST]:
