@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,25 @@ def test_unknown_change_is_one_json_error(
     code, doc, _ = cli(capsys, "evidence", "doctor", "nope", "--json", "--root", str(root))
     assert doc is not None
     assert code == 2 and doc["errors"] and doc["findings"] == []
+
+
+def test_install_commands_cd_into_a_repository_whose_path_has_a_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every pasted ``cd`` quotes the repository's path: ``cd my web && …`` would fail."""
+    root = workspace(
+        tmp_path,
+        {
+            "my web/package.json": '{"name": "w", "devDependencies": {"vitest": "^4"}}',
+            "my web/package-lock.json": '{"lockfileVersion": 3}',
+        },
+        evidence='version: 3\nrepositories: {web: "my web"}\nrequires: [test]\n',
+        execution="version: 1\nproviders:\n  test:\n    adapter: command\n"
+        "    repository: web\n    command: [npx, vitest, run]\n",
+    )
+    code, doc = doctor(capsys, root)
+    assert code == 1
+    missing = [f for f in doc["findings"] if f["kind"] == "tool-missing"]
+    assert [f["repository"] for f in missing] == ["web"]
+    install = "npm ci" if shutil.which("npm") else "npx -y npm ci"
+    assert missing[0]["playbook_command"] == f"(cd 'my web' && {install})"
