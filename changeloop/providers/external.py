@@ -17,27 +17,28 @@ Outcomes:
 - else a valid PASSED one → ``pass``, crediting the provider's ``claims``;
 - else (envelopes present, none valid) → ``fail`` naming, per file, the first
   check that failed.
+
+This module is the adapter's interface (where the envelopes are, preflight, the
+fingerprint); :mod:`~changeloop.providers.external_check` judges one envelope
+file on its own and :mod:`~changeloop.providers.external_judge` chooses the
+outcome from all of them (pure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from changeloop.dsse import VerificationError, parse_envelope, read_envelope, verify_signatures
-from changeloop.errors import ChangeloopError, Problem
+from changeloop.errors import Problem
 from changeloop.keys import KeyRefused, load_public_key
-from changeloop.model import ClaimMark, Plan, Provider, Status
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext
-from changeloop.receipts import EXTENSION_SCHEMA as RECEIPT_SCHEMA
-from changeloop.receipts import SIGNED_ADAPTER
-from changeloop.verify import Expectation, Trusted, Verified, verify_envelope
-from changeloop.wiring import wiring_digest
+from changeloop.model import Plan, Provider
+from changeloop.providers.base import Outcome, RunContext
+from changeloop.providers.external_check import ADAPTER, bound_repositories, check_file
+from changeloop.providers.external_judge import display, fail, judge
+from changeloop.verify import Trusted
 
-NAME = "external"
+NAME = ADAPTER
 DEFAULT_CAPABILITY = "review"
 RUNS_COMMAND = False
 
@@ -47,11 +48,7 @@ def default_resources(provider: Provider, plan: Plan) -> tuple[str, ...]:
     return tuple(f"workspace-read:{repo}" for repo in repositories(provider, plan))
 
 
-def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    """Its own repository when named, else every repository of the change."""
-    if provider.repository:
-        return (provider.repository,)
-    return tuple(sorted(plan.repositories))
+repositories = bound_repositories
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
@@ -120,7 +117,7 @@ def envelope_files(provider: Provider, plan: Plan) -> list[Path]:
 
 def missing_reason(ctx: RunContext) -> str | None:
     """Why there is no receipt (``run`` returned ``[]``), or None when envelopes exist."""
-    where = _display(receipts_location(ctx.provider, ctx.plan), ctx.plan.root)
+    where = display(receipts_location(ctx.provider, ctx.plan), ctx.plan.root)
     files = envelope_files(ctx.provider, ctx.plan)
     if files:
         provider = ctx.provider
@@ -138,26 +135,12 @@ def missing_reason(ctx: RunContext) -> str | None:
     )
 
 
-Kind = Literal["broken", "ignored", "invalid", "valid"]
-
-
-@dataclass(frozen=True)
-class _Judged:
-    """One envelope file as this provider judged it, on its own."""
-
-    path: Path
-    kind: Kind
-    verified: Verified | None = None
-    check: str | None = None
-    reason: str | None = None
-
-
 async def run(ctx: RunContext) -> list[Outcome]:
+    """Each envelope judged on its own (``external_check``), then chosen (``external_judge``)."""
     provider, plan = ctx.provider, ctx.plan
     files = envelope_files(provider, plan)
     if not files:
         return []
-    capability = provider.capability
     try:
         keys = _trusted(provider)
         others = [
@@ -169,33 +152,8 @@ async def run(ctx: RunContext) -> list[Outcome]:
             for t in _trusted(p)
         ]
     except KeyRefused as exc:
-        return [_fail(capability, exc.reason, ())]
-    judged = [_judge(path, ctx, keys, others) for path in files]
-    broken = [j for j in judged if j.kind == "broken"]
-    invalid = [j for j in judged if j.kind == "invalid"]
-    valid = [j for j in judged if j.kind == "valid" and j.verified is not None]
-    root = plan.root
-    if broken:
-        # Fail closed: a file nobody can parse or verify may be the receipt that says FAILED.
-        findings = tuple(_finding(j, root) for j in (*broken, *invalid))
-        reasons = "; ".join(_why(j, root) for j in broken)
-        return [
-            _fail(
-                capability,
-                f"receipt envelope(s) that cannot be parsed or verified fail closed — {reasons}",
-                findings,
-            )
-        ]
-    # A valid non-PASSED receipt for this content wins over any PASSED one.
-    losing = [j for j in valid if j.verified is not None and j.verified.status != "pass"]
-    chosen = losing[0] if losing else (valid[0] if valid else None)
-    if chosen is not None and chosen.verified is not None:
-        return [_from_verified(ctx, chosen.path, chosen.verified)]
-    if not invalid:
-        return []  # nothing addressed to this provider: no receipt, claims stay unproven
-    findings = tuple(_finding(j, root) for j in invalid)
-    reasons = "; ".join(_why(j, root) for j in invalid)
-    return [_fail(capability, f"no valid receipt for this content — {reasons}", findings)]
+        return [fail(provider.capability, exc.reason, ())]
+    return judge(provider, plan.root, [check_file(path, ctx, keys, others) for path in files])
 
 
 def _trusted(provider: Provider) -> list[Trusted]:
@@ -203,219 +161,3 @@ def _trusted(provider: Provider) -> list[Trusted]:
         Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
         for k in provider.trusted_keys
     ]
-
-
-def _finding(j: _Judged, root: Path) -> Finding:
-    return Finding(
-        kind=f"receipt-{(j.check or 'rejected').lower()}",
-        message=j.reason or "rejected",
-        severity="error",
-        file=_display(j.path, root),
-    )
-
-
-def _why(j: _Judged, root: Path) -> str:
-    return f"{_display(j.path, root)}: {j.check} check failed: {j.reason}"
-
-
-def _judge(path: Path, ctx: RunContext, keys: list[Trusted], others: list[Trusted]) -> _Judged:
-    """Judge one envelope; whatever it holds, the answer is a record, never an exception."""
-    try:
-        data = read_envelope(path)  # bounded, and a FIFO is refused, never waited on
-        return _route(path, data, ctx, keys, others)
-    except OSError as exc:
-        return _Judged(path, "broken", check="json", reason=f"cannot read: {exc.strerror}")
-    except VerificationError as exc:
-        return _Judged(path, "broken", check=exc.check, reason=exc.reason)
-    except ChangeloopError as exc:
-        reason = "; ".join(p.message for p in exc.problems)
-        return _Judged(path, "broken", check="json", reason=reason)
-    except (RecursionError, MemoryError, ValueError, TypeError, KeyError) as exc:
-        return _Judged(
-            path, "broken", check="json", reason=f"not a receipt envelope ({type(exc).__name__})"
-        )
-
-
-def _route(
-    path: Path, data: bytes, ctx: RunContext, keys: list[Trusted], others: list[Trusted]
-) -> _Judged:
-    provider, plan = ctx.provider, ctx.plan
-    try:
-        # Signature, payloadType and the statement's shape; no binding yet.
-        base = verify_envelope(data, keys, Expectation(now=ctx.now, skew=_FOREVER))
-    except VerificationError as exc:
-        if exc.check in ("signature", "keyid") and others and _verifies(data, others):
-            return _Judged(path, "ignored")  # another external provider's key signed it
-        raise
-    ext = base.extension
-    made_by = str(ext["provider"])
-    cap = str(ext["capability"])
-    claims = ext.get("claims") or {}
-    speaks_for_mine = cap == provider.capability or any(c in claims for c in provider.claims)
-    if ext["schema"] != RECEIPT_SCHEMA:
-        if not (speaks_for_mine or made_by in provider.accepts):
-            return _Judged(path, "ignored")
-        return _Judged(
-            path,
-            "invalid",
-            check="wiring",
-            reason=f"receipt from provider {made_by!r} is {ext['schema']}, made before receipts"
-            " carried a wiring digest (predicate.changeloop.wiring); external accepts only"
-            f" {RECEIPT_SCHEMA} receipts — "
-            + (
-                "sign it again with `changeloop receipt sign`"
-                if ext["adapter"] in (SIGNED_ADAPTER, "receipt-sign")
-                else "prove it again with this changeloop"
-            ),
-        )
-    trees_of = repositories(provider, plan)
-    if ext["adapter"] == SIGNED_ADAPTER:
-        if cap != provider.capability:
-            return _Judged(path, "ignored")  # a sign-off for another capability
-    elif made_by in provider.accepts:
-        target = plan.providers.get(made_by)
-        if target is None or target.adapter == NAME:
-            return _Judged(
-                path,
-                "invalid",
-                check="wiring",
-                reason=f"receipt was made by provider {made_by!r}, and this checkout's plan holds"
-                f" no provider {made_by!r} (configured or derived, not external) whose wiring it"
-                " could match; wire it here, or drop it from accepts",
-            )
-        if cap != target.capability:
-            return _Judged(path, "ignored")  # e.g. the discovery receipt of an accepted `test`
-        mine = wiring_digest(plan, target)
-        if ext.get("wiring") != mine:
-            return _Judged(
-                path,
-                "invalid",
-                check="wiring",
-                reason=f"receipt was made by provider {made_by!r} wired as"
-                f" {short_digest(ext.get('wiring'))}, this checkout wires {made_by!r} as"
-                f" {short_digest(mine)}; a receipt speaks only for the wiring that made it"
-                f" (did execution.yaml change how {made_by} runs?) — prove again with this"
-                " checkout's wiring",
-            )
-        trees_of = tuple(registry_repositories(target, plan))
-    elif speaks_for_mine:
-        accepts = ", ".join(provider.accepts) or "none"
-        return _Judged(
-            path,
-            "invalid",
-            check="wiring",
-            reason=f"receipt was made by `prove` for provider {made_by!r}, which provider"
-            f" {provider.name!r} does not accept (accepts: {accepts}); a prove-made receipt is"
-            " accepted only from a provider listed in accepts whose wiring digest matches this"
-            " checkout's",
-        )
-    else:
-        return _Judged(path, "ignored")  # addressed to another provider
-    expect = Expectation(
-        change=plan.change.id,
-        trees={repo: ctx.identities[repo].tree for repo in trees_of}
-        if all(repo in ctx.identities for repo in trees_of)
-        else _trees(ctx, trees_of),
-        claims=tuple(provider.claims),
-        issuer=provider.issuer,
-        now=ctx.now,
-        max_age_s=provider.max_age_s,
-    )
-    try:
-        verified = verify_envelope(data, keys, expect)
-    except VerificationError as exc:
-        return _Judged(path, "invalid", check=exc.check, reason=exc.reason)
-    return _Judged(path, "valid", verified=verified)
-
-
-_FOREVER = timedelta(days=365 * 1000)
-
-
-def _verifies(data: bytes, keys: list[Trusted]) -> bool:
-    try:
-        verify_signatures(parse_envelope(data), [t.key for t in keys])
-    except (ChangeloopError, RecursionError, ValueError, TypeError):
-        return False
-    return True
-
-
-def registry_repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    return tuple(adapter.repositories(provider, plan)) if adapter is not None else ()
-
-
-def _trees(ctx: RunContext, repos: Sequence[str]) -> dict[str, str]:
-    """Current content of repositories beyond this provider's own (an accepted provider's)."""
-    from changeloop.identity import content_identity
-
-    out: dict[str, str] = {}
-    for repo in repos:
-        ident = ctx.identities.get(repo)
-        if ident is None:
-            ident = content_identity(ctx.plan.repositories[repo].path, include_untracked=True)
-        out[repo] = ident.tree
-    return out
-
-
-def short_digest(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        return "(no wiring digest)"
-    return value[:19] + "…"
-
-
-def _from_verified(ctx: RunContext, path: Path, verified: Verified) -> Outcome:
-    provider = ctx.provider
-    ext = verified.extension
-    status: Status = "pass" if verified.status == "pass" else "fail"
-    if verified.status == "inconclusive":
-        status = "inconclusive"
-    mark: ClaimMark = "credited" if status == "pass" else "failed"
-    claims: dict[str, ClaimMark] = {c: mark for c in provider.claims}
-    where = _display(path, ctx.plan.root)
-    reason = None
-    if status != "pass":
-        reason = f"the external receipt {where} from {ext['issuer']} says {status}"
-        if ext.get("reason"):
-            reason += f": {ext['reason']}"
-    url = verified.statement["predicate"].get("url")
-    return Outcome(
-        capability=provider.capability,
-        status=status,
-        reason=reason,
-        claims=claims,
-        observer=Observer(adapter=NAME, tool=str(ext.get("adapter")), version=None),
-        issuer=verified.issuer,
-        url=url if isinstance(url, str) else None,
-        details={
-            "receipt": {
-                "id": verified.id,
-                "path": where,
-                "issuer": verified.issuer,
-                "keyid": verified.keyid,
-                "provider": ext["provider"],
-                "capability": ext["capability"],
-                "finishedOn": ext["finishedOn"],
-                "adapter": ext["adapter"],
-                "wiring": ext.get("wiring"),
-            }
-        },
-    )
-
-
-def _fail(capability: str, reason: str, findings: tuple[Finding, ...]) -> Outcome:
-    return Outcome(
-        capability=capability,
-        status="fail",
-        reason=reason,
-        findings=findings,
-        observer=Observer(adapter=NAME),
-    )
-
-
-def _display(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
