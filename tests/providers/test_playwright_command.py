@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from browser_helpers import make_plan, playwright_provider
 
-from changeloop.providers import playwright
+from changeloop.providers import playwright, playwright_argv
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ from changeloop.providers import playwright
     ],
 )
 def test_direct_commands_are_recognised(argv: list[str], index: int | None) -> None:
-    assert playwright.test_index(argv) == index
+    assert playwright_argv.test_index(argv) == index
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from browser_helpers import EXAMPLE_WEB, free_port, require_browser
 from prove_helpers import git, make_repo, prove_json
 
 from changeloop.model import Provider
-from changeloop.providers.playwright import OUTPUT_DIR, effective_command, output_env, run_argv
+from changeloop.providers.playwright_argv import OUTPUT_DIR, effective_command, output_env, run_argv
 
 
 def _user_copy_of_the_example(tmp: Path, port: int) -> Path:
