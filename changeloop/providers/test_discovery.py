@@ -45,21 +45,24 @@ Rules (DESIGN.md §3, REPORTS.md):
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
   at most 4 KiB each) go into ``details``; at most 50 findings, each message at
   most 2000 characters; at most 200 test names per list.
+
+This module is the adapter's interface, ``prepare`` and ``read``;
+:mod:`~changeloop.providers.test_discovery_report` reads what the run left (the
+report, the plugin's import records) and :mod:`~changeloop.providers.test_discovery_judge`
+gives the two verdicts.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from changeloop.detect.packages import project_packages
 from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
-from changeloop.model import Plan, Provider, Status
+from changeloop.model import Plan, Provider
 from changeloop.providers.base import (
     Finding,
     Observer,
@@ -71,18 +74,21 @@ from changeloop.providers.base import (
     own_repository,
     read_own_workspace,
 )
-from changeloop.providers.pytest_injection import PLUGIN, inject, outside_imports
-from changeloop.providers.reports import FORMATS, canonical_format, read_report
+from changeloop.providers.pytest_injection import PLUGIN, inject
+from changeloop.providers.reports import FORMATS, canonical_format
 from changeloop.providers.reports.classify import classify
-from changeloop.providers.reports.model import ReportResult, unreadable
-from changeloop.providers.reports.sniff import sniff
+from changeloop.providers.test_discovery_judge import (
+    judge_discovery,
+    judge_test,
+    version_from_output,
+)
+from changeloop.providers.test_discovery_report import as_text, foreign_imports, names, report_of
 from changeloop.run.job import Job, JobResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
 RUNS_COMMAND = True
 MAX_FINDINGS = 50
-MAX_NAMES = 200
 
 
 default_resources = read_own_workspace
@@ -218,8 +224,8 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
             )
             for c in caps
         ]
-    report = _report(job, result)
-    output = _text(result.stdout) + "\n" + result.stderr_tail
+    report = report_of(job, result)
+    output = as_text(result.stdout) + "\n" + result.stderr_tail
     findings = [
         *(report.findings if report else ()),
         *classify(
@@ -233,14 +239,14 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
-    foreign = _foreign_imports(job, result)
+    foreign = foreign_imports(job, result)
     if foreign:
         findings[:0] = foreign.values()  # first, so the bound on findings never drops them
         if test_status == "pass":
-            names = ", ".join(foreign)
+            packages = ", ".join(foreign)
             test_status, test_reason = (
                 "inconclusive",
-                f"the tests imported {names} from outside the repository (an installed "
+                f"the tests imported {packages} from outside the repository (an installed "
                 "copy), so they did not prove this content",
             )
     test_marks, ungrounded = grounding.claim_marks(job, report, test_status)
@@ -250,15 +256,15 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
     )
     common: dict[str, Any] = {
         "tests": report.counts if report else None,
-        "passed_tests": _names(report, ("passed",)),
-        "failed_tests": _names(report, ("failed", "error")),
+        "passed_tests": names(report, ("passed",)),
+        "failed_tests": names(report, ("failed", "error")),
         "findings": tuple(findings[:MAX_FINDINGS]),
         "exit_code": result.exit_code,
         "observer": Observer(
             adapter=NAME,
             tool=report.tool if report else None,
             version=(report.version if report else None)
-            or _version_from_output(report.tool if report else None, output),
+            or version_from_output(report.tool if report else None, output),
         ),
         "command": argv,
         "details": {
@@ -296,110 +302,6 @@ def _provider_for(provider: Provider, capability: str) -> str | None:
     if capability != "discovery":
         return None
     return provider.discovery_provider or provider.name
-
-
-def _text(data: bytes | None) -> str:
-    return (data or b"").decode("utf-8", errors="replace")
-
-
-def _foreign_imports(job: Job, result: JobResult) -> dict[str, Finding]:
-    """The plugin's import records (collected by the executor) judged against the repository."""
-    folder = job.context.get("imports")
-    if folder is None:
-        return {}
-    prefix = f"{folder}/"
-    blobs = {n[len(prefix) :]: b for n, b in result.files.items() if n.startswith(prefix)}
-    roots = tuple(Path(r) for r in job.context["roots"])
-    return outside_imports(blobs, roots, job.context["packages"], Path(job.context["source"]))
-
-
-def _report(job: Job, result: JobResult) -> ReportResult | None:
-    """The normalized report, or None when the named report was not written."""
-    provider = job.provider
-    fmt = canonical_format(provider.format) if provider.format else None
-    if provider.report is None:
-        stdout = _text(result.stdout).encode()
-        log = _text(result.log).encode()
-        if fmt is None and sniff(stdout) is None:
-            fmt = "unittest" if sniff(log) == "unittest" else None
-        if fmt == "unittest":
-            # unittest writes to stderr: read the whole log (stdout and stderr interleaved).
-            return read_report(log, fmt)
-        return read_report(stdout, fmt or "libtest")
-    if result.report is not None:
-        return read_report(result.report, fmt)
-    if result.report_error is not None:
-        return unreadable(fmt or "unknown", f"cannot read report: {result.report_error}")
-    return None
-
-
-def _names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:
-    if report is None or report.tests is None:
-        return ()
-    return tuple(t.id for t in report.tests if t.outcome in outcomes)[:MAX_NAMES]
-
-
-def judge_test(
-    exit_code: int | None, timed_out: bool, report: ReportResult | None, report_named: str | None
-) -> tuple[Status, str | None]:
-    """The ``test`` receipt: exit code and report must both say the suite passed."""
-    if timed_out:
-        return "fail", "the test run timed out"
-    counts = report.counts if report else None
-    if exit_code != 0:
-        what = f"exited {exit_code}"
-        if counts is None:
-            why = (
-                report.error
-                if report and report.error
-                else f"no report at {report_named}"
-                if report_named
-                else "no test summary"
-            )
-            return "fail", f"{what}; {why} (tests: null)"
-        if counts.failed:
-            return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed"
-        if report is not None and report.suite_failed:
-            return "fail", f"{what}; a test file or suite failed outside any test"
-        return "fail", f"{what} although the report shows no failed test"
-    if report is None:
-        return "inconclusive", f"exited 0 but wrote no report at {report_named} (tests: null)"
-    if counts is None:
-        return "inconclusive", f"exited 0 but the report could not be read: {report.error}"
-    if counts.failed:
-        return "fail", f"exited 0 but the report shows {counts.failed} failed test(s)"
-    if report.suite_failed:
-        return "fail", "exited 0 but the report shows a failure outside any test"
-    return "pass", None
-
-
-def judge_discovery(
-    exit_code: int | None, timed_out: bool, report: ReportResult | None, minimum: int
-) -> tuple[Status, str | None]:
-    """The ``discovery`` receipt: tests that ran (passed + failed) must reach ``minimum``."""
-    ran = report.ran if report else None
-    if ran is None:
-        if timed_out or exit_code != 0:
-            return "fail", "the runner could not say which tests ran (tests: null)"
-        return "inconclusive", "the runner could not say which tests ran (tests: null)"
-    if ran == 0:
-        return "fail", "no test ran (zero matched, all skipped or none found)"
-    if ran < minimum:
-        return "fail", f"{ran} test(s) ran, fewer than minimum {minimum}"
-    return "pass", None
-
-
-# Runners that print their own version in the run's output, when the report does not say.
-_VERSION_PATTERNS = {
-    "pytest": re.compile(r"\bpytest-(\d+\.\d+(?:\.\d+)?)"),
-    "vitest": re.compile(r"\bRUN\s+v(\d+\.\d+\.\d+)"),
-}
-
-
-def _version_from_output(tool: str | None, output: str) -> str | None:
-    pattern = _VERSION_PATTERNS.get(tool or "")
-    match = pattern.search(output) if pattern else None
-    return match.group(1) if match else None
 
 
 def missing_reason(ctx: RunContext) -> str | None:

@@ -10,7 +10,7 @@ from repo_paths import FIXTURES
 
 from changeloop.providers.reports import read_report
 from changeloop.providers.reports.classify import classify
-from changeloop.providers.test_discovery import judge_discovery, judge_test
+from changeloop.providers.test_discovery_judge import judge_discovery, judge_test
 
 FIXTURES = FIXTURES / "reports"
 
