@@ -1,0 +1,70 @@
+"""``changeloop receipt verify``: the verification order of DESIGN.md §2.3, first failure named.
+
+Example::
+
+    changeloop receipt verify ci.json --public-key ci.pub --change add-login --json
+
+Exit 0 when valid, 1 when not (the failed check and its reason), 2 when the file
+cannot be read. A ``changeloop summary`` VSA is handed to ``cli/summary.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from changeloop.cli import common
+from changeloop.cli.receipt.problems import check_failed, unreadable
+from changeloop.errors import ChangeloopError
+
+
+@common.with_shape(lambda a: {"version": "1", "file": str(a.file), "valid": False})
+def run_verify(args: argparse.Namespace) -> int:
+    from changeloop.dsse import read_envelope
+    from changeloop.keys import load_public_key_file
+    from changeloop.text import escape_controls as esc
+    from changeloop.verify import Expectation, VerificationError, verify_envelope
+
+    keys = [load_public_key_file(p) for p in args.public_key]
+    doc: dict[str, Any] = {"version": "1", "file": str(args.file)}
+    try:
+        data = read_envelope(args.file)  # at most 4 MiB is ever read
+        from changeloop.vsa import claims_to_be_vsa
+
+        if claims_to_be_vsa(data):  # a `changeloop summary` VSA: changeloop/cli/summary.py
+            from changeloop.cli.summary import verify_command
+
+            return verify_command(args, data, keys)
+        verified = verify_envelope(data, keys, Expectation(change=args.change))
+    except OSError as exc:
+        raise ChangeloopError(unreadable(exc, args.file), exit_code=2) from exc
+    except VerificationError as exc:
+        problem = check_failed(exc, args.file)
+        doc.update(valid=False, check=exc.check, reason=exc.reason, errors=[problem.to_json()])
+        if common.json_mode(args):
+            common.emit_json(doc)
+        common.say(esc(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}"))
+        return 1
+    ext = verified.extension
+    doc.update(
+        valid=True,
+        id=verified.id,
+        keyid=verified.keyid,
+        change=ext["change"],
+        provider=ext["provider"],
+        capability=ext["capability"],
+        status=ext["status"],
+        result=verified.result,
+        issuer=ext["issuer"],
+        claims=ext["claims"],
+        finishedOn=ext["finishedOn"],
+        subjects=verified.subjects,  # what the signature covers, not the extension's copy
+    )
+    if common.json_mode(args):
+        common.emit_json(doc)
+    common.say(
+        f"valid: {verified.id} — change {esc(ext['change'])}, provider {esc(ext['provider'])},"
+        f" capability {esc(ext['capability'])}, status {esc(ext['status'])},"
+        f" issuer {esc(ext['issuer'])}"
+    )
+    return 0
