@@ -146,3 +146,33 @@ def test_install_commands_cd_into_a_repository_whose_path_has_a_space(
     assert [f["repository"] for f in missing] == ["web"]
     install = "npm ci" if shutil.which("npm") else "npx -y npm ci"
     assert missing[0]["playbook_command"] == f"(cd 'my web' && {install})"
+
+
+@pytest.mark.parametrize(
+    ("argv", "tool", "command"),
+    [
+        ("[cargo, test]", "cargo", "curl --proto '=https' -sSf https://sh.rustup.rs | sh"),
+        ("[node, --test]", "node", None),
+    ],
+)
+def test_a_command_whose_program_is_not_on_path_is_a_missing_tool(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: str,
+    tool: str,
+    command: str | None,
+) -> None:
+    root = workspace(
+        tmp_path / "ws",
+        {},
+        execution=f"version: 1\nproviders:\n  test:\n    adapter: command\n    command: {argv}\n",
+    )
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # a real PATH without the program
+    code, doc = doctor(capsys, root)
+    assert code == 1
+    assert [(f["kind"], f["message"], f["playbook_command"]) for f in doc["findings"]] == [
+        ("tool-missing", f"provider test runs {tool} but no `{tool}` is on PATH", command)
+    ]

@@ -20,6 +20,14 @@ from changeloop.model import Provider, Repository
 
 # what `npx <word>` runs → the npm package that must be installed for it
 _NPM_TOOLS = {"playwright": "@playwright/test", "vitest": "vitest", "jest": "jest"}
+# a command's first word that must be on PATH → (what to do, the command that does it)
+_ON_PATH: dict[str, tuple[str, str | None]] = {
+    "cargo": (
+        "install the Rust toolchain (rustup) so cargo is on PATH",
+        "curl --proto '=https' -sSf https://sh.rustup.rs | sh",
+    ),
+    "node": ("install Node.js 20 or newer", None),
+}
 
 
 def tool_findings(provider: Provider, repo: Repository) -> list[DoctorFinding]:
@@ -96,28 +104,19 @@ def _venv_module(provider: Provider, repo: Repository) -> DoctorFinding | None:
 
 def _not_on_path(provider: Provider, repo: Repository, words: list[str]) -> list[DoctorFinding]:
     """cargo or node named by the command but absent from PATH."""
-    first = words[0] if words else None
-    if first == "cargo" and shutil.which("cargo") is None:
-        return [
-            DoctorFinding(
-                "tool-missing",
-                f"provider {provider.name} runs cargo but no `cargo` is on PATH",
-                "install the Rust toolchain (rustup) so cargo is on PATH",
-                "curl --proto '=https' -sSf https://sh.rustup.rs | sh",
-                repository=repo.name,
-            )
-        ]
-    if first == "node" and shutil.which("node") is None:
-        return [
-            DoctorFinding(
-                "tool-missing",
-                f"provider {provider.name} runs node but no `node` is on PATH",
-                "install Node.js 20 or newer",
-                None,
-                repository=repo.name,
-            )
-        ]
-    return []
+    first = words[0] if words else ""
+    if first not in _ON_PATH or shutil.which(first) is not None:
+        return []
+    action, command = _ON_PATH[first]
+    return [
+        DoctorFinding(
+            "tool-missing",
+            f"provider {provider.name} runs {first} but no `{first}` is on PATH",
+            action,
+            command,
+            repository=repo.name,
+        )
+    ]
 
 
 def _in_repo(repo: Repository, command: str) -> str:
