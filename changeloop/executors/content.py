@@ -78,3 +78,20 @@ def tree_of(workdir: Path) -> str:
         git("-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".")
         git("rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC)
         return git("write-tree").decode().strip()
+
+
+def submodules(source: Path, tree: str) -> list[str]:
+    """Paths of the submodules (gitlinks) in ``tree``, read in ``source``'s repository."""
+    out = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", "--full-tree", tree],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        env={**os.environ, **GIT_QUIET},
+    ).stdout
+    links: list[str] = []
+    for entry in out.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            links.append(os.fsdecode(path))
+    return links
