@@ -62,11 +62,20 @@ def _workspace(base: Path, providers: int) -> Path:
 
 
 def _prove(root: Path, *extra: str) -> float:
+    sys.stdout.seek(0)
     start = time.monotonic()
+    sys.stdout.truncate()
     code = main(["prove", "bench", "--root", str(root), "--no-cache", "--json", *extra])
     took = time.monotonic() - start
     if code != 0:
-        raise SystemExit(f"prove exited {code}")
+        sys.stdout.seek(0)
+        doc = json.loads(sys.stdout.read())
+        odd = [
+            (p["name"], p["state"], p.get("reason"), [r["reason"] for r in p["receipts"]])
+            for p in doc.get("providers", [])
+            if any(r["status"] != "pass" for r in p["receipts"])
+        ]
+        raise SystemExit(f"prove exited {code}: {doc.get('errors')} {odd[:3]}")
     return took
 
 
@@ -83,9 +92,11 @@ def main_(argv: list[str] | None = None) -> None:
     work = args.providers * SLEEP_S
     with tempfile.TemporaryDirectory(prefix="changeloop-bench-dask-") as tmp:
         root = _workspace(Path(tmp), args.providers)
-        quiet = open("/dev/null", "w")  # noqa: SIM115 (prove prints its document and board)
+        # prove prints its document (kept, to say why a run failed) and its board
+        document = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        quiet = open(os.devnull, "w")  # noqa: SIM115
         saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = quiet
+        sys.stdout, sys.stderr = document, quiet
         try:
             local = None if args.dask_only else _prove(root, "--jobs", "2")
             with LocalCluster(
@@ -106,6 +117,7 @@ def main_(argv: list[str] | None = None) -> None:
         finally:
             sys.stdout, sys.stderr = saved
             quiet.close()
+            document.close()
     ideal_local, ideal_dask = work / 2, work / WORKERS
     per_job_ms = (dask - ideal_dask) * WORKERS / args.providers * 1000
     print(

@@ -239,3 +239,30 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
     assert most <= 2, spans
     [run_json] = (root / ".changeloop" / "runs").glob("*/run.json")
     assert json.loads(run_json.read_text())["slots"] == 2
+
+
+def test_every_worker_gets_the_content_before_its_first_job(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The coordinator ships each tree to every worker when it connects (one job runs here)."""
+    from changeloop.executors import worker as remote
+    from changeloop.identity import content_identity
+
+    root = make_repo(tmp_path / "ws", {"src/app.py": f"x = {tmp_path.name!r}\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n",
+    )
+    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    assert code == 0, doc
+    tree = content_identity(root, include_untracked=True).tree
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        client.run(lambda: None)  # every worker has finished what it was sent
+        folders = client.run(remote.content_dir, tree)
+    finally:
+        client.close()
+    assert len(folders) == 3
+    assert all(Path(folder).is_dir() for folder in folders.values()), folders

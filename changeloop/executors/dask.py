@@ -45,6 +45,7 @@ from changeloop.sandboxes.copy import list_files
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
+WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
 
 
 class DaskExecutor:
@@ -76,7 +77,8 @@ class DaskExecutor:
         self._archives: dict[str, bytes] = {}  # tree -> content archive
         self._placed: dict[str, str] = {}  # provider -> worker that ran it
         self._trees: dict[str, str] = {}  # repository -> its content tree, as shipped
-        self._warming: list[Any] = []  # prepare futures, kept so that Dask runs them
+        self._warming: list[tuple[str, Any]] = []  # (worker, prepare future): kept, so it runs
+        self._warm_joiners = False  # after prewarm: a worker that joins is warmed too
 
     # -- before the run ----------------------------------------------------------
     async def identify(self) -> None:
@@ -113,25 +115,29 @@ class DaskExecutor:
 
         Fire and forget: a job that reaches a worker first still asks for the
         content it lacks; a failure found here (content-mismatch) is the job's.
+        A worker that joins later is asked when the coordinator first sees it.
         """
+        self._warm_joiners = True
+        await self._warm(sorted(self._workers))
+
+    async def _warm(self, addresses: list[str]) -> None:
         for repo, tree in self._trees.items():
             archive = await self._archive(repo, tree)
             wire_repo = worker.WireRepo(repo, tree, self._setup_of(repo))
-            for address in sorted(self._workers):
+            for address in addresses:
                 fresh = (address, tree) not in self._shipped
-                self._warming.append(
-                    self._client.submit(
-                        worker.prepare,
-                        self._session,
-                        wire_repo,
-                        archive if fresh else None,
-                        key=f"changeloop-prepare-{repo}-{secrets.token_hex(8)}",
-                        workers=[address],
-                        allow_other_workers=False,
-                        pure=False,
-                        retries=0,
-                    )
+                future = self._client.submit(
+                    worker.prepare,
+                    self._session,
+                    wire_repo,
+                    archive if fresh else None,
+                    key=f"changeloop-prepare-{repo}-{secrets.token_hex(8)}",
+                    workers=[address],
+                    allow_other_workers=False,
+                    pure=False,
+                    retries=0,
                 )
+                self._warming.append((address, future))
                 self._shipped.add((address, tree))
 
     # -- lifecycle -------------------------------------------------------------
@@ -169,34 +175,44 @@ class DaskExecutor:
         return min(threads, self._cap) if self._cap is not None else threads
 
     async def close(self) -> None:
-        self._warming.clear()
+        warming, self._warming = self._warming, []
         client, self._client = self._client, None
         if client is None:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            alive = [f for address, f in warming if address in self._workers]
+            with contextlib.suppress(Exception):  # prepares still under way finish first
+                await wait(alive, timeout=WARM_WAIT_S)  # type: ignore[no-untyped-call]
             with contextlib.suppress(Exception):  # a gone worker has nothing to clean
                 await client.run(worker.cleanup, self._session)
             await client.close()
 
     async def check_environment(self) -> None:
-        """Every worker must resolve each executable the plan runs to the same bytes."""
-        for argv0 in sorted(_executables(self._plan)):
-            try:
-                with anyio.fail_after(ASK_TIMEOUT_S):
-                    answers: dict[str, str] = await self._client.run(
-                        worker.executable_identity, argv0
-                    )
-            except TimeoutError as exc:
-                raise ChangeloopError(
-                    Problem(
-                        code="dask_unreachable",
-                        message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
-                        f"(asked which {argv0!r} they run)",
-                        fix="check the cluster's workers (dask worker logs)",
-                    )
-                ) from exc
-            if len(set(answers.values())) > 1:
-                detail = ", ".join(f"{w}: {d}" for w, d in sorted(answers.items()))
+        """Every worker must resolve each executable the plan runs to the same bytes.
+
+        One question to every worker for all of the plan's executables at once.
+        """
+        argv0s = sorted(_executables(self._plan))
+        if not argv0s:
+            return
+        try:
+            with anyio.fail_after(ASK_TIMEOUT_S):
+                answers: dict[str, dict[str, str]] = await self._client.run(
+                    worker.executable_identities, argv0s
+                )
+        except TimeoutError as exc:
+            raise ChangeloopError(
+                Problem(
+                    code="dask_unreachable",
+                    message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
+                    f"(asked which {', '.join(map(repr, argv0s))} they run)",
+                    fix="check the cluster's workers (dask worker logs)",
+                )
+            ) from exc
+        for argv0 in argv0s:
+            seen = {w: parts.get(argv0, "") for w, parts in answers.items()}
+            if len(set(seen.values())) > 1:
+                detail = ", ".join(f"{w}: {d}" for w, d in sorted(seen.items()))
                 raise ChangeloopError(
                     Problem(
                         code="environment-mismatch",
@@ -220,7 +236,8 @@ class DaskExecutor:
             answer = await self._submit(job, address)
             if answer is not None:
                 self._placed[job.provider.name] = address
-                return self._result(job, answer, started)
+                # unpacking and reading files: off the event loop, which seals receipts
+                return await anyio.to_thread.run_sync(self._result, job, answer, started)
         where = ", ".join(tried) or "none left"
         why = f"the worker running it was lost ({where}); retried once, never counted a pass"
         return _failed(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
@@ -280,7 +297,8 @@ class DaskExecutor:
                     await wait([future], timeout=WATCH_S)  # type: ignore[no-untyped-call]
                     break
                 except TimeoutError:
-                    await self._refresh()
+                    if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
+                        await self._refresh()
                     if address not in self._workers:
                         self._lost.add(address)
                         await future.cancel()
@@ -306,7 +324,10 @@ class DaskExecutor:
     async def _refresh(self) -> None:
         self._refreshed = anyio.current_time()
         threads: Mapping[str, int] = await self._client.scheduler.ncores()
+        joined = sorted(a for a in threads if a not in self._workers and a not in self._lost)
         self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if joined and self._warm_joiners:
+            await self._warm(joined)
         if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
             info = await self._client.scheduler.identity()
             for address, detail in info.get("workers", {}).items():
@@ -419,7 +440,7 @@ def _unpack(data: bytes, dest: Path) -> None:
     if not data:
         return
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:  # the worker's plain tar
         archive.extractall(dest, filter="tar")
 
 

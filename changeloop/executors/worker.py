@@ -62,6 +62,7 @@ _guard = threading.Lock()
 _locks: dict[str, threading.Lock] = {}
 _sandboxes: dict[str, _Box] = {}
 _cancelled: set[str] = set()
+_closed: set[str] = set()  # sessions whose coordinator has closed: no sandbox is made for them
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,18 @@ def cancel(token: str) -> None:
 
 
 def cleanup(session: str, dask_worker: Any = None) -> None:
-    """Remove a finished run's sandboxes (the content cache stays)."""
+    """Remove a finished run's sandboxes (the content cache stays).
+
+    A prepare still making one finishes first (its lock); none is made after.
+    """
     with _guard:
-        for key in [k for k in _sandboxes if k.startswith(session + "/")]:
-            del _sandboxes[key]
+        _closed.add(session)
+        keys = [k for k in _locks if k.startswith(session + "/")]
+    for key in keys:
+        with _lock(key):
+            _sandboxes.pop(key, None)
+    with _guard:
+        for key in keys:
             _locks.pop(key, None)
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
 
@@ -159,6 +168,11 @@ def executable_identity(argv0: str) -> str:
     from changeloop.jcs import canonicalize
 
     return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
+
+
+def executable_identities(argv0s: Sequence[str]) -> dict[str, str]:
+    """:func:`executable_identity` of each of ``argv0s``: one round trip for a whole plan."""
+    return {argv0: executable_identity(argv0) for argv0 in argv0s}
 
 
 def prepare(session: str, repo: WireRepo, archive: bytes | None) -> str | None:
@@ -364,10 +378,12 @@ def _sandbox(place: _Place, repo: WireRepo, *, steps: int | None) -> _Box | None
     """This run's sandbox of ``repo``: made and checked once, set up to ``steps`` commands.
 
     ``steps`` None: all of its setup (a job's own repository, a service's). None
-    is returned when this worker lacks the content.
+    is returned when this worker lacks the content (or the run has closed).
     """
     key = f"{place.session}/{repo.name}"
     with _lock(key):
+        if place.session in _closed:
+            return None
         box = _sandboxes.get(key)
         if box is None or box.tree != repo.tree:
             made = _materialize(place, repo)
@@ -397,7 +413,7 @@ def _materialize(place: _Place, repo: WireRepo) -> _Box | None:
     path = place.base / "runs" / place.session / "repos" / repo.name
     shutil.rmtree(path, ignore_errors=True)
     shutil.copytree(cached, path, symlinks=True)
-    tree = tree_of(path)
+    tree = tree_of(path, place.base / "hash.git")
     failure: Failure | None = None
     if tree != repo.tree:
         why = (
@@ -504,10 +520,11 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
     """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
 
-    Bounded to MAX_OUTPUT_BYTES; a tar archive.
+    Bounded to MAX_OUTPUT_BYTES; an uncompressed tar archive, or b"" for none.
     """
     buffer = io.BytesIO()
     budget = MAX_OUTPUT_BYTES
+    added = False
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path, stat in _walk(root):
             name = path.relative_to(root).as_posix()
@@ -517,4 +534,6 @@ def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> byt
                 continue
             budget -= stat.st_size
             archive.add(path, arcname=name, recursive=False)
-    return buffer.getvalue()
+            added = True
+    # nothing written: nothing to send (an empty tar is 10 KiB, and slow to recognise)
+    return buffer.getvalue() if added else b""
