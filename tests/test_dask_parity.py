@@ -78,18 +78,24 @@ def _board(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
     )
 
 
+BROKEN = "import sys; print('installing deps'); sys.exit(4)"
+# the second command needs what the first made: both must run, in order, in one sandbox
+MAKES = "import pathlib; pathlib.Path('made.txt').write_text('1')"
+NEEDS = "import pathlib, sys; pathlib.Path('made.txt').read_text(); print('step 2'); sys.exit(5)"
+
+
+@pytest.mark.parametrize("setup", [[BROKEN], [MAKES, NEEDS]], ids=["first", "second"])
 def test_a_failing_setup_gives_the_same_records_on_the_cluster_as_here(
-    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str], setup: list[str]
 ) -> None:
     """Same statuses, findings, board and receipts (bar where and when) either way."""
-    broken = _py("import sys; print('installing deps'); sys.exit(4)")
-    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 11\n"})
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 11\n", ".gitignore": "made.txt\n"})
     make_change(
         root,
         "c1",
         EVIDENCE,
         "version: 1\nrepositories:\n  self:\n"
-        f"    setup: [{broken}]\n"
+        f"    setup: [{', '.join(_py(c) for c in setup)}]\n"
         "providers:\n"
         f"  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n"
         f"  also: {{adapter: command, command: {_py('pass')}}}\n",
@@ -105,8 +111,9 @@ def test_a_failing_setup_gives_the_same_records_on_the_cluster_as_here(
     assert _board(local) == _board(dask)
     assert "setup-self.setup.json" in receipts_dask
     assert receipts_local.keys() == receipts_dask.keys()
-    setup = receipts_dask["setup-self.setup.json"]["predicate"]["changeloop"]
-    assert setup["status"] == "fail" and setup["executor"]["kind"] == "dask"
+    made = receipts_dask["setup-self.setup.json"]["predicate"]["changeloop"]
+    assert made["status"] == "fail" and made["executor"]["kind"] == "dask"
+    assert made["reason"].endswith(f"exited {4 if len(setup) == 1 else 5}"), made["reason"]
     for name, statement in receipts_dask.items():
         assert _comparable(statement) == _comparable(receipts_local[name]), name
         ext = statement["predicate"]["changeloop"]
