@@ -45,6 +45,9 @@ from changeloop.sandboxes.copy import list_files
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
+# Jobs in flight per worker thread: one running and one waiting on the worker, so a worker
+# starts its next job without waiting for the coordinator's round trip (receipts, next job).
+QUEUED = 2
 WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
 
 
@@ -170,8 +173,12 @@ class DaskExecutor:
 
     @property
     def capacity(self) -> int:
-        """Jobs in flight on the cluster: its worker threads, capped by ``--jobs`` when given."""
-        threads = max(1, sum(self._workers.values()))
+        """Jobs in flight on the cluster: two per worker thread, capped by ``--jobs`` when given.
+
+        The second waits on its worker (pinned there), so the worker never idles
+        while the coordinator seals the last receipt and builds the next job.
+        """
+        threads = max(1, sum(self._workers.values())) * QUEUED
         return min(threads, self._cap) if self._cap is not None else threads
 
     async def close(self) -> None:
