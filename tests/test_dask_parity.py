@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,3 +281,60 @@ def test_every_worker_gets_the_content_before_its_first_job(
         client.close()
     assert len(folders) == 3
     assert all(Path(folder).is_dir() for folder in folders.values()), folders
+
+
+def test_a_worker_that_joins_during_the_run_is_warmed_too(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The coordinator sees a new worker (its 0.5 s watch) and sends it the run's content."""
+    from test_dask import _extra_worker
+
+    from changeloop.executors import worker as remote
+    from changeloop.identity import content_identity
+
+    started, joined = tmp_path / "started", tmp_path / "joined"
+    hold = (
+        f"import pathlib, time; pathlib.Path({str(started)!r}).write_text('1'); "
+        f"[time.sleep(0.05) for _ in range(1200) if not pathlib.Path({str(joined)!r}).exists()]; "
+        "time.sleep(1.5)"
+    )
+    root = make_repo(tmp_path / "ws", {"src/app.py": f"x = {tmp_path.name!r} + 'join'\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(hold)}, claims: [hello]}}\n",
+    )
+    proved = threading.Event()
+    found: list[str] = []
+
+    def join_a_worker() -> None:  # prove runs in the main thread (it owns the signals)
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            with _extra_worker(cluster, dict(os.environ)) as extra:
+                joined.write_text("1")
+                proved.wait(timeout=120)
+                tree = content_identity(
+                    root, include_untracked=True
+                ).tree  # after prove's .gitignore
+                client = distributed.Client(cluster.scheduler_address)
+                try:
+                    folder = client.run(remote.content_dir, tree, workers=[extra])[extra]
+                    found.append(f"{folder} {Path(folder).is_dir()}")  # gone with the worker
+                finally:
+                    client.close()
+        finally:
+            joined.write_text("1")
+
+    helper = threading.Thread(target=join_a_worker)
+    helper.start()
+    try:
+        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    finally:
+        proved.set()
+        helper.join(timeout=180)
+    assert code == 0, doc
+    [seen] = found
+    assert seen.endswith(" True"), seen

@@ -85,7 +85,7 @@ def _hashing_repository(git_dir: Path) -> Path:
     git_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = git_dir.with_name(f".{git_dir.name}.{os.getpid()}.{threading.get_ident()}")
     subprocess.run(
-        ["git", "init", "-q", "--bare", str(staging)],
+        ["git", "init", "-q", "--bare", "--template=", str(staging)],
         check=True,
         capture_output=True,
         env={**os.environ, **GIT_QUIET},

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from distributed import Client, wait
+from distributed import Client
+from distributed.client import _wait
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
@@ -189,7 +190,7 @@ class DaskExecutor:
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
             alive = [f for address, f in warming if address in self._workers]
             with contextlib.suppress(Exception):  # prepares still under way finish first
-                await wait(alive, timeout=WARM_WAIT_S)  # type: ignore[no-untyped-call]
+                await self._wait(alive, WARM_WAIT_S, client)
             with contextlib.suppress(Exception):  # a gone worker has nothing to clean
                 await client.run(worker.cleanup, self._session)
             await client.close()
@@ -301,7 +302,7 @@ class DaskExecutor:
         try:
             while True:
                 try:
-                    await wait([future], timeout=WATCH_S)  # type: ignore[no-untyped-call]
+                    await self._wait([future], WATCH_S)
                     break
                 except TimeoutError:
                     if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
@@ -327,6 +328,14 @@ class DaskExecutor:
                     await self._client.run(worker.cancel, wire.token, workers=[address])
                 await future.cancel()
             raise
+
+    async def _wait(self, futures: list[Any], timeout: float, client: Any = None) -> None:
+        """``distributed.wait`` through this run's client (TimeoutError when not all are done).
+
+        ``distributed.wait`` asks the process's *default* client, which is another
+        one (on another event loop) as soon as this process makes a second client.
+        """
+        await (client or self._client).sync(_wait, futures, timeout=timeout)
 
     async def _refresh(self) -> None:
         self._refreshed = anyio.current_time()
