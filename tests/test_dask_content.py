@@ -58,7 +58,7 @@ def test_one_changed_byte_changes_the_worker_tree(tmp_path: Path) -> None:
 
 
 def _files(root: Path) -> list[str]:
-    out = []
+    out: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
         out.extend(Path(folder, f).relative_to(root).as_posix() for f in files)

@@ -61,7 +61,7 @@ def _statements(root: Path, change: str) -> dict[str, dict[str, Any]]:
 
 def _comparable(statement: dict[str, Any]) -> dict[str, Any]:
     """A statement minus where and when it ran."""
-    doc = json.loads(json.dumps(statement))
+    doc: dict[str, Any] = json.loads(json.dumps(statement))
     for key in VOLATILE:
         doc["predicate"]["changeloop"].pop(key, None)
     doc["predicate"].pop("runDetails", None)
