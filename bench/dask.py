@@ -2,6 +2,7 @@
 
     python bench/dask.py               # 64 providers (~30 s on 2 cores)
     python bench/dask.py --providers 16
+    python bench/dask.py --repeat 3 --dask-only   # best of 3 Dask runs, no local run
 
 Runs ``changeloop prove --no-cache`` on one change of N independent
 ``command`` providers (``sleep 0.5``) twice: ``--jobs 2`` on this machine, and
@@ -10,7 +11,8 @@ worker processes started here. Reports each makespan (the wall time of
 ``prove``, sandbox, fingerprints, signing and all), the ideal (work ÷
 workers), their ratio, and Dask's per-job overhead: the extra wall time per
 job over the ideal, spread over the jobs each worker ran
-((makespan − ideal) × workers ÷ jobs).
+((makespan − ideal) × workers ÷ jobs). The machine's load average is printed
+with the figures: on a shared machine they swing with it.
 """
 
 from __future__ import annotations
