@@ -19,7 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from changeloop.identity import OPENSPEC
+from changeloop.identity import OPENSPEC, git
 
 GIT_QUIET = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
 
@@ -69,13 +69,15 @@ def tree_of(workdir: Path, git_dir: Path | None = None) -> str:
             "GIT_INDEX_FILE": str(Path(tmp) / "index"),
         }
 
-        def git(*args: str) -> bytes:
+        def hashing_git(*args: str) -> bytes:
             return subprocess.run(
                 ["git", *args], cwd=workdir, env=env, check=True, capture_output=True
             ).stdout
 
-        git("-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".", f":(exclude){OPENSPEC}")
-        return git("write-tree").decode().strip()
+        hashing_git(
+            "-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".", f":(exclude){OPENSPEC}"
+        )
+        return hashing_git("write-tree").decode().strip()
 
 
 def _hashing_repository(git_dir: Path) -> Path:
@@ -98,14 +100,11 @@ def _hashing_repository(git_dir: Path) -> Path:
 
 
 def submodules(source: Path, tree: str) -> list[str]:
-    """Paths of the submodules (gitlinks) in ``tree``, read in ``source``'s repository."""
-    out = subprocess.run(
-        ["git", "ls-tree", "-r", "-z", "--full-tree", tree],
-        cwd=source,
-        check=True,
-        capture_output=True,
-        env={**os.environ, **GIT_QUIET},
-    ).stdout
+    """Paths of the submodules (gitlinks) in ``tree``, read in ``source``'s repository.
+
+    On the coordinator: its git, without the caller's git redirections.
+    """
+    out = git(["ls-tree", "-r", "-z", "--full-tree", tree], cwd=source).stdout
     links: list[str] = []
     for entry in out.split(b"\0"):
         meta, _, path = entry.partition(b"\t")

@@ -213,7 +213,7 @@ def run_job(wire: WireJob) -> WireResult:
             # a setup job runs the commands before its own; every other job all of them
             steps = wire.setup_step if repo.name == job.sandbox.repository else None
             box = _sandbox(place, repo, steps=steps)
-            if box is None:  # removed meanwhile (another run's cleanup): ask again
+            if box is None:  # its cache was removed meanwhile, or the run has closed: ask again
                 return WireResult(address, need=(repo.tree,))
             if box.failure is not None:
                 return WireResult(address, failure=box.failure)
