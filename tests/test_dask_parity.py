@@ -169,7 +169,7 @@ def test_a_repository_with_a_submodule_is_refused_before_anything_runs(
 SERVER = """\
 import http.server, os, sys
 open(sys.argv[2], "w").write(os.getcwd())
-body = open("greeting.txt", "rb").read()
+body = open("greeting.txt", "rb").read() + open("build/suffix.txt", "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.end_headers(); self.wfile.write(body)
@@ -188,7 +188,10 @@ def _free_port() -> int:
 def test_a_service_of_another_repository_starts_on_the_jobs_worker(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two repositories: the service's content travels by its own tree and starts there."""
+    """Two repositories: the service's content travels by its own tree, is set up and starts there.
+
+    The same plan proven here first gives the same statuses and claims.
+    """
     port = _free_port()
     where = tmp_path / "where.txt"
     api = make_repo(tmp_path / "api", {"srv.py": SERVER, ".gitignore": "build/\n"})
@@ -196,24 +199,33 @@ def test_a_service_of_another_repository_starts_on_the_jobs_worker(
     web = make_repo(tmp_path / "web", {"a.txt": "a\n"})
     fetch = _py(
         "import urllib.request as u; "
-        f"assert u.urlopen('http://127.0.0.1:{port}/').read() == b'from-api-untracked'"
+        f"assert u.urlopen('http://127.0.0.1:{port}/').read() == b'from-api-untracked+built'"
+    )
+    build = _py(
+        "import pathlib; pathlib.Path('build').mkdir(); "
+        "pathlib.Path('build/suffix.txt').write_text('+built')"
     )
     make_change(
         web,
         "c1",
         "version: 3\nrepositories: {web: ., api: ../api}\n"
         "claims:\n  hello: {statement: it greets, requires: [check]}\n",
-        "version: 1\nproviders:\n"
+        f"version: 1\nrepositories:\n  api:\n    setup: [{build}]\nproviders:\n"
         "  check:\n    adapter: command\n    repository: web\n"
         f"    command: {fetch}\n    services: [apisrv]\n    claims: [hello]\n"
         "services:\n  apisrv:\n    repository: api\n"
         f"    command: [{json.dumps(PY)}, srv.py, '{port}', {json.dumps(str(where))}]\n"
-        f"    readiness: {{url: 'http://127.0.0.1:{port}/', expect: {{body: from-api-untracked}},"
+        f"    readiness: {{url: 'http://127.0.0.1:{port}/', expect: {{body: from-api-untracked+built}},"
         " timeoutMs: 20000}\n",
     )
-    code, doc = prove_json(web, "c1", "--sandbox", "copy", *_dask(cluster), capsys=capsys)
-    assert code == 0, doc
+    code_local, local = prove_json(web, "c1", "--sandbox", "copy", capsys=capsys)
+    code, doc = prove_json(
+        web, "c1", "--sandbox", "copy", "--no-cache", *_dask(cluster), capsys=capsys
+    )
+    assert code == code_local == 0, doc
+    assert doc["claims"] == local["claims"] and _board(doc) == _board(local)
     assert doc["claims"]["hello"]["status"] == "proven"
+    assert not (api / "build").exists()  # its setup ran in sandboxes, never in the checkout
     ran_in = Path(where.read_text()).resolve()
     assert api.resolve() not in (ran_in, *ran_in.parents)  # on the worker, in its sandbox
     assert ran_in.parts[-2:] == ("repos", "api")
