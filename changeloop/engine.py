@@ -492,8 +492,8 @@ def _remote(run: _Run) -> bool:
 
 
 async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
-    if _remote(run):
-        return True  # each worker runs the repository's setup in its own sandbox (§10)
+    # On a cluster too: its commands run as jobs (on one worker), so a failure is the same
+    # setup receipt; every other worker repeats them before its first job (§10)
     return await run_setup(
         run.plan,
         repo,

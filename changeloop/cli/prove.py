@@ -52,9 +52,10 @@ def register(sub: Any) -> None:
         "--jobs",
         "-j",
         type=_positive,
-        default=os.cpu_count() or 2,
+        default=None,
         metavar="N",
-        help="providers run at once (default: CPU count, %(default)s here)",
+        help=f"providers run at once (default: CPU count, {os.cpu_count() or 2} here; "
+        "on a Dask cluster: its worker threads, and N caps the jobs in flight there)",
     )
     parser.add_argument(
         "--sandbox",
@@ -261,7 +262,8 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     if usage is not None:
         return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
     options = ProveOptions(
-        jobs=max(1, args.jobs),
+        jobs=max(1, args.jobs or os.cpu_count() or 2),
+        jobs_given=args.jobs is not None,
         sandbox=args.sandbox,
         fail_fast=args.fail_fast,
         use_cache=not args.no_cache,

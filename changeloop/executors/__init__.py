@@ -45,26 +45,13 @@ async def open_executor(
                 fix=f"pass --dask-scheduler tcp://host:8786 or set {SCHEDULER_ENV}",
             )
         )
-    elsewhere = sorted(
-        f"{p.name} → {s}"
-        for p in plan.providers.values()
-        for s in p.services
-        if s in plan.services and plan.services[s].repository not in (None, p.repository)
-    )
-    if elsewhere:
-        raise ChangeloopError(
-            Problem(
-                code="dask_services_unsupported",
-                message="--executor dask starts a service on the worker of the provider that "
-                "needs it, in that provider's repository; these services live in another "
-                f"repository: {', '.join(elsewhere)}",
-                fix="prove this change with --executor local",
-            )
-        )
-    executor = DaskExecutor(plan, options.dask_scheduler, options.sandbox, state_dir)
+    cap = options.jobs if options.jobs_given else None
+    executor = DaskExecutor(plan, options.dask_scheduler, options.sandbox, state_dir, cap=cap)
+    await executor.identify()  # a repository that cannot be shipped refuses before connecting
     await executor.connect()
     try:
         await executor.check_environment()
+        await executor.prewarm()
         yield executor
     finally:
         await executor.close()

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 
-from changeloop.identity import OPENSPEC
+from changeloop.identity import OPENSPEC, git
 
 GIT_QUIET = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
 
@@ -49,32 +51,63 @@ def unpack(data: bytes, dest: Path) -> None:
         archive.extractall(dest, filter="tar")
 
 
-def tree_of(workdir: Path) -> str:
+def tree_of(workdir: Path, git_dir: Path | None = None) -> str:
     """The git tree of everything in ``workdir`` minus top-level ``openspec/``.
 
-    Hashed through a throwaway git directory outside ``workdir``, so the
-    sandbox itself never becomes a repository it was not.
+    Hashed through a git directory outside ``workdir`` (``git_dir``, a worker's
+    own, made once; else a throwaway one), so the sandbox itself never becomes
+    a repository it was not. Two git processes: ``add`` (``openspec`` left out
+    by an exclude pathspec) and ``write-tree``, through a private index.
     """
     with tempfile.TemporaryDirectory(prefix="changeloop-tree-") as tmp:
+        git_dir = _hashing_repository(git_dir or Path(tmp) / "git")
         env = {
             **os.environ,
             **GIT_QUIET,
-            "GIT_DIR": str(Path(tmp) / "git"),
+            "GIT_DIR": str(git_dir),
             "GIT_WORK_TREE": str(workdir),
             "GIT_INDEX_FILE": str(Path(tmp) / "index"),
         }
-        subprocess.run(
-            ["git", "init", "-q", "--bare", env["GIT_DIR"]],
-            check=True,
-            capture_output=True,
-            env={**os.environ, **GIT_QUIET},
-        )
 
-        def git(*args: str) -> bytes:
+        def hashing_git(*args: str) -> bytes:
             return subprocess.run(
                 ["git", *args], cwd=workdir, env=env, check=True, capture_output=True
             ).stdout
 
-        git("-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".")
-        git("rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", OPENSPEC)
-        return git("write-tree").decode().strip()
+        hashing_git(
+            "-c", "core.autocrlf=false", "add", "-A", "-f", "--", ".", f":(exclude){OPENSPEC}"
+        )
+        return hashing_git("write-tree").decode().strip()
+
+
+def _hashing_repository(git_dir: Path) -> Path:
+    """A bare repository at ``git_dir`` that only stores hashed objects (made once)."""
+    if (git_dir / "HEAD").is_file():
+        return git_dir
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = git_dir.with_name(f".{git_dir.name}.{os.getpid()}.{threading.get_ident()}")
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--template=", str(staging)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, **GIT_QUIET},
+    )
+    try:
+        staging.rename(git_dir)
+    except OSError:  # another thread made it first
+        shutil.rmtree(staging, ignore_errors=True)
+    return git_dir
+
+
+def submodules(source: Path, tree: str) -> list[str]:
+    """Paths of the submodules (gitlinks) in ``tree``, read in ``source``'s repository.
+
+    On the coordinator: its git, without the caller's git redirections.
+    """
+    out = git(["ls-tree", "-r", "-z", "--full-tree", tree], cwd=source).stdout
+    links: list[str] = []
+    for entry in out.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            links.append(os.fsdecode(path))
+    return links

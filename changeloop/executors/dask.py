@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from distributed import Client, wait
+from distributed import Client
+from distributed.client import _wait
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
+from changeloop.identity import content_identity
 from changeloop.model import Plan, SandboxMode
 from changeloop.providers import registry
 from changeloop.run.job import (
@@ -44,13 +46,26 @@ from changeloop.sandboxes.copy import list_files
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
+# Jobs in flight per worker thread: one running and one waiting on the worker, so a worker
+# starts its next job without waiting for the coordinator's round trip (receipts, next job).
+QUEUED = 2
+WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
 
 
 class DaskExecutor:
     remote = True
 
-    def __init__(self, plan: Plan, address: str, mode: SandboxMode, state_dir: Path) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        address: str,
+        mode: SandboxMode,
+        state_dir: Path,
+        *,
+        cap: int | None = None,
+    ) -> None:
         self._plan = plan
+        self._cap = cap  # --jobs as given: at most this many jobs in flight on the cluster
         self._address = address
         self._mode = mode
         self._state_dir = state_dir
@@ -65,6 +80,69 @@ class DaskExecutor:
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
         self._placed: dict[str, str] = {}  # provider -> worker that ran it
+        self._trees: dict[str, str] = {}  # repository -> its content tree, as shipped
+        self._warming: list[tuple[str, Any]] = []  # (worker, prepare future): kept, so it runs
+        self._warm_joiners = False  # after prewarm: a worker that joins is warmed too
+
+    # -- before the run ----------------------------------------------------------
+    async def identify(self) -> None:
+        """The content tree of every repository a job needs; a submodule refuses the run.
+
+        A submodule is a commit id in the content tree: its files are not part of
+        the tree a worker can check, so they cannot travel by tree id (exit 2).
+        """
+        found: list[str] = []
+        for repo in _shipped_repositories(self._plan):
+            path = self._plan.repositories[repo].path
+            ident = await anyio.to_thread.run_sync(
+                partial(content_identity, path, include_untracked=self._mode != "worktree")
+            )
+            self._trees[repo] = ident.tree
+            links = await anyio.to_thread.run_sync(content.submodules, path, ident.tree)
+            found.extend(
+                f"{repo}: {link}" if len(self._plan.repositories) > 1 else link for link in links
+            )
+        if found:
+            raise ChangeloopError(
+                Problem(
+                    code="dask_submodule_unsupported",
+                    message="--executor dask ships a repository's content by its git tree, "
+                    "and a submodule is only a commit id in that tree; these submodules "
+                    f"cannot be shipped: {', '.join(found)}",
+                    fix="prove this change with --executor local (or vendor the submodule's "
+                    "files into the repository)",
+                )
+            )
+
+    async def prewarm(self) -> None:
+        """Every worker makes this run's sandboxes now, before the first job needs them.
+
+        Fire and forget: a job that reaches a worker first still asks for the
+        content it lacks; a failure found here (content-mismatch) is the job's.
+        A worker that joins later is asked when the coordinator first sees it.
+        """
+        self._warm_joiners = True
+        await self._warm(sorted(self._workers))
+
+    async def _warm(self, addresses: list[str]) -> None:
+        for repo, tree in self._trees.items():
+            archive = await self._archive(repo, tree)
+            wire_repo = worker.WireRepo(repo, tree, self._setup_of(repo))
+            for address in addresses:
+                fresh = (address, tree) not in self._shipped
+                future = self._client.submit(
+                    worker.prepare,
+                    self._session,
+                    wire_repo,
+                    archive if fresh else None,
+                    key=f"changeloop-prepare-{repo}-{secrets.token_hex(8)}",
+                    workers=[address],
+                    allow_other_workers=False,
+                    pure=False,
+                    retries=0,
+                )
+                self._warming.append((address, future))
+                self._shipped.add((address, tree))
 
     # -- lifecycle -------------------------------------------------------------
     async def connect(self) -> None:
@@ -96,37 +174,53 @@ class DaskExecutor:
 
     @property
     def capacity(self) -> int:
-        """Jobs the cluster runs at once: its worker threads."""
-        return max(1, sum(self._workers.values()))
+        """Jobs in flight on the cluster: two per worker thread, capped by ``--jobs`` when given.
+
+        The second waits on its worker (pinned there), so the worker never idles
+        while the coordinator seals the last receipt and builds the next job.
+        """
+        threads = max(1, sum(self._workers.values())) * QUEUED
+        return min(threads, self._cap) if self._cap is not None else threads
 
     async def close(self) -> None:
+        warming, self._warming = self._warming, []
         client, self._client = self._client, None
         if client is None:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            alive = [f for address, f in warming if address in self._workers]
+            with contextlib.suppress(Exception):  # prepares still under way finish first
+                await self._wait(alive, WARM_WAIT_S, client)
             with contextlib.suppress(Exception):  # a gone worker has nothing to clean
                 await client.run(worker.cleanup, self._session)
             await client.close()
 
     async def check_environment(self) -> None:
-        """Every worker must resolve each executable the plan runs to the same bytes."""
-        for argv0 in sorted(_executables(self._plan)):
-            try:
-                with anyio.fail_after(ASK_TIMEOUT_S):
-                    answers: dict[str, str] = await self._client.run(
-                        worker.executable_identity, argv0
-                    )
-            except TimeoutError as exc:
-                raise ChangeloopError(
-                    Problem(
-                        code="dask_unreachable",
-                        message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
-                        f"(asked which {argv0!r} they run)",
-                        fix="check the cluster's workers (dask worker logs)",
-                    )
-                ) from exc
-            if len(set(answers.values())) > 1:
-                detail = ", ".join(f"{w}: {d}" for w, d in sorted(answers.items()))
+        """Every worker must resolve each executable the plan runs to the same bytes.
+
+        One question to every worker for all of the plan's executables at once.
+        """
+        argv0s = sorted(_executables(self._plan))
+        if not argv0s:
+            return
+        try:
+            with anyio.fail_after(ASK_TIMEOUT_S):
+                answers: dict[str, dict[str, str]] = await self._client.run(
+                    worker.executable_identities, argv0s
+                )
+        except TimeoutError as exc:
+            raise ChangeloopError(
+                Problem(
+                    code="dask_unreachable",
+                    message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
+                    f"(asked which {', '.join(map(repr, argv0s))} they run)",
+                    fix="check the cluster's workers (dask worker logs)",
+                )
+            ) from exc
+        for argv0 in argv0s:
+            seen = {w: parts.get(argv0, "") for w, parts in answers.items()}
+            if len(set(seen.values())) > 1:
+                detail = ", ".join(f"{w}: {d}" for w, d in sorted(seen.items()))
                 raise ChangeloopError(
                     Problem(
                         code="environment-mismatch",
@@ -150,41 +244,50 @@ class DaskExecutor:
             answer = await self._submit(job, address)
             if answer is not None:
                 self._placed[job.provider.name] = address
-                return self._result(job, answer, started)
+                # unpacking and reading files: off the event loop, which seals receipts
+                return await anyio.to_thread.run_sync(self._result, job, answer, started)
         where = ", ".join(tried) or "none left"
         why = f"the worker running it was lost ({where}); retried once, never counted a pass"
         return _failed(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
 
     async def _submit(self, job: Job, address: str) -> worker.WireResult | None:
         """Run on ``address``; None when the worker was lost meanwhile."""
-        tree = job.sandbox.tree
+        repo = job.sandbox.repository
+        step = job.context.get("setup") if job.provider.capability == "setup" else None
+        services = tuple(self._plan.services[n] for n in job.services if n in self._plan.services)
+        others = dict.fromkeys(s.repository for s in services if s.repository not in (None, repo))
         wire = worker.WireJob(
             job=job,
             session=self._session,
             token=secrets.token_hex(8),
-            setup=tuple(tuple(a) for a in self._plan.repositories[job.sandbox.repository].setup)
-            if job.sandbox.repository in self._plan.repositories
-            else (),
-            content=None,
-            services=tuple(
-                self._plan.services[n] for n in job.services if n in self._plan.services
+            setup=self._setup_of(repo),
+            services=services,
+            service_repos=tuple(
+                worker.WireRepo(name, self._trees[name], self._setup_of(name))
+                for name in others
+                if name is not None
             ),
+            setup_step=step if isinstance(step, int) else None,
         )
+        trees = {r.tree: r.name for r in (wire.own(), *wire.service_repos)}
         self._busy[address] = self._busy.get(address, 0) + 1
         try:
             for _ in range(2):
-                if (address, tree) not in self._shipped:
-                    data = await self._archive(job)
-                    wire = _with_content(wire, data)
-                answer = await self._await(wire, address)
-                if answer is None or not answer.need_content:
+                ship = [t for t in trees if (address, t) not in self._shipped]
+                contents = {t: await self._archive(trees[t], t) for t in ship}
+                answer = await self._await(replace(wire, contents=contents), address)
+                if answer is None or not answer.need:
                     if answer is not None:
-                        self._shipped.add((address, tree))
+                        self._shipped.update((address, t) for t in trees)
                     return answer
-                self._shipped.discard((address, tree))
-            raise RuntimeError(f"worker {address} kept asking for the content of tree {tree}")
+                self._shipped.difference_update((address, t) for t in answer.need)
+            raise RuntimeError(f"worker {address} kept asking for content trees {sorted(trees)}")
         finally:
             self._busy[address] -= 1
+
+    def _setup_of(self, repo: str) -> tuple[tuple[str, ...], ...]:
+        repository = self._plan.repositories.get(repo)
+        return tuple(tuple(a) for a in repository.setup) if repository else ()
 
     async def _await(self, wire: worker.WireJob, address: str) -> worker.WireResult | None:
         future = self._client.submit(
@@ -199,10 +302,11 @@ class DaskExecutor:
         try:
             while True:
                 try:
-                    await wait([future], timeout=WATCH_S)  # type: ignore[no-untyped-call]
+                    await self._wait([future], WATCH_S)
                     break
                 except TimeoutError:
-                    await self._refresh()
+                    if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
+                        await self._refresh()
                     if address not in self._workers:
                         self._lost.add(address)
                         await future.cancel()
@@ -225,10 +329,21 @@ class DaskExecutor:
                 await future.cancel()
             raise
 
+    async def _wait(self, futures: list[Any], timeout: float, client: Any = None) -> None:
+        """``distributed.wait`` through this run's client (TimeoutError when not all are done).
+
+        ``distributed.wait`` asks the process's *default* client, which is another
+        one (on another event loop) as soon as this process makes a second client.
+        """
+        await (client or self._client).sync(_wait, futures, timeout=timeout)
+
     async def _refresh(self) -> None:
         self._refreshed = anyio.current_time()
         threads: Mapping[str, int] = await self._client.scheduler.ncores()
+        joined = sorted(a for a in threads if a not in self._workers and a not in self._lost)
         self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if joined and self._warm_joiners:
+            await self._warm(joined)
         if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
             info = await self._client.scheduler.identity()
             for address, detail in info.get("workers", {}).items():
@@ -242,7 +357,10 @@ class DaskExecutor:
         alive = [a for a in alive if all(r in self._resources.get(a, ()) for r in wanted)]
         if not alive:
             return None
-        for dep in job.provider.depends_on:  # where its dependencies generated their output
+        pinned = [*job.provider.depends_on]
+        if job.provider.capability == "setup":  # a repository's setup commands: one worker
+            pinned.append(job.provider.name)
+        for dep in pinned:  # where its dependencies generated their output
             if self._placed.get(dep) in alive:
                 return self._placed[dep]
         # least busy; among equals the least used, so the cluster's workers take turns
@@ -257,10 +375,9 @@ class DaskExecutor:
         self._uses[chosen] = self._uses.get(chosen, 0) + 1
         return chosen
 
-    async def _archive(self, job: Job) -> bytes:
-        tree = job.sandbox.tree
+    async def _archive(self, repo: str, tree: str) -> bytes:
         if tree not in self._archives:
-            make = partial(_pack, self._plan, job, self._mode, self._state_dir)
+            make = partial(_pack, self._plan, repo, self._mode, self._state_dir)
             self._archives[tree] = await anyio.to_thread.run_sync(make)
         return self._archives[tree]
 
@@ -299,10 +416,6 @@ class DaskExecutor:
         )
 
 
-def _with_content(wire: worker.WireJob, data: bytes) -> worker.WireJob:
-    return replace(wire, content=data)
-
-
 def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[str]) -> JobResult:
     log_dir = Path(job.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -327,13 +440,13 @@ def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[
     )
 
 
-def _pack(plan: Plan, job: Job, mode: SandboxMode, state_dir: Path) -> bytes:
+def _pack(plan: Plan, repo: str, mode: SandboxMode, state_dir: Path) -> bytes:
     """The repository's content as its identity saw it: the user's files and link texts.
 
     Read from the checkout, not the local sandbox (which re-points absolute
     links); what changed meanwhile is caught by the worker's tree check.
     """
-    source = plan.repositories[job.sandbox.repository].path.resolve()
+    source = plan.repositories[repo].path.resolve()
     if mode == "worktree":
         return content.pack(source, content.tracked_files(source))
     return content.pack(source, list_files(source, state_dir.resolve()))
@@ -343,8 +456,22 @@ def _unpack(data: bytes, dest: Path) -> None:
     if not data:
         return
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:  # the worker's plain tar
         archive.extractall(dest, filter="tar")
+
+
+def _shipped_repositories(plan: Plan) -> list[str]:
+    """The repositories whose content a worker needs: where commands run, where services live."""
+    out: dict[str, None] = {}
+    for provider in plan.providers.values():
+        adapter = registry.ADAPTERS[provider.adapter]
+        if adapter.RUNS_COMMAND:
+            out.update(dict.fromkeys(adapter.repositories(provider, plan)))
+        for name in provider.services:
+            service = plan.services.get(name)
+            repo = service.repository if service else None
+            out[repo or provider.repository or ""] = None
+    return [r for r in out if r in plan.repositories]
 
 
 def _executables(plan: Plan) -> set[str]:

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -44,11 +44,34 @@ SKIP_DIRS = frozenset({".git", "__pycache__"})
 
 Failure = tuple[str, str, str]  # (status, finding kind, message)
 
+Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
+
+
+@dataclass
+class _Box:
+    """One run's sandbox of one repository on this worker (written under its lock only)."""
+
+    tree: str
+    path: Path
+    failure: Failure | None  # content-mismatch, or its setup failed here
+    baseline: Baseline  # what the sandbox held before any job: never a job's output
+    steps: int = 0  # setup commands done here
+
+
 _guard = threading.Lock()
 _locks: dict[str, threading.Lock] = {}
-Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
-_sandboxes: dict[str, tuple[Path, Failure | None, Baseline]] = {}
+_sandboxes: dict[str, _Box] = {}
 _cancelled: set[str] = set()
+_closed: set[str] = set()  # sessions whose coordinator has closed: no sandbox is made for them
+
+
+@dataclass(frozen=True)
+class WireRepo:
+    """A repository the job needs on this worker: its content tree and its setup."""
+
+    name: str
+    tree: str
+    setup: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,15 +79,23 @@ class WireJob:
     job: Job
     session: str  # one per coordinator run: the worker's sandboxes are the run's
     token: str  # one per submission: cancellation and the job's own directory
-    setup: tuple[tuple[str, ...], ...]  # the repository's setup commands
-    content: bytes | None  # the content archive, sent once per worker and tree
+    setup: tuple[tuple[str, ...], ...]  # the job's repository's setup commands
+    contents: Mapping[str, bytes] = field(default_factory=dict)  # tree -> archive, once a worker
     services: tuple[Service, ...] = ()  # started on this worker for this job, then stopped
+    # the other repositories its services live in (DESIGN §10: content by tree id, like any)
+    service_repos: tuple[WireRepo, ...] = ()
+    # this job is setup command number ``setup_step`` of its repository (the coordinator's
+    # run_setup): it runs in the sandbox before the setup is complete, and sends back no outputs
+    setup_step: int | None = None
+
+    def own(self) -> WireRepo:
+        return WireRepo(self.job.sandbox.repository, self.job.sandbox.tree, self.setup)
 
 
 @dataclass(frozen=True)
 class WireResult:
     worker: str
-    need_content: bool = False
+    need: tuple[str, ...] = ()  # content trees this worker lacks: ship them and submit again
     failure: Failure | None = None
     exit_code: int | None = None
     timed_out: bool = False
@@ -110,10 +141,19 @@ def cancel(token: str) -> None:
 
 
 def cleanup(session: str, dask_worker: Any = None) -> None:
-    """Remove a finished run's sandboxes (the content cache stays)."""
+    """Remove a finished run's sandboxes (the content cache stays).
+
+    A prepare still making one finishes first (its lock); none is made after.
+    """
     with _guard:
-        for key in [k for k in _sandboxes if k.startswith(session + "/")]:
-            del _sandboxes[key]
+        _closed.add(session)
+        keys = [k for k in _locks if k.startswith(session + "/")]
+    for key in keys:
+        with _lock(key):
+            _sandboxes.pop(key, None)
+    with _guard:
+        for key in keys:
+            _locks.pop(key, None)
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
 
 
@@ -130,6 +170,29 @@ def executable_identity(argv0: str) -> str:
     return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
 
 
+def executable_identities(argv0s: Sequence[str]) -> dict[str, str]:
+    """:func:`executable_identity` of each of ``argv0s``: one round trip for a whole plan."""
+    return {argv0: executable_identity(argv0) for argv0 in argv0s}
+
+
+def prepare(session: str, repo: WireRepo, archive: bytes | None) -> str | None:
+    """Make this run's sandbox of ``repo`` ahead of its first job (setup is left to the jobs).
+
+    The coordinator asks every worker as soon as it connects, so that the first
+    job on each worker does not pay for unpacking, copying and the tree check.
+    Returns the failure's message, or None.
+    """
+    contents = {repo.tree: archive} if archive is not None else {}
+    place = _Place(session, "prepare", contents, base_dir(), str(_worker().address), ())
+    try:
+        box = _sandbox(place, repo, steps=0)
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if box is None:
+        return f"no content for tree {repo.tree}"
+    return box.failure[2] if box.failure else None
+
+
 def run_job(wire: WireJob) -> WireResult:
     """Run one job on this worker; never raises for the job's own failures."""
     job = wire.job
@@ -139,16 +202,27 @@ def run_job(wire: WireJob) -> WireResult:
         why = f"envFrom variable {missing[0]} is not set on worker {address}"
         return WireResult(address, failure=("fail", "secret-missing", why))
     base = base_dir()
+    place = _Place(wire.session, wire.token, wire.contents, base, address, job.secrets(os.environ))
+    repos = (wire.own(), *wire.service_repos)
+    need = tuple(r.tree for r in repos if not _available(wire, r, base))
+    if need:
+        return WireResult(address, need=need)
+    boxes: dict[str, _Box] = {}
     try:
-        box = _sandbox(wire, base, address)
+        for repo in repos:
+            # a setup job runs the commands before its own; every other job all of them
+            steps = wire.setup_step if repo.name == job.sandbox.repository else None
+            box = _sandbox(place, repo, steps=steps)
+            if box is None:  # its cache was removed meanwhile, or the run has closed: ask again
+                return WireResult(address, need=(repo.tree,))
+            if box.failure is not None:
+                return WireResult(address, failure=box.failure)
+            boxes[repo.name] = box
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
         why = f"worker {address} could not materialize the sandbox: {type(exc).__name__}: {exc}"
         return WireResult(address, failure=("inconclusive", "sandbox-failed", why))
-    if box is None:
-        return WireResult(address, need_content=True)
-    sandbox, failure, baseline = box
-    if failure is not None:
-        return WireResult(address, failure=failure)
+    own = boxes[job.sandbox.repository]
+    sandbox, baseline = own.path, own.baseline
     jobdir = base / "runs" / wire.session / "jobs" / wire.token
     jobdir.mkdir(parents=True, exist_ok=True)
     swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
@@ -156,7 +230,8 @@ def run_job(wire: WireJob) -> WireResult:
     env = {k: _swap(v, swaps) for k, v in job.environment(os.environ).items()}
     _fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
     started, clock = datetime.now(UTC), time.time()
-    result = anyio.run(_cancellable, wire, argv, sandbox, env, jobdir)
+    workdirs = {name: box.path for name, box in boxes.items()}
+    result = anyio.run(_cancellable, wire, argv, workdirs, env, jobdir)
     finished = datetime.now(UTC)
     _cancelled.discard(wire.token)
     logs = {f"{job.log_name}.log", f"{job.log_name}.stdout"}
@@ -169,6 +244,8 @@ def run_job(wire: WireJob) -> WireResult:
     if isinstance(result, list):  # its services did not come up: what a local run says
         why = "; ".join(f.message for f in result)
         return WireResult(address, failure=("fail", result[0].kind, why))
+    if wire.setup_step is not None:  # what setup leaves is the sandbox's, never a job's output
+        _setup_done(wire, own, ok=result.exit_code == 0 and not result.timed_out)
     return WireResult(
         address,
         exit_code=result.exit_code,
@@ -184,14 +261,30 @@ def run_job(wire: WireJob) -> WireResult:
         log_name=_relative(result.log_path, jobdir),
         stdout_name=_relative(result.stdout_path, jobdir),
         logs=_pack_dir(jobdir, 0.0),
-        outputs=_pack_dir(sandbox, clock - 1.0, baseline),
+        outputs=b"" if wire.setup_step is not None else _pack_dir(sandbox, clock - 1.0, baseline),
         started=started,
         finished=finished,
     )
 
 
+def _available(wire: WireJob, repo: WireRepo, base: Path) -> bool:
+    """Whether this worker has ``repo``'s content: made for this run, cached, or sent along."""
+    box = _sandboxes.get(f"{wire.session}/{repo.name}")
+    if box is not None and box.tree == repo.tree:
+        return True
+    return repo.tree in wire.contents or (base / "trees" / repo.tree).is_dir()
+
+
+def _setup_done(wire: WireJob, box: _Box, *, ok: bool) -> None:
+    """A setup job finished: count its step, and take what the sandbox holds now as baseline."""
+    with _lock(f"{wire.session}/{wire.job.sandbox.repository}"):
+        if ok and box.steps == wire.setup_step:
+            box.steps += 1
+            box.baseline = _snapshot(box.path)
+
+
 async def _cancellable(
-    wire: WireJob, argv: list[str], cwd: Path, env: dict[str, str], jobdir: Path
+    wire: WireJob, argv: list[str], workdirs: Mapping[str, Path], env: dict[str, str], jobdir: Path
 ) -> ProcessResult | list[Finding] | None:
     """The job's process (with its services up); problems of its services; None: cancelled."""
     token, job = wire.token, wire.job
@@ -204,7 +297,8 @@ async def _cancellable(
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        async with _services(wire, cwd, jobdir) as problems:
+        cwd = workdirs[job.sandbox.repository]
+        async with _services(wire, workdirs, jobdir) as problems:
             if problems:
                 done.append(problems)
             else:
@@ -224,13 +318,20 @@ async def _cancellable(
 
 
 @asynccontextmanager
-async def _services(wire: WireJob, sandbox: Path, jobdir: Path) -> AsyncIterator[list[Finding]]:
-    """The job's services, started here with identity-checked readiness (changeloop.services)."""
+async def _services(
+    wire: WireJob, workdirs: Mapping[str, Path], jobdir: Path
+) -> AsyncIterator[list[Finding]]:
+    """The job's services, started here with identity-checked readiness (changeloop.services).
+
+    Each starts in its repository's sandbox on this worker, as a local run starts
+    it in that repository's sandbox on the coordinator.
+    """
     if not wire.services:
         yield []
         return
     from changeloop.services import ServiceManager
 
+    sandbox = workdirs[wire.job.sandbox.repository]
     swaps = ((wire.job.sandbox.path, str(sandbox)),)
     services = {
         s.name: replace(s, command=tuple(_swap(a, swaps) for a in s.command)) for s in wire.services
@@ -238,7 +339,7 @@ async def _services(wire: WireJob, sandbox: Path, jobdir: Path) -> AsyncIterator
     plan = cast(Plan, _ServicePlan(services, sandbox))
     manager = ServiceManager(
         plan,
-        workdirs={wire.job.sandbox.repository: sandbox},
+        workdirs=dict(workdirs),
         env=dict(os.environ),
         log_dir=jobdir / "services",
         users={name: 1 for name in services},
@@ -256,57 +357,91 @@ class _ServicePlan:
     root: Path
 
 
-def _sandbox(
-    wire: WireJob, base: Path, address: str
-) -> tuple[Path, Failure | None, Baseline] | None:
-    """This run's sandbox of the job's repository: made, checked and set up once."""
-    job = wire.job
-    key = f"{wire.session}/{job.sandbox.repository}"
+def _lock(key: str) -> threading.Lock:
     with _guard:
-        lock = _locks.setdefault(key, threading.Lock())
-    with lock:
-        if key in _sandboxes:
-            return _sandboxes[key]
-        cached = base / "trees" / job.sandbox.tree
-        if not cached.is_dir():
-            if wire.content is None:
+        return _locks.setdefault(key, threading.Lock())
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where and for whom a sandbox is made: the run, the submission, this worker."""
+
+    session: str
+    token: str
+    contents: Mapping[str, bytes]
+    base: Path
+    address: str
+    secrets: tuple[str, ...]  # masked in setup logs
+
+
+def _sandbox(place: _Place, repo: WireRepo, *, steps: int | None) -> _Box | None:
+    """This run's sandbox of ``repo``: made and checked once, set up to ``steps`` commands.
+
+    ``steps`` None: all of its setup (a job's own repository, a service's). None
+    is returned when this worker lacks the content (or the run has closed).
+    """
+    key = f"{place.session}/{repo.name}"
+    with _lock(key):
+        if place.session in _closed:
+            return None
+        box = _sandboxes.get(key)
+        if box is None or box.tree != repo.tree:
+            made = _materialize(place, repo)
+            if made is None:
                 return None
-            staging = base / "trees" / f".{job.sandbox.tree}.{wire.token}"
-            unpack(wire.content, staging)
-            try:
-                staging.rename(cached)
-            except OSError:  # another job unpacked it first
-                shutil.rmtree(staging, ignore_errors=True)
-        box = base / "runs" / wire.session / "repos" / job.sandbox.repository
-        shutil.rmtree(box, ignore_errors=True)
-        shutil.copytree(cached, box, symlinks=True)
-        tree = tree_of(box)
-        failure: Failure | None = None
-        if tree != job.sandbox.tree:
-            why = (
-                f"worker {address} materialized tree {tree} for repository "
-                f"{job.sandbox.repository}, not the job's {job.sandbox.tree}"
-            )
-            failure = ("fail", "content-mismatch", why)
-        else:
-            failure = _setup(wire, box, base, address)
-        # what setup left is the sandbox's, not any job's output: never sent back
-        _sandboxes[key] = (box, failure, _snapshot(box))
-        return _sandboxes[key]
+            box = _sandboxes[key] = made
+        todo = len(repo.setup) if steps is None else min(steps, len(repo.setup))
+        if box.failure is None and box.steps < todo:
+            box.failure = _setup(place, repo, box, todo)
+            # what setup left is the sandbox's, not any job's output: never sent back
+            box.baseline = _snapshot(box.path)
+        return box
 
 
-def _setup(wire: WireJob, box: Path, base: Path, address: str) -> Failure | None:
-    logs = base / "runs" / wire.session / "setup" / wire.job.sandbox.repository
-    for index, argv in enumerate(wire.setup):
-        result = anyio.run(_plain, list(argv), box, logs, f"setup-{index}", wire.job)
+def _materialize(place: _Place, repo: WireRepo) -> _Box | None:
+    cached = place.base / "trees" / repo.tree
+    if not cached.is_dir():
+        content = place.contents.get(repo.tree)
+        if content is None:
+            return None
+        staging = place.base / "trees" / f".{repo.tree}.{place.token}.{threading.get_ident()}"
+        unpack(content, staging)
+        try:
+            staging.rename(cached)
+        except OSError:  # another job unpacked it first
+            shutil.rmtree(staging, ignore_errors=True)
+    path = place.base / "runs" / place.session / "repos" / repo.name
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(cached, path, symlinks=True)
+    tree = tree_of(path, place.base / "hash.git")
+    failure: Failure | None = None
+    if tree != repo.tree:
+        why = (
+            f"worker {place.address} materialized tree {tree} for repository "
+            f"{repo.name}, not the job's {repo.tree}"
+        )
+        failure = ("fail", "content-mismatch", why)
+    return _Box(repo.tree, path, failure, _snapshot(path))
+
+
+def _setup(place: _Place, repo: WireRepo, box: _Box, todo: int) -> Failure | None:
+    """Run setup commands ``box.steps`` up to ``todo`` here; the first failure is the answer."""
+    logs = place.base / "runs" / place.session / "setup" / repo.name
+    while box.steps < todo:
+        argv = repo.setup[box.steps]
+        name = f"setup-{box.steps}"
+        result = anyio.run(_plain, list(argv), box.path, logs, name, place.secrets)
         if result.exit_code != 0:
             why = result.spawn_error or f"exited {result.exit_code}"
-            message = f"setup {' '.join(argv)} on worker {address}: {why}"
+            message = f"setup {' '.join(argv)} on worker {place.address}: {why}"
             return ("inconclusive", "setup-failed", message)
+        box.steps += 1
     return None
 
 
-async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) -> ProcessResult:
+async def _plain(
+    argv: list[str], cwd: Path, logs: Path, name: str, secrets: tuple[str, ...]
+) -> ProcessResult:
     logs.mkdir(parents=True, exist_ok=True)
     return await run_process(
         argv,
@@ -315,7 +450,7 @@ async def _plain(argv: list[str], cwd: Path, logs: Path, name: str, job: Job) ->
         timeout_ms=SETUP_TIMEOUT_MS,
         log_dir=logs,
         log_name=name,
-        secrets=job.secrets(os.environ),
+        secrets=secrets,
     )
 
 
@@ -385,10 +520,11 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
     """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
 
-    Bounded to MAX_OUTPUT_BYTES; a tar archive.
+    Bounded to MAX_OUTPUT_BYTES; an uncompressed tar archive, or b"" for none.
     """
     buffer = io.BytesIO()
     budget = MAX_OUTPUT_BYTES
+    added = False
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path, stat in _walk(root):
             name = path.relative_to(root).as_posix()
@@ -398,4 +534,6 @@ def _pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> byt
                 continue
             budget -= stat.st_size
             archive.add(path, arcname=name, recursive=False)
-    return buffer.getvalue()
+            added = True
+    # nothing written: nothing to send (an empty tar is 10 KiB, and slow to recognise)
+    return buffer.getvalue() if added else b""

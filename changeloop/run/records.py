@@ -18,6 +18,7 @@ EventKind = Literal["queued", "waiting", "started", "cached", "finished", "skipp
 @dataclass(frozen=True)
 class ProveOptions:
     jobs: int = os.cpu_count() or 2
+    jobs_given: bool = False  # --jobs on the command line: it caps a cluster's jobs in flight
     sandbox: SandboxMode = "none"
     fail_fast: bool = False
     use_cache: bool = True

@@ -49,11 +49,13 @@ async def run_setup(
             timeout_ms=SETUP_TIMEOUT_MS,
             log_dir=str(run_dir / f"setup-{repo}"),
             log_name=f"setup-{index}",
+            context={"setup": index},  # a remote executor runs it before the sandbox is set up
         )
         result = await executor.run(job)
         if result.exit_code == 0:
             continue
-        why = result.spawn_error or f"exited {result.exit_code}"
+        failure = result.failure[2] if result.failure else None  # e.g. content-mismatch
+        why = result.spawn_error or failure or f"exited {result.exit_code}"
         outcome = Outcome(
             capability="setup",
             status="fail",
@@ -61,7 +63,10 @@ async def run_setup(
             exit_code=result.exit_code,
             command=tuple(argv),
         )
-        timing = Timing(result.started, datetime.now(UTC), result.log_sha256, result.log_tail)
+        where = {"kind": "dask", "worker": result.worker} if result.worker else None
+        timing = Timing(
+            result.started, datetime.now(UTC), result.log_sha256, result.log_tail, where
+        )
         sink.setup_failed(pseudo, outcome, timing)
         return False
     return True
