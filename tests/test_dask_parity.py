@@ -38,7 +38,7 @@ def cluster() -> Iterator[Any]:
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # not 8787: another cluster may hold it
         silence_logs=40,
     ) as local:
         yield local
