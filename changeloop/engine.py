@@ -112,13 +112,18 @@ async def prove(
         boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
         async with boxes:
             run = _compose(plan, options, state, boxes, on_event, executor=executor)
-            results = await _schedule(run)
+            try:
+                results = await _schedule(run)
+            except BaseException:
+                await run.sink.drain()  # what finished before a cancel is on disk (§13)
+                raise
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":
             run.sink.skipped(provider, result.reason or "not run")
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    await run.sink.drain()  # the receipts are written in group commits (run/commit.py)
     _record_run(run)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:

@@ -16,6 +16,7 @@ Usage::
 
     write_atomic(path, data)                       # one file
     write_all([(a, data_a), (b, data_b)])          # a batch, one fsync round
+    commit([[Pending(a, data_a)], [Pending(b, data_b, durable=False)]])  # groups, errors back
     create_new(key_path, pem, mode=0o600)          # never over an existing name
     data = read_regular(path, limit=64 * KIB, what="public key")
 """
@@ -28,6 +29,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.errors import FileRefused
@@ -35,6 +37,8 @@ from changeloop.errors import FileRefused
 __all__ = [
     "KIB",
     "MIB",
+    "Pending",
+    "commit",
     "create_new",
     "read_regular",
     "read_regular_stat",
@@ -82,6 +86,89 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class Pending:
+    """One file of a batch: where it goes, its bytes, and whether it must outlive a power cut.
+
+    ``durable=False`` is for bytes whose loss costs nothing but a re-run (a cache
+    entry, a copy of bytes already durable elsewhere): the rename still makes the
+    write all-or-nothing for a killed process, only the fsyncs are skipped.
+    """
+
+    path: Path
+    data: bytes
+    durable: bool = True
+    mode: int = 0o644
+
+
+@dataclass
+class _Staged:
+    item: Pending
+    tmp: Path
+    fd: int | None
+
+
+def commit(
+    groups: Sequence[Sequence[Pending]], *, made: set[Path] | None = None
+) -> list[OSError | None]:
+    """Write every group's files in one round: write all, fsync all, rename all, fsync each
+    directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
+
+    Parent directories are made (``made`` remembers those known to exist). A group
+    that fails leaves no temporary file and keeps the names it had already renamed;
+    the other groups are not affected. A kill at any instant leaves every name
+    either its old file or its new one, plus temporary files that name this
+    process (``process_groups.sweep`` removes them once it is gone).
+    """
+    known = made if made is not None else set()
+    errors: list[OSError | None] = [None] * len(groups)
+    staged: list[list[_Staged]] = [[] for _ in groups]
+    try:
+        for index, group in enumerate(groups):
+            try:
+                for item in group:
+                    _ensure_dir(item.path.parent, known)
+                    fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
+                    staged[index].append(_Staged(item, tmp, fd))
+                    if item.mode & 0o077 == 0:
+                        os.fchmod(fd, item.mode)  # a private file is private whatever the umask
+                    _write_fd(fd, item.data)
+            except OSError as exc:
+                errors[index] = _naming(exc, item.path)
+                _discard(staged[index])
+        for index, files in enumerate(staged):
+            try:
+                for entry in files:
+                    assert entry.fd is not None
+                    fd, entry.fd = entry.fd, None
+                    try:
+                        if entry.item.durable:
+                            os.fsync(fd)
+                    finally:
+                        os.close(fd)
+            except OSError as exc:
+                errors[index] = _naming(exc, entry.item.path)
+                _discard(files)
+        renamed: list[Pending] = []
+        for index, files in enumerate(staged):
+            while files:
+                entry = files[0]
+                try:
+                    entry.tmp.replace(entry.item.path)
+                except OSError as exc:
+                    errors[index] = _naming(exc, entry.item.path)
+                    _discard(files)
+                    break
+                files.pop(0)
+                renamed.append(entry.item)
+    finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
+        for files in staged:
+            _discard(files)
+    for directory in _distinct(item.path.parent for item in renamed if item.durable):
+        fsync_dir(directory)
+    return errors
+
+
 def write_all(
     items: Sequence[tuple[Path, bytes]], *, mode: int = 0o644, durable: bool = True
 ) -> None:
@@ -90,39 +177,17 @@ def write_all(
     Parent directories must exist. On any error no temporary file is left and
     no name has changed that was not already renamed.
     """
-    temps: list[tuple[int | None, Path, Path]] = []
-    try:
-        for path, data in items:
-            new_fd, tmp = _exclusive_temp(path.parent, path.name, mode)
-            temps.append((new_fd, tmp, path))
-            if mode & 0o077 == 0:
-                os.fchmod(new_fd, mode)  # a private file is private whatever the umask
-            _write_fd(new_fd, data)
-        for index, (open_fd, tmp, path) in enumerate(temps):
-            assert open_fd is not None
-            if durable:
-                os.fsync(open_fd)
-            os.close(open_fd)
-            temps[index] = (None, tmp, path)
-        for index, (_closed, tmp, path) in enumerate(temps):
-            tmp.replace(path)
-            temps[index] = (None, path, path)  # renamed: nothing left to clean
-    except BaseException:
-        for left_fd, tmp, path in temps:
-            if left_fd is not None:
-                os.close(left_fd)
-            if tmp != path:
-                _unlink_quietly(tmp)
-        raise
-    if durable:
-        for directory in _distinct(path.parent for path, _data in items):
-            fsync_dir(directory)
+    group = [Pending(path, data, durable, mode) for path, data in items]
+    (error,) = commit([group], made={path.parent for path, _data in items})
+    if error is not None:
+        raise error
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` all at once (creating its parent directories)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_all([(path, data)], mode=mode, durable=durable)
+    (error,) = commit([[Pending(path, data, durable, mode)]])
+    if error is not None:
+        raise error
 
 
 def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
@@ -233,6 +298,30 @@ def _size(count: int) -> str:
 
 def _distinct(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
+
+
+def _ensure_dir(directory: Path, made: set[Path]) -> None:
+    if directory not in made:
+        directory.mkdir(parents=True, exist_ok=True)
+        made.add(directory)
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming the file the caller asked for (a failed write or fsync names none)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
+
+
+def _discard(files: list[_Staged]) -> None:
+    """Close and remove temporaries not yet renamed; the list is emptied."""
+    for entry in files:
+        if entry.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(entry.fd)
+            entry.fd = None
+        _unlink_quietly(entry.tmp)
+    files.clear()
 
 
 def _unlink_quietly(path: Path) -> None:
