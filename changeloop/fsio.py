@@ -27,6 +27,7 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,8 @@ class Pending:
     data: bytes
     durable: bool = True
     mode: int = 0o644
+    # A directory standing at ``path`` is damaged state of ours: removed, then renamed over.
+    displace_dir: bool = False
 
 
 @dataclass
@@ -154,7 +157,7 @@ def commit(
             while files:
                 entry = files[0]
                 try:
-                    entry.tmp.replace(entry.item.path)
+                    _rename(entry)
                 except OSError as exc:
                     errors[index] = _naming(exc, entry.item.path)
                     _discard(files)
@@ -298,6 +301,24 @@ def _size(count: int) -> str:
 
 def _distinct(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
+
+
+def _rename(entry: _Staged) -> None:
+    try:
+        entry.tmp.replace(entry.item.path)
+    except OSError as exc:
+        squatted = exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
+        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.item.path)):
+            raise
+        shutil.rmtree(entry.item.path, ignore_errors=True)
+        entry.tmp.replace(entry.item.path)
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)  # never a symlink to one
+    except OSError:
+        return False
 
 
 def _ensure_dir(directory: Path, made: set[Path]) -> None:

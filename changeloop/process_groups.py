@@ -134,10 +134,10 @@ def is_alive(pid: int, start: int) -> bool:
 
 def run_dir_of(log_dir: Path) -> Path | None:
     """The ``.changeloop/runs/<run-id>`` directory holding ``log_dir``, if it is in one."""
-    for candidate in (log_dir, *log_dir.parents):
-        parent = candidate.parent
-        if parent.name == "runs" and parent.parent.name == ".changeloop" and candidate != parent:
-            return candidate
+    parts = log_dir.parts
+    for end in range(len(parts) - 1, 1, -1):  # the deepest match, as walking up finds it
+        if parts[end - 1] == "runs" and parts[end - 2] == ".changeloop":
+            return Path(*parts[: end + 1])
     return None
 
 
@@ -150,15 +150,23 @@ def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+_CLAIMED: set[tuple[int, Path]] = set()  # (pid, run dir) whose owner record this process wrote
+
+
 def claim_run(run_dir: Path) -> None:
     """Write the run's owner record (this process, its start time) if not there yet.
 
     ``pgroups/`` appears with ``owner.json`` already in it (made as
     ``.pgroups.<pid>.tmp`` and renamed), so a kill at any instant leaves either
     nothing, a staging directory that names its writer, or a complete record.
+    Once per run directory and process: later calls cost nothing.
     """
+    claim = (os.getpid(), run_dir)
+    if claim in _CLAIMED:
+        return
     directory = run_dir / PGROUPS
     if (directory / OWNER_FILE).is_file():
+        _CLAIMED.add(claim)
         return
     pid = os.getpid()
     staging = run_dir / f".{PGROUPS}.{pid}.tmp"
@@ -172,25 +180,40 @@ def claim_run(run_dir: Path) -> None:
             (staging / OWNER_FILE).replace(directory / OWNER_FILE)
             _remove_tree(staging)
     except OSError:  # pragma: no cover - an unwritable run dir fails the logs first
-        pass
+        return
+    _CLAIMED.add(claim)
 
 
 def record_group(run_dir: Path, pgid: int, argv: Sequence[str]) -> Path | None:
-    """Record a just-started process group of the run; the path to forget it by."""
+    """Record a just-started process group of the run; the path to forget it by.
+
+    One exclusive create and one ``write`` (no temporary, no rename): a process
+    killed at any instant leaves no record, an empty one or a whole one, since a
+    single small write is never half done by a kill. An empty or unreadable
+    record is skipped by the sweep, which still finds the group's processes by
+    the owner marker in their environment (as for a kill between spawn and record).
+    """
     claim_run(run_dir)
     me = os.getpid()
     record = {
         "pgid": pgid,
         "start": process_start(pgid) or 0,
         "owner": me,
-        "ownerStart": process_start(me) or 0,
+        "ownerStart": int(owner_marker(me).rsplit("-", 1)[1]),
         "argv": [str(a) for a in list(argv)[:4]],
     }
     path = run_dir / PGROUPS / f"{pgid}.json"
+    data = json.dumps(record).encode()
     try:
-        _write_json_atomic(path, record)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:  # pragma: no cover - see claim_run
         return None
+    try:
+        os.write(fd, data)
+    except OSError:  # pragma: no cover - a full disk: the marker still finds the group
+        pass
+    finally:
+        os.close(fd)
     return path
 
 

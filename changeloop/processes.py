@@ -200,6 +200,18 @@ class RunningProcess:
         self.output.close()
 
 
+_DEVNULL: dict[int, int] = {}  # pid -> a /dev/null fd kept open for every child's stdin
+
+
+def _devnull() -> int:
+    """One read-only /dev/null per process, not one open and close per command."""
+    pid = os.getpid()
+    if pid not in _DEVNULL:
+        _DEVNULL.clear()  # a forked child must not share its parent's bookkeeping
+        _DEVNULL[pid] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _DEVNULL[pid]
+
+
 async def _spawn(
     argv: Sequence[str],
     *,
@@ -216,7 +228,9 @@ async def _spawn(
     run_dir = run_dir_of(log_dir)
     # Git finds the repository from the working directory (the sandbox's own .git):
     # a GIT_DIR inherited from a hook must not point a provider's git at the user's.
-    env = {k: v for k, v in env.items() if k not in GIT_REDIRECTS}
+    env = dict(env)
+    for name in GIT_REDIRECTS:
+        env.pop(name, None)
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -226,7 +240,7 @@ async def _spawn(
             list(argv),
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=_devnull(),
             stdout=out_w,
             stderr=err_w,
             start_new_session=True,

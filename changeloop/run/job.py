@@ -132,15 +132,28 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Runs jobs as process groups on this machine (``changeloop.processes``)."""
+    """Runs jobs as process groups on this machine (``changeloop.processes``).
+
+    The environment jobs start from is read once, when the first job runs
+    (``os.environ`` decodes every variable on each read; a run reads it per job
+    otherwise), and so are the values to mask for each set of names.
+    """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
+        self._secrets: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def _base(self) -> Mapping[str, str]:
+        if self._environ is None:
+            self._environ = dict(os.environ)
+        return self._environ
 
     async def run(self, job: Job) -> JobResult:
-        base = os.environ if self._environ is None else self._environ
+        base = self._base()
+        if job.masked not in self._secrets:
+            self._secrets[job.masked] = job.secrets(base)
+        secrets = self._secrets[job.masked]
         log_dir = Path(job.log_dir)
-        log_dir.mkdir(parents=True, exist_ok=True)
         report = _fresh_report(job)
         started = datetime.now(UTC)
         result = await run_process(
@@ -150,10 +163,10 @@ class LocalExecutor:
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,
             log_name=job.log_name,
-            secrets=job.secrets(base),
+            secrets=secrets,
         )
         done = JobResult.of(result, started, datetime.now(UTC))
-        data, error = _read_report(job, report, log_dir, job.secrets(base))
+        data, error = _read_report(job, report, log_dir, secrets)
         stdout, log = (
             (_whole(done.stdout_path), _whole(done.log_path)) if job.output else (None, None)
         )

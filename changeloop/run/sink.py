@@ -39,7 +39,7 @@ from changeloop.receipts import (
 )
 from changeloop.run.commit import GroupCommit
 from changeloop.run.records import ProviderReport, ReceiptEntry
-from changeloop.state import StateDir, clear_non_file
+from changeloop.state import StateDir
 from changeloop.verdict import ReceiptView
 
 MAX_SYMLINK_FINDINGS = 20
@@ -328,11 +328,9 @@ class ReceiptSink:
         if made is None:
             return
         target, data = made
-        try:
-            clear_non_file(target)  # a directory squatting on the name: damaged state, rebuilt
-        except OSError:
-            return  # an optimisation only: the pass stands, the next run is a miss
-        self._commits.submit(_CACHE + provider.name, [Pending(target, data, durable=False)])
+        # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
+        entry = Pending(target, data, durable=False, displace_dir=True)
+        self._commits.submit(_CACHE + provider.name, [entry])
 
     def _unwritable(self, tag: str, error: OSError) -> None:
         """A provider whose files could not be written has no receipt, and a note why."""
