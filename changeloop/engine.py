@@ -51,6 +51,7 @@ from changeloop.runlog import RunLog
 from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
+from changeloop.spawn import environ
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import Verdict, decide
 
@@ -414,7 +415,7 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            **os.environ,
+            **environ(),  # os.environ decoded once per change of it, not once per provider
             **provider.env,
             **{n: os.environ[n] for n in provider.env_from if n in os.environ},
         },

@@ -513,6 +513,9 @@ def _stale_tmp_files(state_dir: Path) -> list[Path]:
 
 
 RECENT_RUNS = 20  # runs checked for temp files of writers that are gone
+# Written last by a run, after its receipts' group commits are done (runlog.RUN_FILE):
+# a run that has it left no temporary file, so its thousand directories need no walk.
+RUN_RECORD = "run.json"
 
 
 def _stale_tmp_in_recent_runs(runs: Path) -> list[Path]:
@@ -525,6 +528,8 @@ def _stale_tmp_in_recent_runs(runs: Path) -> list[Path]:
     boot = _boot_time()
     removed: list[Path] = []
     for run_dir in recent[:RECENT_RUNS]:
+        if (run_dir / RUN_RECORD).is_file():
+            continue  # it ran to its end: every write of it was finished (and renamed) first
         for dirpath, dirnames, filenames in os.walk(run_dir):
             dirnames[:] = [d for d in dirnames if not Path(dirpath, d).is_symlink()]
             for name in filenames:

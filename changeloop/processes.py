@@ -30,9 +30,9 @@ crash); if it keeps the output pipe open we stop reading after
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +51,7 @@ from changeloop.process_groups import (
     run_dir_of,
 )
 from changeloop.process_output import Output
+from changeloop.spawn import Child, environ, start_child
 
 DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
 
@@ -97,50 +98,56 @@ class RunningProcess:
 
     Used directly for long-running services (``start_process``) and internally
     by :func:`run_process`; both end the whole group the same way. Exit is
-    awaited on a pidfd and the pipes are read directly (no asyncio transports,
-    no child-watcher thread): about half the CPU per command (bench/README.md).
+    awaited on a pidfd and the pipes are read by event-loop reader callbacks
+    from the moment the command starts: no asyncio transports, no
+    child-watcher thread, no task per pipe (bench/README.md "Scheduler").
     """
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        child: Child,
         fds: tuple[int, int],
         output: Output,
         argv: Sequence[str],
         record: Path | None = None,
     ) -> None:
-        self._proc = proc
+        self._child = child
         self._record = record  # .changeloop/runs/<id>/pgroups/<pgid>.json, while the group runs
-        self._fds = fds
         self.output = output
         self.argv = tuple(argv)
-        self.pid = proc.pid  # == the process group id (start_new_session)
+        self.pid = child.pid  # == the process group id (a session of its own)
         self.log_path = output.log_path
         self.stdout_path = output.stdout_path
-        self._drained = anyio.Event()
-        self._pump_scope = anyio.CancelScope()
-        self._wait_lock = anyio.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._open: dict[int, str] = {}  # pipe fd -> stream name, until its end is read
+        self._drained = asyncio.Event()
+        self._exited: asyncio.Future[None] | None = None
         try:
-            self._pidfd: int | None = os.pidfd_open(proc.pid)
+            self._pidfd: int | None = os.pidfd_open(child.pid)
         except (AttributeError, OSError):  # pragma: no cover - not Linux ≥ 5.3
             self._pidfd = None
+        for fd, name in zip(fds, ("stdout", "stderr"), strict=True):
+            self._open[fd] = name
+            self._loop.add_reader(fd, self._readable, fd)
 
     @property
     def returncode(self) -> int | None:
-        return self._proc.returncode
+        return self._child.returncode
 
     async def wait(self) -> int:
         """Wait for the main child to exit (and reap it); its group may still hold members."""
-        async with self._wait_lock:  # one waiter per fd at a time
-            if self._proc.returncode is None:
-                if self._pidfd is not None:
-                    await anyio.wait_readable(self._pidfd)
-                else:  # pragma: no cover
-                    delay = 0.001
-                    while self._proc.poll() is None:
-                        await anyio.sleep(delay)
-                        delay = min(delay * 2, 0.05)
-            return self._proc.wait()
+        if self._child.returncode is None:
+            if self._pidfd is not None:
+                if self._exited is None:  # one reader on the pidfd, shared by every waiter
+                    self._exited = self._loop.create_future()
+                    self._loop.add_reader(self._pidfd, self._on_exit)
+                await asyncio.shield(self._exited)  # a cancelled waiter leaves it to the others
+            else:  # pragma: no cover
+                delay = 0.001
+                while self._child.poll() is None:
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+        return self._child.wait()
 
     async def terminate(self, grace_s: float = 5.0) -> int:
         """End the whole group (TERM, grace, KILL), finish the logs, return the exit code.
@@ -160,41 +167,51 @@ class RunningProcess:
         """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
         return self.output.tails[stream].text()
 
-    async def _pump(self, fd: int, name: str) -> None:
+    def _readable(self, fd: int) -> None:
         try:
-            while True:
-                await anyio.wait_readable(fd)
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    return
-                self.output.write(name, data)
-        finally:
-            os.close(fd)
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # the pipe broke: nothing more will come
+            data = b""
+        if data:
+            self.output.write(self._open[fd], data)
+        else:
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        self._loop.remove_reader(fd)
+        os.close(fd)
+        del self._open[fd]
+        if not self._open:
+            self._drained.set()
+
+    def _on_exit(self) -> None:
+        assert self._pidfd is not None and self._exited is not None
+        self._loop.remove_reader(self._pidfd)
+        if not self._exited.done():
+            self._exited.set_result(None)
 
     async def _pump_all(self) -> None:
-        try:
-            with self._pump_scope:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._pump, self._fds[0], "stdout")
-                    tg.start_soon(self._pump, self._fds[1], "stderr")
-        finally:
-            self._drained.set()
+        """Until both pipes reached their end (the readers run on their own)."""
+        await self._drained.wait()
 
     async def _finish_output(self) -> None:
         """Read to EOF (bounded by DRAIN_S), then close the log files."""
-        with anyio.move_on_after(DRAIN_S) as drain:
-            await self._drained.wait()
-        if drain.cancelled_caught:
-            self._pump_scope.cancel()
-            await self._drained.wait()
+        if self._open:
+            with anyio.move_on_after(DRAIN_S):
+                await self._drained.wait()
+        if self._open:
+            for fd in list(self._open):
+                self._close(fd)
             self.output.note(
                 f"stopped reading output after {DRAIN_S:g}s: a process outside the group"
                 " still holds it open"
             )
         if self._pidfd is not None:
+            if self._exited is not None and not self._exited.done():
+                self._loop.remove_reader(self._pidfd)
+                self._exited.cancel()
             os.close(self._pidfd)
             self._pidfd = None
         self.output.close()
@@ -233,17 +250,19 @@ async def _spawn(
         env.pop(name, None)
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    os.set_blocking(out_w, True)  # the child's ends block, as any program expects
+    os.set_blocking(err_w, True)
     try:
-        proc = subprocess.Popen(
-            list(argv),
+        child = start_child(
+            argv,
             cwd=cwd,
             env=env,
             stdin=_devnull(),
             stdout=out_w,
             stderr=err_w,
-            start_new_session=True,
+            parent_path=environ().get("PATH"),
         )
     except OSError as exc:
         os.close(out_r)
@@ -255,10 +274,8 @@ async def _spawn(
     finally:
         os.close(out_w)
         os.close(err_w)
-    record = record_group(run_dir, proc.pid, argv) if run_dir is not None else None
-    os.set_blocking(out_r, False)
-    os.set_blocking(err_r, False)
-    return RunningProcess(proc, (out_r, err_r), output, argv, record)
+    record = record_group(run_dir, child.pid, argv) if run_dir is not None else None
+    return RunningProcess(child, (out_r, err_r), output, argv, record)
 
 
 async def start_process(
@@ -309,17 +326,15 @@ async def run_process(
         return _not_started(argv, exc.reason, started, log_dir, log_name)
     timed_out = leftovers = False
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(running._pump_all)
-            with anyio.move_on_after(timeout_ms / 1000) as limit:
-                await running.wait()
-            timed_out = limit.cancelled_caught
-            if timed_out:
-                running.output.note(f"timed out after {timeout_ms} ms; ending process group")
-            leftovers = await end_group(running.pid, grace_s)
-            if leftovers and not timed_out:
-                running.output.note("ended processes the command left running in its group")
-            await running.terminate(grace_s)
+        with anyio.move_on_after(timeout_ms / 1000) as limit:
+            await running.wait()
+        timed_out = limit.cancelled_caught
+        if timed_out:
+            running.output.note(f"timed out after {timeout_ms} ms; ending process group")
+        leftovers = await end_group(running.pid, grace_s)
+        if leftovers and not timed_out:
+            running.output.note("ended processes the command left running in its group")
+        await running.terminate(grace_s)
     except BaseException:
         with anyio.CancelScope(shield=True):
             running.output.note("cancelled; ending process group")

@@ -287,8 +287,21 @@ def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed
         id="sha256:" + sha256_hex(payload),
         envelope=envelope,
         payload=payload,
-        keyid=keyid(private_key.public_key()),
+        keyid=_keyid(private_key),
     )
+
+
+_KEYIDS: dict[int, tuple[Ed25519PrivateKey, str]] = {}  # id(key) -> (key, keyid); key kept alive
+
+
+def _keyid(private_key: Ed25519PrivateKey) -> str:
+    """The key's id, derived once per key object (a run seals every receipt with one key)."""
+    known = _KEYIDS.get(id(private_key))
+    if known is None or known[0] is not private_key:
+        if len(_KEYIDS) > 64:
+            _KEYIDS.clear()
+        known = _KEYIDS[id(private_key)] = (private_key, keyid(private_key.public_key()))
+    return known[1]
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

@@ -126,9 +126,10 @@ def render_board(result: ProveResult, stream: TextIO) -> None:
                 f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
                 f"{counts(entry.tests)}{reason}\n"
             )
-        log = _log_of(result, report.name)
-        if log is not None and any(e.status != "pass" for e in report.receipts):
-            out.write(f"      log: {log}\n")
+        if any(e.status != "pass" for e in report.receipts):  # a stat only where it is shown
+            log = _log_of(result, report.name)
+            if log is not None:
+                out.write(f"      log: {log}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     if not verdict.proven:
         out.write("\nNext steps:\n")

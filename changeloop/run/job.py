@@ -11,7 +11,6 @@ anything with ``async run(job) -> JobResult`` will do.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 from changeloop.fsio import read_regular
 from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.processes import ProcessResult, run_process
+from changeloop.spawn import environ
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,9 @@ class Job:
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The process environment this job gets on top of ``base``."""
-        env = {k: v for k, v in base.items() if k not in self.unset}
+        env = dict(base)
+        for name in self.unset:
+            env.pop(name, None)
         env.update(self.env)
         for name in self.env_from:
             if name in base:
@@ -134,22 +136,16 @@ class Executor(Protocol):
 class LocalExecutor:
     """Runs jobs as process groups on this machine (``changeloop.processes``).
 
-    The environment jobs start from is read once, when the first job runs
-    (``os.environ`` decodes every variable on each read; a run reads it per job
-    otherwise), and so are the values to mask for each set of names.
+    Jobs start from :func:`environ` (``os.environ`` decoded once while it does not
+    change), and the values to mask are read once per set of names.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
         self._secrets: dict[tuple[str, ...], tuple[str, ...]] = {}
 
-    def _base(self) -> Mapping[str, str]:
-        if self._environ is None:
-            self._environ = dict(os.environ)
-        return self._environ
-
     async def run(self, job: Job) -> JobResult:
-        base = self._base()
+        base = environ() if self._environ is None else self._environ
         if job.masked not in self._secrets:
             self._secrets[job.masked] = job.secrets(base)
         secrets = self._secrets[job.masked]
@@ -234,6 +230,7 @@ def env_delta(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """``env`` as (values set, names unset) relative to ``base``; envFrom names never as values."""
     secret = set(env_from)
-    values = tuple((k, v) for k, v in sorted(env.items()) if k not in secret and base.get(k) != v)
-    unset = tuple(sorted(k for k in base if k not in env and k not in secret))
+    changed = env.items() - base.items()  # set operations: no Python loop over the environment
+    values = tuple(sorted(kv for kv in changed if kv[0] not in secret))
+    unset = tuple(sorted(base.keys() - env.keys() - secret))
     return values, unset

@@ -97,6 +97,7 @@ class ReceiptSink:
         # entries are listed at once and withdrawn if its files cannot be written.
         self._commits = GroupCommit()
         self._staged: list[Pending] = []
+        self._command_digests: dict[tuple[str, ...], str] = {}
 
     # -- what others read ----------------------------------------------------
     @property
@@ -197,7 +198,7 @@ class ReceiptSink:
         command = outcome.command or adapter.effective_command(provider)
         configuration = dict(self._config_digests)
         if command:
-            configuration["command"] = sha256_hex(canonicalize(list(command)))
+            configuration["command"] = self._command_digest(tuple(command))
         facts = ReceiptFacts(
             change=self._plan.change.id,
             provider=outcome.provider or provider.name,
@@ -218,6 +219,13 @@ class ReceiptSink:
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
         self._store(provider, outcome, sealed.id, sealed.envelope)
         return sealed.envelope
+
+    def _command_digest(self, command: tuple[str, ...]) -> str:
+        """sha256 of the command's RFC 8785 array, once per distinct command of the run."""
+        digest = self._command_digests.get(command)
+        if digest is None:
+            digest = self._command_digests[command] = sha256_hex(canonicalize(list(command)))
+        return digest
 
     def reuse(self, provider: Provider, fp: str) -> bool:
         """Reuse a cached pass: the original receipts, byte for byte.
