@@ -46,13 +46,19 @@ def entry_path(cache_dir: Path, fingerprint: str) -> Path:
 
 def _extension_field(envelope: bytes, key: str) -> str | None:
     """A string field of the envelope payload's ``predicate.changeloop``, or None."""
+    return _extension_fields(envelope, (key,))[0]
+
+
+def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | None, ...]:
+    """String fields of the envelope payload's ``predicate.changeloop`` (None where not)."""
     try:
         doc = json.loads(envelope)
         payload = base64.b64decode(doc["payload"])
-        value = json.loads(payload)["predicate"]["changeloop"][key]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
+        ext = json.loads(payload)["predicate"]["changeloop"]
+        values = [ext.get(key) for key in keys]
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return (None,) * len(keys)
+    return tuple(v if isinstance(v, str) else None for v in values)
 
 
 def _status(envelope: bytes) -> str | None:
@@ -74,10 +80,10 @@ def entry(
     """
     if not envelopes:
         raise ValueError("nothing to cache")
-    for envelope in envelopes:
-        if _status(envelope) != "pass":
-            raise ValueError("only pass receipts may be cached")
-    if any(_never_cached(e) for e in envelopes):
+    fields = [_extension_fields(e, ("status", "adapter")) for e in envelopes]  # one parse each
+    if any(status != "pass" for status, _adapter in fields):
+        raise ValueError("only pass receipts may be cached")
+    if any(adapter in NEVER_CACHED for _status, adapter in fields):
         return None  # re-judged on every run
     data = json.dumps(
         {

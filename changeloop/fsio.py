@@ -132,26 +132,12 @@ def commit(
                 for item in group:
                     _ensure_dir(item.path.parent, known)
                     fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
-                    staged[index].append(_Staged(item, tmp, fd))
-                    if item.mode & 0o077 == 0:
-                        os.fchmod(fd, item.mode)  # a private file is private whatever the umask
-                    _write_fd(fd, item.data)
+                    entry = _Staged(item, tmp, fd)
+                    staged[index].append(entry)
+                    _fill(entry)  # written, fsynced and closed: one descriptor at a time
             except OSError as exc:
                 errors[index] = _naming(exc, item.path)
                 _discard(staged[index])
-        for index, files in enumerate(staged):
-            try:
-                for entry in files:
-                    assert entry.fd is not None
-                    fd, entry.fd = entry.fd, None
-                    try:
-                        if entry.item.durable:
-                            os.fsync(fd)
-                    finally:
-                        os.close(fd)
-            except OSError as exc:
-                errors[index] = _naming(exc, entry.item.path)
-                _discard(files)
         renamed: list[Pending] = []
         for index, files in enumerate(staged):
             while files:
@@ -301,6 +287,19 @@ def _size(count: int) -> str:
 
 def _distinct(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
+
+
+def _fill(entry: _Staged) -> None:
+    """Write the temporary file's bytes, fsync it when it must be durable, close it."""
+    fd = entry.fd
+    assert fd is not None
+    if entry.item.mode & 0o077 == 0:
+        os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
+    _write_fd(fd, entry.item.data)
+    if entry.item.durable:
+        os.fsync(fd)
+    entry.fd = None
+    os.close(fd)
 
 
 def _rename(entry: _Staged) -> None:

@@ -17,10 +17,13 @@ the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
 Secret values are redacted before any byte reaches a file or a tail. Tails keep
 the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES``).
 
-When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, the group is
-recorded there (``pgroups/<pgid>.json``, with its leader's start time) until it
-ends, and its processes carry ``CHANGELOOP_OWNER``: if changeloop itself is
-killed with -9, the next ``prove`` ends them (``process_groups.sweep``).
+When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, its processes carry
+``CHANGELOOP_OWNER`` from the start, and a group still running after
+:data:`RECORD_AFTER_S` is recorded there (``pgroups/<pgid>.json``, with its
+leader's start time) until it ends: if changeloop itself is killed with -9, the
+next ``prove`` ends them (``process_groups.sweep``: by record, and by the marker
+for anything started in the instant before its record). A command that is over
+sooner (most are) costs no record file at all.
 
 Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
 ours to find by group (its inherited ``CHANGELOOP_OWNER`` still finds it after a
@@ -44,6 +47,7 @@ import anyio.abc
 from changeloop.identity import GIT_REDIRECTS
 from changeloop.process_groups import (
     OWNER_ENV,
+    claim_run,
     end_group,
     forget_group,
     owner_marker,
@@ -54,6 +58,8 @@ from changeloop.process_output import Output
 from changeloop.spawn import Child, environ, start_child
 
 DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
+# A group is recorded for the sweep once it has run this long (see module doc).
+RECORD_AFTER_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -109,10 +115,11 @@ class RunningProcess:
         fds: tuple[int, int],
         output: Output,
         argv: Sequence[str],
-        record: Path | None = None,
+        run_dir: Path | None = None,
     ) -> None:
         self._child = child
-        self._record = record  # .changeloop/runs/<id>/pgroups/<pgid>.json, while the group runs
+        self._run_dir = run_dir
+        self._record: Path | None = None  # .changeloop/runs/<id>/pgroups/<pgid>.json
         self.output = output
         self.argv = tuple(argv)
         self.pid = child.pid  # == the process group id (a session of its own)
@@ -129,6 +136,11 @@ class RunningProcess:
         for fd, name in zip(fds, ("stdout", "stderr"), strict=True):
             self._open[fd] = name
             self._loop.add_reader(fd, self._readable, fd)
+        # The group's record is written once it has run RECORD_AFTER_S: most commands
+        # are over by then and need none (see record_later).
+        self._record_timer: asyncio.TimerHandle | None = None
+        if run_dir is not None:
+            self._record_timer = self._loop.call_later(RECORD_AFTER_S, self._record_now)
 
     @property
     def returncode(self) -> int | None:
@@ -159,13 +171,29 @@ class RunningProcess:
             await end_group(self.pid, grace_s)
             code = await self.wait()
             await self._finish_output()
-            forget_group(self._record)
-            self._record = None
+            self._forget()
         return code
 
     def tail(self, stream: str = "log") -> str:
         """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
         return self.output.tails[stream].text()
+
+    def _record_now(self) -> None:
+        """Record the group for a later sweep (process_groups.record_group).
+
+        Only while its leader is unreaped: a reaped pid may belong to another
+        process by now, and a record naming it could get that one killed.
+        """
+        self._record_timer = None
+        if self._run_dir is not None and self._child.returncode is None:
+            self._record = record_group(self._run_dir, self.pid, self.argv)
+
+    def _forget(self) -> None:
+        if self._record_timer is not None:
+            self._record_timer.cancel()
+            self._record_timer = None
+        forget_group(self._record)
+        self._record = None
 
     def _readable(self, fd: int) -> None:
         try:
@@ -274,8 +302,9 @@ async def _spawn(
     finally:
         os.close(out_w)
         os.close(err_w)
-    record = record_group(run_dir, child.pid, argv) if run_dir is not None else None
-    return RunningProcess(child, (out_r, err_r), output, argv, record)
+    if run_dir is not None:
+        claim_run(run_dir)  # once per run: the run is known to a later sweep from now on
+    return RunningProcess(child, (out_r, err_r), output, argv, run_dir)
 
 
 async def start_process(

@@ -24,6 +24,7 @@ Otherwise ``Popen`` starts it. Both return something with ``pid``,
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -100,15 +101,7 @@ def start_child(
     """
     program = _spawnable(argv, cwd, env, parent_path)
     if program is None or min(stdin, stdout, stderr) <= 2:  # dup2 onto itself: Popen handles it
-        return subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        return _popen(argv, cwd, env, (stdin, stdout, stderr))
     actions: list[tuple[int, ...]] = [
         (os.POSIX_SPAWN_DUP2, stdin, 0),
         (os.POSIX_SPAWN_DUP2, stdout, 1),
@@ -116,15 +109,36 @@ def start_child(
     ]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]
     spawn = os.posix_spawnp if "/" not in program else os.posix_spawn
-    pid = spawn(
-        program,
-        list(argv),
-        env,
-        file_actions=actions,
-        setsid=True,
-        setsigdef=_RESET_SIGNALS,
-    )
+    try:
+        pid = spawn(
+            program,
+            list(argv),
+            env,
+            file_actions=actions,
+            setsid=True,
+            setsigdef=_RESET_SIGNALS,
+        )
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+        # A descriptor listed to be closed was closed meanwhile: Popen closes them all.
+        return _popen(argv, cwd, env, (stdin, stdout, stderr))
     return SpawnedChild(pid)
+
+
+def _popen(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], stdio: tuple[int, int, int]
+) -> Child:
+    stdin, stdout, stderr = stdio
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
 
 
 def _spawnable(

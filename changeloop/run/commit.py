@@ -5,7 +5,9 @@ to :meth:`GroupCommit.submit` and goes on; one worker thread takes whatever has
 queued up and writes it as one batch with :func:`changeloop.fsio.commit` (write
 all, fsync all, rename all, fsync each directory once — DESIGN.md §13). While
 it waits on the disk the next processes run, and the groups that queue up
-meanwhile share the next round's fsyncs.
+meanwhile share the next round's fsyncs: a round waits up to :data:`BATCH_S`
+for company after its first group (a kill -9 in that window loses what a kill
+a moment earlier would have: receipts of providers that had not been written).
 
 Nothing reads as written before its round is done: a kill -9 at any instant
 leaves each name with its old file or its new one, never half of one, and
@@ -21,13 +23,17 @@ end, and its cancellation, wait for the last round (:meth:`wait`).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.fsio import Pending, commit
 
-__all__ = ["GroupCommit"]
+__all__ = ["BATCH_GROUPS", "BATCH_S", "GroupCommit"]
+
+BATCH_S = 0.05  # how long a round may wait for more groups after its first one
+BATCH_GROUPS = 256  # ... or until this many are queued
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class GroupCommit:
         self._made: set[Path] = set()  # directories known to exist (touched by the thread only)
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._waiting = 0  # callers blocked in wait(): the next round goes at once
         self.rounds = 0  # batches written (for tests and the bench)
 
     def submit(self, tag: str, files: Sequence[Pending]) -> None:
@@ -70,8 +77,13 @@ class GroupCommit:
     def wait(self) -> list[tuple[str, OSError]]:
         """Block until every group submitted so far is on disk; the failures since last asked."""
         with self._cond:
-            while self._pending:
-                self._cond.wait()
+            self._waiting += 1
+            self._cond.notify_all()  # a round filling up is written now
+            try:
+                while self._pending:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
             failed, self._failed = self._failed, []
         return failed
 
@@ -93,6 +105,14 @@ class GroupCommit:
                     self._cond.wait()
                 if not self._queue:
                     return
+                # Let a round fill up: one wake-up, one fsync round and one fsync per
+                # directory for every group submitted meanwhile (unless someone waits).
+                deadline = time.monotonic() + BATCH_S
+                while not (self._waiting or self._closed) and len(self._queue) < BATCH_GROUPS:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
                 batch, self._queue = self._queue, []
             try:
                 errors: list[OSError | None] = commit([g.files for g in batch], made=self._made)
