@@ -73,10 +73,13 @@ class Progress:
             self.out.flush()
 
     def _flush_soon(self) -> None:
+        if self.done == self.total:  # the last provider: nothing may wait for a timer now
+            self.flush()
+            return
         if self._timer is not None:
             return  # a write is due already
         wait = self._flushed + FLUSH_S - time.monotonic()
-        if wait <= 0 or self.done == self.total:
+        if wait <= 0:
             self.flush()
             return
         try:
