@@ -134,11 +134,24 @@ def is_alive(pid: int, start: int) -> bool:
 
 def run_dir_of(log_dir: Path) -> Path | None:
     """The ``.changeloop/runs/<run-id>`` directory holding ``log_dir``, if it is in one."""
-    parts = log_dir.parts
-    for end in range(len(parts) - 1, 1, -1):  # the deepest match, as walking up finds it
-        if parts[end - 1] == "runs" and parts[end - 2] == ".changeloop":
-            return Path(*parts[: end + 1])
-    return None
+    text = "/" + str(log_dir)  # a relative path searched as if rooted
+    at = text.rfind(_RUNS)  # the last occurrence is the deepest run directory
+    if at < 0:
+        return None
+    run_id = text[at + len(_RUNS) :].split("/", 1)[0]
+    if not run_id:
+        return None
+    prefix = text[1 : at + len(_RUNS) + len(run_id)]
+    known = _RUN_DIRS.get(prefix)
+    if known is None:
+        if len(_RUN_DIRS) > 64:
+            _RUN_DIRS.clear()
+        known = _RUN_DIRS[prefix] = Path(prefix)
+    return known
+
+
+_RUNS = "/.changeloop/runs/"
+_RUN_DIRS: dict[str, Path] = {}  # a run directory's text -> its Path (one per run)
 
 
 def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -109,7 +109,10 @@ class JobResult:
     log: bytes | None = None  # the whole log (stdout and stderr interleaved), likewise
 
     @classmethod
-    def of(cls, result: ProcessResult, started: datetime, finished: datetime) -> JobResult:
+    def of(
+        cls, result: ProcessResult, started: datetime, finished: datetime, **more: Any
+    ) -> JobResult:
+        """The record of a finished process; ``more``: the job's other fields (report, files…)."""
         return cls(
             argv=result.argv,
             exit_code=result.exit_code,
@@ -126,6 +129,7 @@ class JobResult:
             finished=finished,
             signal=result.signal,
             leftovers=result.leftovers,
+            **more,
         )
 
 
@@ -142,13 +146,21 @@ class LocalExecutor:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
-        self._secrets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # The masked values per set of names, for one base environment (a new one: reread).
+        self._secrets: tuple[Mapping[str, str] | None, dict[tuple[str, ...], tuple[str, ...]]]
+        self._secrets = (None, {})
+
+    def _masked(self, job: Job, base: Mapping[str, str]) -> tuple[str, ...]:
+        if self._secrets[0] is not base:
+            self._secrets = (base, {})
+        known = self._secrets[1]
+        if job.masked not in known:
+            known[job.masked] = job.secrets(base)
+        return known[job.masked]
 
     async def run(self, job: Job) -> JobResult:
         base = environ() if self._environ is None else self._environ
-        if job.masked not in self._secrets:
-            self._secrets[job.masked] = job.secrets(base)
-        secrets = self._secrets[job.masked]
+        secrets = self._masked(job, base)
         log_dir = Path(job.log_dir)
         report = _fresh_report(job)
         started = datetime.now(UTC)
@@ -161,13 +173,19 @@ class LocalExecutor:
             log_name=job.log_name,
             secrets=secrets,
         )
-        done = JobResult.of(result, started, datetime.now(UTC))
         data, error = _read_report(job, report, log_dir, secrets)
         stdout, log = (
-            (_whole(done.stdout_path), _whole(done.log_path)) if job.output else (None, None)
+            (_whole(result.stdout_path), _whole(result.log_path)) if job.output else (None, None)
         )
-        return replace(
-            done, report=data, report_error=error, files=_collected(job), stdout=stdout, log=log
+        return JobResult.of(
+            result,
+            started,
+            datetime.now(UTC),
+            report=data,
+            report_error=error,
+            files=_collected(job),
+            stdout=stdout,
+            log=log,
         )
 
 

@@ -98,6 +98,8 @@ class ReceiptSink:
         self._commits = GroupCommit()
         self._staged: list[Pending] = []
         self._command_digests: dict[tuple[str, ...], str] = {}
+        self._latest = state.latest(plan.change.id)
+        self._run_rel = run_dir.relative_to(plan.root).as_posix()
 
     # -- what others read ----------------------------------------------------
     @property
@@ -296,7 +298,7 @@ class ReceiptSink:
         run_path = self._run_dir / provider.name / filename
         # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
         self._staged.append(Pending(run_path, envelope, durable=not cached))
-        latest = self._state.latest(self._plan.change.id) / filename
+        latest = self._latest / filename
         if not (cached and _same_bytes(latest, envelope)):
             self._staged.append(Pending(latest, envelope, durable=not cached))
         view = ReceiptView(
@@ -315,7 +317,7 @@ class ReceiptSink:
             status=outcome.status,
             reason=outcome.reason,
             id=receipt_id,
-            path=str(run_path.relative_to(self._plan.root)),
+            path=f"{self._run_rel}/{provider.name}/{filename}",  # relative to the workspace
             view=view,
             tests=outcome.tests.to_json() if outcome.tests is not None else None,
         )
