@@ -102,6 +102,9 @@ class Pending:
     mode: int = 0o644
     # A directory standing at ``path`` is damaged state of ours: removed, then renamed over.
     displace_dir: bool = False
+    # A later write of the same name in the same round may stand for this one (a cache
+    # entry: losing it costs a re-run, never a receipt).
+    supersedable: bool = False
 
 
 @dataclass
@@ -117,6 +120,11 @@ def commit(
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
 
+    A supersedable name several groups of the round write is written once, with
+    the last group's bytes (a thousand providers sharing one cache entry create
+    one file, not a thousand: on ext4, making and dropping inodes at that rate
+    was what a round cost most).
+
     Parent directories are made (``made`` remembers those known to exist). A group
     that fails leaves no temporary file and keeps the names it had already renamed;
     the other groups are not affected. A kill at any instant leaves every name
@@ -126,10 +134,20 @@ def commit(
     known = made if made is not None else set()
     errors: list[OSError | None] = [None] * len(groups)
     staged: list[list[_Staged]] = [[] for _ in groups]
+    # A supersedable name written again later in the round is written only then: what the
+    # earlier write would have put there is replaced within the same round anyway.
+    last = {
+        item.path: (g, i)
+        for g, group in enumerate(groups)
+        for i, item in enumerate(group)
+        if item.supersedable
+    }
     try:
         for index, group in enumerate(groups):
             try:
-                for item in group:
+                for position, item in enumerate(group):
+                    if item.supersedable and last[item.path] != (index, position):
+                        continue  # superseded within this round
                     _ensure_dir(item.path.parent, known)
                     fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
                     entry = _Staged(item, tmp, fd)

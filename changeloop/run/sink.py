@@ -339,7 +339,7 @@ class ReceiptSink:
             return
         target, data = made
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
-        entry = Pending(target, data, durable=False, displace_dir=True)
+        entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
         self._commits.submit(_CACHE + provider.name, [entry])
 
     def _unwritable(self, tag: str, error: OSError) -> None:

@@ -114,3 +114,27 @@ def test_a_symlink_at_the_name_is_replaced_never_written_through(tmp_path: Path)
     assert fsio.commit([[Pending(link, b"signed")]]) == [None]
     assert victim.read_text() == "keep me\n" and not link.is_symlink()
     assert link.read_bytes() == b"signed"
+
+
+def test_a_supersedable_name_is_written_once_per_round_with_the_last_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = tmp_path / "cache" / "entry.json"
+    receipt = tmp_path / "latest" / "r.json"
+    groups = [
+        [Pending(entry, f"cache {n}".encode(), durable=False, supersedable=True)] for n in range(5)
+    ]
+    groups += [[Pending(receipt, b"first")], [Pending(receipt, b"second")]]
+    created: list[str] = []
+    original = fsio._exclusive_temp
+
+    def counting(directory: Path, name: str, mode: int) -> tuple[int, Path]:
+        created.append(name)
+        return original(directory, name, mode)
+
+    monkeypatch.setattr(fsio, "_exclusive_temp", counting)  # counts, then does the real thing
+    assert fsio.commit(groups) == [None] * 7
+    assert entry.read_bytes() == b"cache 4"
+    assert created.count("entry.json") == 1  # one temporary for five writes of the name
+    assert created.count("r.json") == 2  # a receipt is never skipped, even rewritten
+    assert receipt.read_bytes() == b"second"
