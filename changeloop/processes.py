@@ -129,6 +129,7 @@ class RunningProcess:
         self._open: dict[int, str] = {}  # pipe fd -> stream name, until its end is read
         self._drained = asyncio.Event()
         self._exited: asyncio.Future[None] | None = None
+        self.write_error: OSError | None = None  # the log could not be written
         try:
             self._pidfd: int | None = os.pidfd_open(child.pid)
         except (AttributeError, OSError):  # pragma: no cover - not Linux ≥ 5.3
@@ -202,10 +203,13 @@ class RunningProcess:
             return
         except OSError:  # the pipe broke: nothing more will come
             data = b""
-        if data:
-            self.output.write(self._open[fd], data)
-        else:
+        if not data:
             self._close(fd)
+        elif self.write_error is None:  # after a failed write the pipe is still drained
+            try:
+                self.output.write(self._open[fd], data)
+            except OSError as exc:  # a full disk: run_process raises it once the group ended
+                self.write_error = exc
 
     def _close(self, fd: int) -> None:
         self._loop.remove_reader(fd)
@@ -369,6 +373,8 @@ async def run_process(
             running.output.note("cancelled; ending process group")
             await running.terminate(grace_s)
         raise
+    if running.write_error is not None:  # as when a pump task raised: the caller says why
+        raise running.write_error
     code = running.returncode
     sig = -code if code is not None and code < 0 and not timed_out else None
     out = running.output
