@@ -30,10 +30,11 @@ from pathlib import Path
 
 from changeloop.fsio import Pending, commit
 
-__all__ = ["BATCH_GROUPS", "BATCH_S", "GroupCommit"]
+__all__ = ["BATCH_GROUPS", "BATCH_S", "IDLE_S", "GroupCommit"]
 
 BATCH_S = 0.05  # how long a round may wait for more groups after its first one
 BATCH_GROUPS = 256  # ... or until this many are queued
+IDLE_S = 1.0  # the writer thread ends after this long without work (no thread left per run)
 
 
 @dataclass(frozen=True)
@@ -94,16 +95,22 @@ class GroupCommit:
             self._closed = True
             self._cond.notify_all()
             thread = self._thread
-        if thread is not None:
+        if thread is not None and thread is not threading.current_thread():
             thread.join()
         return failed
 
     def _work(self) -> None:
         while True:
             with self._cond:
+                idle_since = time.monotonic()
                 while not self._queue and not self._closed:
-                    self._cond.wait()
+                    left = idle_since + IDLE_S - time.monotonic()
+                    if left <= 0:  # nothing to do for a while: end; submit() starts another
+                        self._thread = None
+                        return
+                    self._cond.wait(left)
                 if not self._queue:
+                    self._thread = None
                     return
                 # Let a round fill up: one wake-up, one fsync round and one fsync per
                 # directory for every group submitted meanwhile (unless someone waits).

@@ -138,3 +138,21 @@ def test_a_supersedable_name_is_written_once_per_round_with_the_last_bytes(
     assert created.count("entry.json") == 1  # one temporary for five writes of the name
     assert created.count("r.json") == 2  # a receipt is never skipped, even rewritten
     assert receipt.read_bytes() == b"second"
+
+
+def test_the_writer_thread_ends_when_idle_and_a_new_one_takes_over(tmp_path: Path) -> None:
+    """A run leaves no thread behind (an in-process caller proves many times)."""
+    import time
+
+    from changeloop.run.commit import IDLE_S
+
+    commits = GroupCommit()
+    commits.submit("a", [Pending(tmp_path / "a.json", b"a")])
+    assert commits.wait() == []
+    deadline = time.monotonic() + IDLE_S * 10
+    while any(t.name == "changeloop-commit" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the idle writer thread never ended"
+        time.sleep(0.05)
+    commits.submit("b", [Pending(tmp_path / "b.json", b"b")])  # a new writer
+    assert commits.close() == []
+    assert (tmp_path / "b.json").read_bytes() == b"b"
