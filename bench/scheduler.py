@@ -2,6 +2,7 @@
 
     python bench/scheduler.py            # everything (~1 minute on 2 cores)
     python bench/scheduler.py --quick    # skip the 1000-provider `changeloop prove` run
+    python bench/scheduler.py --prove-only   # only the prove row (with make around it)
 
 (a) overhead: 1000 independent no-op commands (`true`) through schedule() +
     run_process at 2 slots vs GNU `make -j2` running the same 1000 commands;
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -87,6 +89,7 @@ def overhead_scheduler_only() -> float:
 
 def prove_workspace(tmp: Path) -> Path:
     root = tmp / "ws"
+    root.parent.mkdir(parents=True, exist_ok=True)
     change = root / "openspec" / "changes" / "bench"
     change.mkdir(parents=True)
     (root / "README.md").write_text("bench\n")
@@ -105,7 +108,20 @@ def prove_workspace(tmp: Path) -> Path:
     return root
 
 
-def overhead_prove(tmp: Path) -> tuple[float, int] | None:
+@dataclass(frozen=True)
+class Proved:
+    seconds: float
+    exit_code: int
+    peak_kib: int  # the prove process's peak resident set (its ru_maxrss, from wait4)
+
+
+def overhead_prove(tmp: Path) -> Proved | None:
+    """One cold ``changeloop prove`` of N no-op providers, as a user runs it (a new process).
+
+    Its peak memory is the ``ru_maxrss`` that ``wait4`` returns for that very
+    process (the largest of it and the processes it waited for, all far smaller),
+    not ``RUSAGE_CHILDREN``, which would mix in make and earlier children.
+    """
     engine = Path(__file__).resolve().parent.parent / "changeloop" / "engine.py"
     if not engine.exists():
         return None
@@ -113,9 +129,13 @@ def overhead_prove(tmp: Path) -> tuple[float, int] | None:
     code = "from changeloop.cli.main import entry; entry()"
     argv = [sys.executable, "-c", code, "prove", "bench", "--jobs", str(SLOTS)]
     argv += ["--sandbox", "none", "--no-cache", "--root", str(root)]
-    start = time.perf_counter()
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, done.returncode
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=root, stdout=out, stderr=out)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return Proved(seconds, proc.returncode, usage.ru_maxrss)
 
 
 # -- (b) makespan ------------------------------------------------------------------
@@ -203,9 +223,61 @@ def random_ratios() -> list[float]:
     return ratios
 
 
+RATIO_GOAL = 3.0  # prove ≤ 3× make -j2 of the same commands, in the same run (issue 15)
+EXTRA_GOAL_MS = 1.5  # ≤ 1.5 ms of changeloop per provider beyond the process itself
+PEAK_GOAL_MIB = 200
+
+
+def report_prove(proved: Proved, t_make: float) -> None:
+    """The prove row: its ratio to make (run just before and after it), the ms changeloop
+    adds per provider, and its peak memory, each against its goal."""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    ratio = proved.seconds / t_make
+    extra_ms = (proved.seconds - t_make) * 1000 / N
+    peak_mib = proved.peak_kib / 1024
+    print(
+        f"    changeloop prove (exit {proved.exit_code})  {proved.seconds * 1000 / N:6.3f}"
+        f" ms/provider (make -j{SLOTS} around it: {t_make * 1000 / N:.3f} ms/command)"
+    )
+    print(f"      ratio {ratio:.2f}× make (goal ≤ {RATIO_GOAL:g}×: {verdict(ratio <= RATIO_GOAL)})")
+    print(
+        f"      (prove − make) / {N} = {extra_ms:.3f} ms per provider"
+        f" (goal ≤ {EXTRA_GOAL_MS:g} ms: {verdict(extra_ms <= EXTRA_GOAL_MS)})"
+    )
+    print(
+        f"      peak memory {peak_mib:.0f} MiB (ru_maxrss of the prove process)"
+        f" (goal ≤ {PEAK_GOAL_MIB} MiB: {verdict(peak_mib <= PEAK_GOAL_MIB)})"
+    )
+    print(f"      load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def prove_row(tmp: Path) -> None:
+    """make, prove, make: the prove row against the make runs just around it."""
+    (tmp / "make").mkdir(parents=True, exist_ok=True)
+    before = overhead_make(tmp / "make")
+    proved = overhead_prove(tmp / "prove")
+    if proved is not None:
+        report_prove(proved, (before + overhead_make(tmp / "make")) / 2)
+
+
+def prove_rows(tmp: Path, runs: int) -> int:
+    print(
+        f"changeloop prove, {N} no-op command providers, --jobs {SLOTS} --sandbox none --no-cache"
+    )
+    for index in range(runs):
+        prove_row(tmp / f"run{index}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the changeloop prove run")
+    parser.add_argument(
+        "--prove-only", type=int, metavar="RUNS", default=0, help="only the prove row, RUNS times"
+    )
     args = parser.parse_args()
     if shutil.which("make") is None:
         print("GNU make is required (apt-get install make)")
@@ -214,6 +286,8 @@ def main() -> int:
         tmp = Path(name)
         for sub in ("make", "cl", "prove", "m1", "m2", "m3"):
             (tmp / sub).mkdir()
+        if args.prove_only:
+            return prove_rows(tmp, args.prove_only)
         # The machine may be shared: alternate the two and keep each one's best of 3.
         t_make, t_cl = float("inf"), float("inf")
         for _ in range(3):
@@ -228,13 +302,8 @@ def main() -> int:
             f"   ratio {t_cl / t_make:.2f}× make"
         )
         print(f"    scheduler only             {t_sched * per:6.3f} ms/job     (goal ≤ 0.3)")
-        proved = None if args.quick else overhead_prove(tmp / "prove")
-        if proved is not None:
-            t_prove, code = proved
-            print(
-                f"    changeloop prove (exit {code})  {t_prove * per:6.3f} ms/provider"
-                f"  ratio {t_prove / t_make:.2f}× make"
-            )
+        if not args.quick:  # make just before and just after: the load may change meanwhile
+            prove_row(tmp / "prove")
         opt = 2.0
         known = makespan_changeloop(tmp / "m1", estimate_all=True)
         chain_only = makespan_changeloop(tmp / "m2", estimate_all=False)

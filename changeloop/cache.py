@@ -26,7 +26,7 @@ from changeloop import fsio
 from changeloop.errors import FileRefused
 from changeloop.state import clear_non_file
 
-__all__ = ["entry_path", "load", "store"]
+__all__ = ["entry", "entry_path", "load", "store"]
 
 _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 # Adapters whose verdict depends on files outside every fingerprint (the change's
@@ -46,13 +46,19 @@ def entry_path(cache_dir: Path, fingerprint: str) -> Path:
 
 def _extension_field(envelope: bytes, key: str) -> str | None:
     """A string field of the envelope payload's ``predicate.changeloop``, or None."""
+    return _extension_fields(envelope, (key,))[0]
+
+
+def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | None, ...]:
+    """String fields of the envelope payload's ``predicate.changeloop`` (None where not)."""
     try:
         doc = json.loads(envelope)
         payload = base64.b64decode(doc["payload"])
-        value = json.loads(payload)["predicate"]["changeloop"][key]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
+        ext = json.loads(payload)["predicate"]["changeloop"]
+        values = [ext.get(key) for key in keys]
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return (None,) * len(keys)
+    return tuple(v if isinstance(v, str) else None for v in values)
 
 
 def _status(envelope: bytes) -> str | None:
@@ -64,16 +70,21 @@ def _never_cached(envelope: bytes) -> bool:
     return _extension_field(envelope, "adapter") in NEVER_CACHED
 
 
-def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None:
-    """Atomically record pass ``envelopes`` for ``fingerprint`` (write, fsync, rename)."""
+def entry(
+    cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]
+) -> tuple[Path, bytes] | None:
+    """What :func:`store` writes for pass ``envelopes``: the entry's path and bytes.
+
+    None when they are never cached (re-judged on every run). The run's sink
+    writes this in its group commit instead of calling :func:`store`.
+    """
     if not envelopes:
         raise ValueError("nothing to cache")
-    for envelope in envelopes:
-        if _status(envelope) != "pass":
-            raise ValueError("only pass receipts may be cached")
-    if any(_never_cached(e) for e in envelopes):
-        return  # re-judged on every run
-    target = entry_path(cache_dir, fingerprint)
+    fields = [_extension_fields(e, ("status", "adapter")) for e in envelopes]  # one parse each
+    if any(status != "pass" for status, _adapter in fields):
+        raise ValueError("only pass receipts may be cached")
+    if any(adapter in NEVER_CACHED for _status, adapter in fields):
+        return None  # re-judged on every run
     data = json.dumps(
         {
             "fingerprint": fingerprint,
@@ -81,6 +92,15 @@ def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None
         },
         sort_keys=True,
     ).encode("utf-8")
+    return entry_path(cache_dir, fingerprint), data
+
+
+def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None:
+    """Atomically record pass ``envelopes`` for ``fingerprint`` (write, fsync, rename)."""
+    made = entry(cache_dir, fingerprint, envelopes)
+    if made is None:
+        return
+    target, data = made
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         clear_non_file(target)  # a directory squatting on the name: damaged state, rebuilt

@@ -51,6 +51,7 @@ from changeloop.runlog import RunLog
 from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.services.ports import port_holder
+from changeloop.spawn import environ
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import Verdict, decide
 
@@ -112,13 +113,18 @@ async def prove(
         boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
         async with boxes:
             run = _compose(plan, options, state, boxes, on_event, executor=executor)
-            results = await _schedule(run)
+            try:
+                results = await _schedule(run)
+            except BaseException:
+                await run.sink.drain()  # what finished before a cancel is on disk (§13)
+                raise
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":
             run.sink.skipped(provider, result.reason or "not run")
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
+    await run.sink.drain()  # the receipts are written in group commits (run/commit.py)
     _record_run(run)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
@@ -409,7 +415,7 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            **os.environ,
+            **environ(),  # os.environ decoded once per change of it, not once per provider
             **provider.env,
             **{n: os.environ[n] for n in provider.env_from if n in os.environ},
         },

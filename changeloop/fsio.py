@@ -16,6 +16,7 @@ Usage::
 
     write_atomic(path, data)                       # one file
     write_all([(a, data_a), (b, data_b)])          # a batch, one fsync round
+    commit([[Pending(a, data_a)], [Pending(b, data_b, durable=False)]])  # groups, errors back
     create_new(key_path, pem, mode=0o600)          # never over an existing name
     data = read_regular(path, limit=64 * KIB, what="public key")
 """
@@ -26,8 +27,10 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.errors import FileRefused
@@ -35,6 +38,8 @@ from changeloop.errors import FileRefused
 __all__ = [
     "KIB",
     "MIB",
+    "Pending",
+    "commit",
     "create_new",
     "read_regular",
     "read_regular_stat",
@@ -82,6 +87,95 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class Pending:
+    """One file of a batch: where it goes, its bytes, and whether it must outlive a power cut.
+
+    ``durable=False`` is for bytes whose loss costs nothing but a re-run (a cache
+    entry, a copy of bytes already durable elsewhere): the rename still makes the
+    write all-or-nothing for a killed process, only the fsyncs are skipped.
+    """
+
+    path: Path
+    data: bytes
+    durable: bool = True
+    mode: int = 0o644
+    # A directory standing at ``path`` is damaged state of ours: removed, then renamed over.
+    displace_dir: bool = False
+    # A later write of the same name in the same round may stand for this one (a cache
+    # entry: losing it costs a re-run, never a receipt).
+    supersedable: bool = False
+
+
+@dataclass
+class _Staged:
+    item: Pending
+    tmp: Path
+    fd: int | None
+
+
+def commit(
+    groups: Sequence[Sequence[Pending]], *, made: set[Path] | None = None
+) -> list[OSError | None]:
+    """Write every group's files in one round: write all, fsync all, rename all, fsync each
+    directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
+
+    A supersedable name several groups of the round write is written once, with
+    the last group's bytes (a thousand providers sharing one cache entry create
+    one file, not a thousand: on ext4, making and dropping inodes at that rate
+    was what a round cost most).
+
+    Parent directories are made (``made`` remembers those known to exist). A group
+    that fails leaves no temporary file and keeps the names it had already renamed;
+    the other groups are not affected. A kill at any instant leaves every name
+    either its old file or its new one, plus temporary files that name this
+    process (``process_groups.sweep`` removes them once it is gone).
+    """
+    known = made if made is not None else set()
+    errors: list[OSError | None] = [None] * len(groups)
+    staged: list[list[_Staged]] = [[] for _ in groups]
+    # A supersedable name written again later in the round is written only then: what the
+    # earlier write would have put there is replaced within the same round anyway.
+    last = {
+        item.path: (g, i)
+        for g, group in enumerate(groups)
+        for i, item in enumerate(group)
+        if item.supersedable
+    }
+    try:
+        for index, group in enumerate(groups):
+            try:
+                for position, item in enumerate(group):
+                    if item.supersedable and last[item.path] != (index, position):
+                        continue  # superseded within this round
+                    _ensure_dir(item.path.parent, known)
+                    fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
+                    entry = _Staged(item, tmp, fd)
+                    staged[index].append(entry)
+                    _fill(entry)  # written, fsynced and closed: one descriptor at a time
+            except OSError as exc:
+                errors[index] = _naming(exc, item.path)
+                _discard(staged[index])
+        renamed: list[Pending] = []
+        for index, files in enumerate(staged):
+            while files:
+                entry = files[0]
+                try:
+                    _rename(entry)
+                except OSError as exc:
+                    errors[index] = _naming(exc, entry.item.path)
+                    _discard(files)
+                    break
+                files.pop(0)
+                renamed.append(entry.item)
+    finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
+        for files in staged:
+            _discard(files)
+    for directory in _distinct(item.path.parent for item in renamed if item.durable):
+        fsync_dir(directory)
+    return errors
+
+
 def write_all(
     items: Sequence[tuple[Path, bytes]], *, mode: int = 0o644, durable: bool = True
 ) -> None:
@@ -90,39 +184,17 @@ def write_all(
     Parent directories must exist. On any error no temporary file is left and
     no name has changed that was not already renamed.
     """
-    temps: list[tuple[int | None, Path, Path]] = []
-    try:
-        for path, data in items:
-            new_fd, tmp = _exclusive_temp(path.parent, path.name, mode)
-            temps.append((new_fd, tmp, path))
-            if mode & 0o077 == 0:
-                os.fchmod(new_fd, mode)  # a private file is private whatever the umask
-            _write_fd(new_fd, data)
-        for index, (open_fd, tmp, path) in enumerate(temps):
-            assert open_fd is not None
-            if durable:
-                os.fsync(open_fd)
-            os.close(open_fd)
-            temps[index] = (None, tmp, path)
-        for index, (_closed, tmp, path) in enumerate(temps):
-            tmp.replace(path)
-            temps[index] = (None, path, path)  # renamed: nothing left to clean
-    except BaseException:
-        for left_fd, tmp, path in temps:
-            if left_fd is not None:
-                os.close(left_fd)
-            if tmp != path:
-                _unlink_quietly(tmp)
-        raise
-    if durable:
-        for directory in _distinct(path.parent for path, _data in items):
-            fsync_dir(directory)
+    group = [Pending(path, data, durable, mode) for path, data in items]
+    (error,) = commit([group], made={path.parent for path, _data in items})
+    if error is not None:
+        raise error
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` all at once (creating its parent directories)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_all([(path, data)], mode=mode, durable=durable)
+    (error,) = commit([[Pending(path, data, durable, mode)]])
+    if error is not None:
+        raise error
 
 
 def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
@@ -233,6 +305,61 @@ def _size(count: int) -> str:
 
 def _distinct(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
+
+
+def _fill(entry: _Staged) -> None:
+    """Write the temporary file's bytes, fsync it when it must be durable, close it."""
+    fd = entry.fd
+    assert fd is not None
+    if entry.item.mode & 0o077 == 0:
+        os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
+    _write_fd(fd, entry.item.data)
+    if entry.item.durable:
+        os.fsync(fd)
+    entry.fd = None
+    os.close(fd)
+
+
+def _rename(entry: _Staged) -> None:
+    try:
+        entry.tmp.replace(entry.item.path)
+    except OSError as exc:
+        squatted = exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
+        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.item.path)):
+            raise
+        shutil.rmtree(entry.item.path, ignore_errors=True)
+        entry.tmp.replace(entry.item.path)
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)  # never a symlink to one
+    except OSError:
+        return False
+
+
+def _ensure_dir(directory: Path, made: set[Path]) -> None:
+    if directory not in made:
+        directory.mkdir(parents=True, exist_ok=True)
+        made.add(directory)
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming the file the caller asked for (a failed write or fsync names none)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
+
+
+def _discard(files: list[_Staged]) -> None:
+    """Close and remove temporaries not yet renamed; the list is emptied."""
+    for entry in files:
+        if entry.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(entry.fd)
+            entry.fd = None
+        _unlink_quietly(entry.tmp)
+    files.clear()
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -37,11 +38,24 @@ MIN_LENGTH = 8
 _DIGEST_KEYS = frozenset({"fingerprint", "wiring", "gitTree", "tree", "head", "sha256", "id"})
 
 
+# The last plan asked about and its answer (a one-slot cache; one read of the slot).
+_LAST_NAMES: list[tuple[weakref.ref[Plan], tuple[str, ...]] | None] = [None]
+
+
 def env_from_names(plan: Plan) -> tuple[str, ...]:
-    """Every variable any provider or service of the plan inherits through ``envFrom``."""
+    """Every variable any provider or service of the plan inherits through ``envFrom``.
+
+    Asked once per job, so the answer for the last plan is kept (a plan is
+    frozen): a run of N providers no longer walks all N for each of them.
+    """
+    last = _LAST_NAMES[0]  # one read: another thread may replace it meanwhile
+    if last is not None and last[0]() is plan:
+        return last[1]
     names = {n for p in plan.providers.values() for n in p.env_from}
     names |= {n for s in plan.services.values() for n in s.env_from}
-    return tuple(sorted(names))
+    found = tuple(sorted(names))
+    _LAST_NAMES[0] = (weakref.ref(plan), found)
+    return found
 
 
 def short_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

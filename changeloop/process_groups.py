@@ -134,11 +134,24 @@ def is_alive(pid: int, start: int) -> bool:
 
 def run_dir_of(log_dir: Path) -> Path | None:
     """The ``.changeloop/runs/<run-id>`` directory holding ``log_dir``, if it is in one."""
-    for candidate in (log_dir, *log_dir.parents):
-        parent = candidate.parent
-        if parent.name == "runs" and parent.parent.name == ".changeloop" and candidate != parent:
-            return candidate
-    return None
+    text = "/" + str(log_dir)  # a relative path searched as if rooted
+    at = text.rfind(_RUNS)  # the last occurrence is the deepest run directory
+    if at < 0:
+        return None
+    run_id = text[at + len(_RUNS) :].split("/", 1)[0]
+    if not run_id:
+        return None
+    prefix = text[1 : at + len(_RUNS) + len(run_id)]
+    known = _RUN_DIRS.get(prefix)
+    if known is None:
+        if len(_RUN_DIRS) > 64:
+            _RUN_DIRS.clear()
+        known = _RUN_DIRS[prefix] = Path(prefix)
+    return known
+
+
+_RUNS = "/.changeloop/runs/"
+_RUN_DIRS: dict[str, Path] = {}  # a run directory's text -> its Path (one per run)
 
 
 def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
@@ -150,15 +163,23 @@ def _write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+_CLAIMED: set[tuple[int, Path]] = set()  # (pid, run dir) whose owner record this process wrote
+
+
 def claim_run(run_dir: Path) -> None:
     """Write the run's owner record (this process, its start time) if not there yet.
 
     ``pgroups/`` appears with ``owner.json`` already in it (made as
     ``.pgroups.<pid>.tmp`` and renamed), so a kill at any instant leaves either
     nothing, a staging directory that names its writer, or a complete record.
+    Once per run directory and process: later calls cost nothing.
     """
+    claim = (os.getpid(), run_dir)
+    if claim in _CLAIMED:
+        return
     directory = run_dir / PGROUPS
     if (directory / OWNER_FILE).is_file():
+        _CLAIMED.add(claim)
         return
     pid = os.getpid()
     staging = run_dir / f".{PGROUPS}.{pid}.tmp"
@@ -172,25 +193,40 @@ def claim_run(run_dir: Path) -> None:
             (staging / OWNER_FILE).replace(directory / OWNER_FILE)
             _remove_tree(staging)
     except OSError:  # pragma: no cover - an unwritable run dir fails the logs first
-        pass
+        return
+    _CLAIMED.add(claim)
 
 
 def record_group(run_dir: Path, pgid: int, argv: Sequence[str]) -> Path | None:
-    """Record a just-started process group of the run; the path to forget it by."""
+    """Record a just-started process group of the run; the path to forget it by.
+
+    One exclusive create and one ``write`` (no temporary, no rename): a process
+    killed at any instant leaves no record, an empty one or a whole one, since a
+    single small write is never half done by a kill. An empty or unreadable
+    record is skipped by the sweep, which still finds the group's processes by
+    the owner marker in their environment (as for a kill between spawn and record).
+    """
     claim_run(run_dir)
     me = os.getpid()
     record = {
         "pgid": pgid,
         "start": process_start(pgid) or 0,
         "owner": me,
-        "ownerStart": process_start(me) or 0,
+        "ownerStart": int(owner_marker(me).rsplit("-", 1)[1]),
         "argv": [str(a) for a in list(argv)[:4]],
     }
     path = run_dir / PGROUPS / f"{pgid}.json"
+    data = json.dumps(record).encode()
     try:
-        _write_json_atomic(path, record)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:  # pragma: no cover - see claim_run
         return None
+    try:
+        os.write(fd, data)
+    except OSError:  # pragma: no cover - a full disk: the marker still finds the group
+        pass
+    finally:
+        os.close(fd)
     return path
 
 
@@ -490,6 +526,9 @@ def _stale_tmp_files(state_dir: Path) -> list[Path]:
 
 
 RECENT_RUNS = 20  # runs checked for temp files of writers that are gone
+# Written last by a run, after its receipts' group commits are done (runlog.RUN_FILE):
+# a run that has it left no temporary file, so its thousand directories need no walk.
+RUN_RECORD = "run.json"
 
 
 def _stale_tmp_in_recent_runs(runs: Path) -> list[Path]:
@@ -502,6 +541,8 @@ def _stale_tmp_in_recent_runs(runs: Path) -> list[Path]:
     boot = _boot_time()
     removed: list[Path] = []
     for run_dir in recent[:RECENT_RUNS]:
+        if (run_dir / RUN_RECORD).is_file():
+            continue  # it ran to its end: every write of it was finished (and renamed) first
         for dirpath, dirnames, filenames in os.walk(run_dir):
             dirnames[:] = [d for d in dirnames if not Path(dirpath, d).is_symlink()]
             for name in filenames:

@@ -78,11 +78,18 @@ class Output:
     """Log files, digest and tails of one process; written only with redacted bytes."""
 
     def __init__(self, log_dir: Path, log_name: str, secrets: Sequence[str]) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{log_name}.log"
         self.stdout_path = log_dir / f"{log_name}.stdout"
-        self._log: BinaryIO = self.log_path.open("wb")
-        self._out: BinaryIO = self.stdout_path.open("wb")
+        try:
+            self._log: BinaryIO = open(self.log_path, "wb")  # noqa: PTH123, SIM115 - closed in close()
+        except FileNotFoundError:  # the directory is made on first use only (one syscall less)
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "wb")  # noqa: PTH123, SIM115
+        try:
+            self._out: BinaryIO = open(self.stdout_path, "wb")  # noqa: PTH123, SIM115
+        except BaseException:
+            self._log.close()
+            raise
         self._sha = hashlib.sha256()
         self._redact = {"stdout": Redactor(secrets), "stderr": Redactor(secrets)}
         self.tails = {"stdout": Tail(), "stderr": Tail(), "log": Tail()}

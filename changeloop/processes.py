@@ -17,10 +17,13 @@ the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
 Secret values are redacted before any byte reaches a file or a tail. Tails keep
 the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES``).
 
-When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, the group is
-recorded there (``pgroups/<pgid>.json``, with its leader's start time) until it
-ends, and its processes carry ``CHANGELOOP_OWNER``: if changeloop itself is
-killed with -9, the next ``prove`` ends them (``process_groups.sweep``).
+When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, its processes carry
+``CHANGELOOP_OWNER`` from the start, and a group still running after
+:data:`RECORD_AFTER_S` is recorded there (``pgroups/<pgid>.json``, with its
+leader's start time) until it ends: if changeloop itself is killed with -9, the
+next ``prove`` ends them (``process_groups.sweep``: by record, and by the marker
+for anything started in the instant before its record). A command that is over
+sooner (most are) costs no record file at all.
 
 Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
 ours to find by group (its inherited ``CHANGELOOP_OWNER`` still finds it after a
@@ -30,9 +33,9 @@ crash); if it keeps the output pipe open we stop reading after
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +47,7 @@ import anyio.abc
 from changeloop.identity import GIT_REDIRECTS
 from changeloop.process_groups import (
     OWNER_ENV,
+    claim_run,
     end_group,
     forget_group,
     owner_marker,
@@ -51,8 +55,11 @@ from changeloop.process_groups import (
     run_dir_of,
 )
 from changeloop.process_output import Output
+from changeloop.spawn import Child, environ, start_child
 
 DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
+# A group is recorded for the sweep once it has run this long (see module doc).
+RECORD_AFTER_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -97,50 +104,63 @@ class RunningProcess:
 
     Used directly for long-running services (``start_process``) and internally
     by :func:`run_process`; both end the whole group the same way. Exit is
-    awaited on a pidfd and the pipes are read directly (no asyncio transports,
-    no child-watcher thread): about half the CPU per command (bench/README.md).
+    awaited on a pidfd and the pipes are read by event-loop reader callbacks
+    from the moment the command starts: no asyncio transports, no
+    child-watcher thread, no task per pipe (bench/README.md "Scheduler").
     """
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        child: Child,
         fds: tuple[int, int],
         output: Output,
         argv: Sequence[str],
-        record: Path | None = None,
+        run_dir: Path | None = None,
     ) -> None:
-        self._proc = proc
-        self._record = record  # .changeloop/runs/<id>/pgroups/<pgid>.json, while the group runs
-        self._fds = fds
+        self._child = child
+        self._run_dir = run_dir
+        self._record: Path | None = None  # .changeloop/runs/<id>/pgroups/<pgid>.json
         self.output = output
         self.argv = tuple(argv)
-        self.pid = proc.pid  # == the process group id (start_new_session)
+        self.pid = child.pid  # == the process group id (a session of its own)
         self.log_path = output.log_path
         self.stdout_path = output.stdout_path
-        self._drained = anyio.Event()
-        self._pump_scope = anyio.CancelScope()
-        self._wait_lock = anyio.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._open: dict[int, str] = {}  # pipe fd -> stream name, until its end is read
+        self._drained = asyncio.Event()
+        self._exited: asyncio.Future[None] | None = None
+        self.write_error: OSError | None = None  # the log could not be written
         try:
-            self._pidfd: int | None = os.pidfd_open(proc.pid)
+            self._pidfd: int | None = os.pidfd_open(child.pid)
         except (AttributeError, OSError):  # pragma: no cover - not Linux ≥ 5.3
             self._pidfd = None
+        for fd, name in zip(fds, ("stdout", "stderr"), strict=True):
+            self._open[fd] = name
+            self._loop.add_reader(fd, self._readable, fd)
+        # The group's record is written once it has run RECORD_AFTER_S: most commands
+        # are over by then and need none (see record_later).
+        self._record_timer: asyncio.TimerHandle | None = None
+        if run_dir is not None:
+            self._record_timer = self._loop.call_later(RECORD_AFTER_S, self._record_now)
 
     @property
     def returncode(self) -> int | None:
-        return self._proc.returncode
+        return self._child.returncode
 
     async def wait(self) -> int:
         """Wait for the main child to exit (and reap it); its group may still hold members."""
-        async with self._wait_lock:  # one waiter per fd at a time
-            if self._proc.returncode is None:
-                if self._pidfd is not None:
-                    await anyio.wait_readable(self._pidfd)
-                else:  # pragma: no cover
-                    delay = 0.001
-                    while self._proc.poll() is None:
-                        await anyio.sleep(delay)
-                        delay = min(delay * 2, 0.05)
-            return self._proc.wait()
+        if self._child.returncode is None:
+            if self._pidfd is not None:
+                if self._exited is None:  # one reader on the pidfd, shared by every waiter
+                    self._exited = self._loop.create_future()
+                    self._loop.add_reader(self._pidfd, self._on_exit)
+                await asyncio.shield(self._exited)  # a cancelled waiter leaves it to the others
+            else:  # pragma: no cover
+                delay = 0.001
+                while self._child.poll() is None:
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+        return self._child.wait()
 
     async def terminate(self, grace_s: float = 5.0) -> int:
         """End the whole group (TERM, grace, KILL), finish the logs, return the exit code.
@@ -152,52 +172,93 @@ class RunningProcess:
             await end_group(self.pid, grace_s)
             code = await self.wait()
             await self._finish_output()
-            forget_group(self._record)
-            self._record = None
+            self._forget()
         return code
 
     def tail(self, stream: str = "log") -> str:
         """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
         return self.output.tails[stream].text()
 
-    async def _pump(self, fd: int, name: str) -> None:
+    def _record_now(self) -> None:
+        """Record the group for a later sweep (process_groups.record_group).
+
+        Only while its leader is unreaped: a reaped pid may belong to another
+        process by now, and a record naming it could get that one killed.
+        """
+        self._record_timer = None
+        if self._run_dir is not None and self._child.returncode is None:
+            self._record = record_group(self._run_dir, self.pid, self.argv)
+
+    def _forget(self) -> None:
+        if self._record_timer is not None:
+            self._record_timer.cancel()
+            self._record_timer = None
+        forget_group(self._record)
+        self._record = None
+
+    def _readable(self, fd: int) -> None:
         try:
-            while True:
-                await anyio.wait_readable(fd)
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    return
-                self.output.write(name, data)
-        finally:
-            os.close(fd)
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # the pipe broke: nothing more will come
+            data = b""
+        if not data:
+            self._close(fd)
+        elif self.write_error is None:  # after a failed write the pipe is still drained
+            try:
+                self.output.write(self._open[fd], data)
+            except OSError as exc:  # a full disk: run_process raises it once the group ended
+                self.write_error = exc
+
+    def _close(self, fd: int) -> None:
+        self._loop.remove_reader(fd)
+        os.close(fd)
+        del self._open[fd]
+        if not self._open:
+            self._drained.set()
+
+    def _on_exit(self) -> None:
+        assert self._pidfd is not None and self._exited is not None
+        self._loop.remove_reader(self._pidfd)
+        if not self._exited.done():
+            self._exited.set_result(None)
 
     async def _pump_all(self) -> None:
-        try:
-            with self._pump_scope:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._pump, self._fds[0], "stdout")
-                    tg.start_soon(self._pump, self._fds[1], "stderr")
-        finally:
-            self._drained.set()
+        """Until both pipes reached their end (the readers run on their own)."""
+        await self._drained.wait()
 
     async def _finish_output(self) -> None:
         """Read to EOF (bounded by DRAIN_S), then close the log files."""
-        with anyio.move_on_after(DRAIN_S) as drain:
-            await self._drained.wait()
-        if drain.cancelled_caught:
-            self._pump_scope.cancel()
-            await self._drained.wait()
+        if self._open:
+            with anyio.move_on_after(DRAIN_S):
+                await self._drained.wait()
+        if self._open:
+            for fd in list(self._open):
+                self._close(fd)
             self.output.note(
                 f"stopped reading output after {DRAIN_S:g}s: a process outside the group"
                 " still holds it open"
             )
         if self._pidfd is not None:
+            if self._exited is not None and not self._exited.done():
+                self._loop.remove_reader(self._pidfd)
+                self._exited.cancel()
             os.close(self._pidfd)
             self._pidfd = None
         self.output.close()
+
+
+_DEVNULL: dict[int, int] = {}  # pid -> a /dev/null fd kept open for every child's stdin
+
+
+def _devnull() -> int:
+    """One read-only /dev/null per process, not one open and close per command."""
+    pid = os.getpid()
+    if pid not in _DEVNULL:
+        _DEVNULL.clear()  # a forked child must not share its parent's bookkeeping
+        _DEVNULL[pid] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _DEVNULL[pid]
 
 
 async def _spawn(
@@ -216,20 +277,24 @@ async def _spawn(
     run_dir = run_dir_of(log_dir)
     # Git finds the repository from the working directory (the sandbox's own .git):
     # a GIT_DIR inherited from a hook must not point a provider's git at the user's.
-    env = {k: v for k, v in env.items() if k not in GIT_REDIRECTS}
+    env = dict(env)
+    for name in GIT_REDIRECTS:
+        env.pop(name, None)
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    os.set_blocking(out_w, True)  # the child's ends block, as any program expects
+    os.set_blocking(err_w, True)
     try:
-        proc = subprocess.Popen(
-            list(argv),
+        child = start_child(
+            argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=_devnull(),
             stdout=out_w,
             stderr=err_w,
-            start_new_session=True,
+            parent_path=environ().get("PATH"),
         )
     except OSError as exc:
         os.close(out_r)
@@ -241,10 +306,9 @@ async def _spawn(
     finally:
         os.close(out_w)
         os.close(err_w)
-    record = record_group(run_dir, proc.pid, argv) if run_dir is not None else None
-    os.set_blocking(out_r, False)
-    os.set_blocking(err_r, False)
-    return RunningProcess(proc, (out_r, err_r), output, argv, record)
+    if run_dir is not None:
+        claim_run(run_dir)  # once per run: the run is known to a later sweep from now on
+    return RunningProcess(child, (out_r, err_r), output, argv, run_dir)
 
 
 async def start_process(
@@ -295,22 +359,22 @@ async def run_process(
         return _not_started(argv, exc.reason, started, log_dir, log_name)
     timed_out = leftovers = False
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(running._pump_all)
-            with anyio.move_on_after(timeout_ms / 1000) as limit:
-                await running.wait()
-            timed_out = limit.cancelled_caught
-            if timed_out:
-                running.output.note(f"timed out after {timeout_ms} ms; ending process group")
-            leftovers = await end_group(running.pid, grace_s)
-            if leftovers and not timed_out:
-                running.output.note("ended processes the command left running in its group")
-            await running.terminate(grace_s)
+        with anyio.move_on_after(timeout_ms / 1000) as limit:
+            await running.wait()
+        timed_out = limit.cancelled_caught
+        if timed_out:
+            running.output.note(f"timed out after {timeout_ms} ms; ending process group")
+        leftovers = await end_group(running.pid, grace_s)
+        if leftovers and not timed_out:
+            running.output.note("ended processes the command left running in its group")
+        await running.terminate(grace_s)
     except BaseException:
         with anyio.CancelScope(shield=True):
             running.output.note("cancelled; ending process group")
             await running.terminate(grace_s)
         raise
+    if running.write_error is not None:  # as when a pump task raised: the caller says why
+        raise running.write_error
     code = running.returncode
     sig = -code if code is not None and code < 0 and not timed_out else None
     out = running.output

@@ -6,7 +6,7 @@ Usage::
                          fingerprint="sha256:…", subjects={"self": ident}, sandbox="copy",
                          issuer="local", started=t0, finished=t1,
                          configuration=configuration_digests(plan, command))
-    statement = build_statement(facts, outcome)     # validated against the shipped schema
+    statement = build_statement(facts, outcome)     # its adapter-given values checked
     sealed = seal(statement, private_key)           # Sealed(id="sha256:…", envelope=b"{…}")
     write_atomic(path, sealed.envelope)
 
@@ -14,16 +14,25 @@ The payload is the RFC 8785 form of the statement and the receipt id is the
 sha256 of those exact bytes (DESIGN.md §2.3). ``result`` is ``PASSED`` only for
 ``pass``: a verifier that ignores the extension must never read a refusal or an
 undecided run as an acceptance.
+
+Schema checks: a statement built here comes from typed records, so sealing
+checks only what the types cannot say (:func:`guard`: enums, patterns, a reason
+unless pass) — microseconds, where the full JSON Schema took about a
+millisecond per receipt. The full schema is checked on read from anywhere
+untrusted (``verify.py``: import, gate, external, the cache's neighbours) and,
+for every statement a real ``prove`` writes, by the test suite
+(``tests/receipts/test_receipts_schema_every_statement.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -187,8 +196,48 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }
-    check_statement(statement)
+    guard(statement)
     return statement
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_TREE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_CLAIM_STATES = frozenset({"credited", "failed", "uncredited"})
+_INPUT_MODES = frozenset({"browser-automation", "os-input", "both", None})
+_SANDBOXES = frozenset({"worktree", "copy", "none"})
+_STATUSES = frozenset({"pass", "fail", "inconclusive"})
+
+
+def guard(statement: Mapping[str, Any]) -> None:
+    """Refuse to seal what the types let through and the schema forbids (cheap; see module doc).
+
+    Strings an adapter chose (status, claim states, input mode), the reason a
+    non-pass needs, and the digests that bind a receipt. Everything else has its
+    shape by construction in :func:`build_statement`.
+    """
+    ext = statement["predicate"]["changeloop"]
+    problem = None
+    if ext["status"] not in _STATUSES:
+        problem = f"status: {ext['status']!r} is not one of pass, fail, inconclusive"
+    elif ext["status"] != "pass" and not ext.get("reason"):
+        problem = f"reason: a {ext['status']} receipt needs a reason"
+    elif any(v not in _CLAIM_STATES for v in ext["claims"].values()):
+        bad = next(v for v in ext["claims"].values() if v not in _CLAIM_STATES)
+        problem = f"claims: {bad!r} is not one of credited, failed, uncredited"
+    elif ext["inputMode"] not in _INPUT_MODES:
+        problem = f"inputMode: {ext['inputMode']!r} is not an input mode"
+    elif ext["sandbox"] not in _SANDBOXES:
+        problem = f"sandbox: {ext['sandbox']!r} is not worktree, copy or none"
+    elif not _DIGEST.fullmatch(ext["fingerprint"]):
+        problem = f"fingerprint: {ext['fingerprint']!r} is not sha256:<64 hex>"
+    elif ext["wiring"] is not None and not _DIGEST.fullmatch(ext["wiring"]):
+        problem = f"wiring: {ext['wiring']!r} is not sha256:<64 hex>"
+    elif not all(_TREE.fullmatch(r["tree"]) for r in ext["repositories"].values()):
+        problem = "repositories: a tree is not a git object id"
+    elif not all(ext[k] for k in ("change", "provider", "adapter", "capability", "issuer")):
+        problem = "change, provider, adapter, capability and issuer must not be empty"
+    if problem is not None:
+        _refuse(problem)
 
 
 def extension_problem(extension: Any) -> str | None:
@@ -199,7 +248,7 @@ def extension_problem(extension: Any) -> str | None:
 
 
 def check_statement(statement: Mapping[str, Any]) -> None:
-    """Refuse to seal anything that does not fit the shipped schema."""
+    """The full check against the shipped schema (tests run it on every statement written)."""
     problem = None
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
         problem = "wrong _type or predicateType"
@@ -213,21 +262,24 @@ def check_statement(statement: Mapping[str, Any]) -> None:
         else:
             problem = extension_problem(predicate.get("changeloop"))
     if problem is not None:
-        raise ReceiptSchemaError(
-            Problem(
-                code="receipt_schema",
-                message=f"refusing to seal a receipt that does not fit its schema: {problem}",
-                fix="this is a changeloop bug; please report it with the command you ran",
-            ),
-            exit_code=3,
-        )
+        _refuse(problem)
+
+
+def _refuse(problem: str) -> NoReturn:
+    raise ReceiptSchemaError(
+        Problem(
+            code="receipt_schema",
+            message=f"refusing to seal a receipt that does not fit its schema: {problem}",
+            fix="this is a changeloop bug; please report it with the command you ran",
+        ),
+        exit_code=3,
+    )
 
 
 def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed:
     """Canonicalize, sign, and wrap: the id is sha256 of the exact payload bytes.
 
-    ``statement`` comes from :func:`build_statement`, which checked it against
-    the shipped schema (once: validation is the costliest step of sealing).
+    ``statement`` comes from :func:`build_statement`, which guarded it (:func:`guard`).
     """
     payload = canonicalize(statement)
     envelope = sign_envelope(payload, PAYLOAD_TYPE, private_key)
@@ -235,8 +287,21 @@ def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed
         id="sha256:" + sha256_hex(payload),
         envelope=envelope,
         payload=payload,
-        keyid=keyid(private_key.public_key()),
+        keyid=_keyid(private_key),
     )
+
+
+_KEYIDS: dict[int, tuple[Ed25519PrivateKey, str]] = {}  # id(key) -> (key, keyid); key kept alive
+
+
+def _keyid(private_key: Ed25519PrivateKey) -> str:
+    """The key's id, derived once per key object (a run seals every receipt with one key)."""
+    known = _KEYIDS.get(id(private_key))
+    if known is None or known[0] is not private_key:
+        if len(_KEYIDS) > 64:
+            _KEYIDS.clear()
+        known = _KEYIDS[id(private_key)] = (private_key, keyid(private_key.public_key()))
+    return known[1]
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

@@ -8,6 +8,7 @@ green.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, TextIO
 
@@ -21,12 +22,26 @@ _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
 
 
+FLUSH_S = 0.05  # progress lines reach the stream at most this late
+
+
 class Progress:
+    """Progress lines, written out at most every :data:`FLUSH_S` (a run of a thousand
+    short providers writes its lines in a few dozen writes, not two per provider).
+
+    A line never waits longer than that: a timer on the run's event loop writes it
+    even when nothing else happens. :meth:`flush` writes what is left (the CLI
+    calls it when the run ends, however it ends).
+    """
+
     def __init__(self, plan: Plan, out: TextIO) -> None:
         self.out = out
         self.total = len(plan.providers)
         self.done = 0
         self.start = time.monotonic()
+        self._lines: list[str] = []
+        self._flushed = 0.0  # when lines were last written (monotonic)
+        self._timer: asyncio.TimerHandle | None = None
 
     def event(self, event: RunEvent) -> None:
         provider, kind, detail = event.provider, event.kind, event.detail
@@ -43,8 +58,36 @@ class Progress:
             line = f"  ■ {provider} {kind}{suffix} ({self.done}/{self.total})"
         else:
             return
-        self.out.write(f"[{elapsed:6.1f}s]{line}\n")
-        self.out.flush()
+        self._lines.append(f"[{elapsed:6.1f}s]{line}\n")
+        self._flush_soon()
+
+    def flush(self) -> None:
+        """Write the lines not yet written, in one write."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._flushed = time.monotonic()
+        if self._lines:
+            text, self._lines = "".join(self._lines), []
+            self.out.write(text)
+            self.out.flush()
+
+    def _flush_soon(self) -> None:
+        if self.done == self.total:  # the last provider: nothing may wait for a timer now
+            self.flush()
+            return
+        if self._timer is not None:
+            return  # a write is due already
+        wait = self._flushed + FLUSH_S - time.monotonic()
+        if wait <= 0:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: nothing would write it later
+            self.flush()
+            return
+        self._timer = loop.call_later(wait, self.flush)
 
 
 class _Masked:
@@ -86,9 +129,10 @@ def render_board(result: ProveResult, stream: TextIO) -> None:
                 f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
                 f"{counts(entry.tests)}{reason}\n"
             )
-        log = _log_of(result, report.name)
-        if log is not None and any(e.status != "pass" for e in report.receipts):
-            out.write(f"      log: {log}\n")
+        if any(e.status != "pass" for e in report.receipts):  # a stat only where it is shown
+            log = _log_of(result, report.name)
+            if log is not None:
+                out.write(f"      log: {log}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     if not verdict.proven:
         out.write("\nNext steps:\n")

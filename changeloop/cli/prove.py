@@ -305,6 +305,9 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         return common.fail(args, user, refused)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if isinstance(progress, Progress):
+            progress.flush()  # progress lines are written in batches (board.Progress)
     if interrupted or "result" not in outcome:
         common.say(
             "interrupted: running processes were stopped; unfinished providers wrote no receipt"

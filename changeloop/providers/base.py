@@ -11,7 +11,6 @@ log digest, signature) when it turns outcomes into receipts.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -28,7 +27,15 @@ from changeloop.model import (
     SandboxMode,
     Status,
 )
-from changeloop.run.job import Executor, Job, JobResult, LocalExecutor, SandboxSpec, env_delta
+from changeloop.run.job import (
+    Executor,
+    Job,
+    JobResult,
+    LocalExecutor,
+    SandboxSpec,
+    env_delta,
+)
+from changeloop.spawn import environ
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ class RunContext:
 
         ``cwd``: where it runs when not the repository's workdir (mutation's own copy).
         """
-        values, unset = env_delta(env, os.environ, self.provider.env_from)
+        values, unset = env_delta(env, environ(), self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
             provider=self.provider,

@@ -11,9 +11,8 @@ anything with ``async run(job) -> JobResult`` will do.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 from changeloop.fsio import read_regular
 from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.processes import ProcessResult, run_process
+from changeloop.spawn import environ
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,9 @@ class Job:
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The process environment this job gets on top of ``base``."""
-        env = {k: v for k, v in base.items() if k not in self.unset}
+        env = dict(base)
+        for name in self.unset:
+            env.pop(name, None)
         env.update(self.env)
         for name in self.env_from:
             if name in base:
@@ -107,7 +109,10 @@ class JobResult:
     log: bytes | None = None  # the whole log (stdout and stderr interleaved), likewise
 
     @classmethod
-    def of(cls, result: ProcessResult, started: datetime, finished: datetime) -> JobResult:
+    def of(
+        cls, result: ProcessResult, started: datetime, finished: datetime, **more: Any
+    ) -> JobResult:
+        """The record of a finished process; ``more``: the job's other fields (report, files…)."""
         return cls(
             argv=result.argv,
             exit_code=result.exit_code,
@@ -124,6 +129,7 @@ class JobResult:
             finished=finished,
             signal=result.signal,
             leftovers=result.leftovers,
+            **more,
         )
 
 
@@ -132,15 +138,30 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Runs jobs as process groups on this machine (``changeloop.processes``)."""
+    """Runs jobs as process groups on this machine (``changeloop.processes``).
+
+    Jobs start from :func:`environ` (``os.environ`` decoded once while it does not
+    change), and the values to mask are read once per set of names.
+    """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
+        # The masked values per set of names, for one base environment (a new one: reread).
+        self._secrets: tuple[Mapping[str, str] | None, dict[tuple[str, ...], tuple[str, ...]]]
+        self._secrets = (None, {})
+
+    def _masked(self, job: Job, base: Mapping[str, str]) -> tuple[str, ...]:
+        if self._secrets[0] is not base:
+            self._secrets = (base, {})
+        known = self._secrets[1]
+        if job.masked not in known:
+            known[job.masked] = job.secrets(base)
+        return known[job.masked]
 
     async def run(self, job: Job) -> JobResult:
-        base = os.environ if self._environ is None else self._environ
+        base = environ() if self._environ is None else self._environ
+        secrets = self._masked(job, base)
         log_dir = Path(job.log_dir)
-        log_dir.mkdir(parents=True, exist_ok=True)
         report = _fresh_report(job)
         started = datetime.now(UTC)
         result = await run_process(
@@ -150,15 +171,21 @@ class LocalExecutor:
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,
             log_name=job.log_name,
-            secrets=job.secrets(base),
+            secrets=secrets,
         )
-        done = JobResult.of(result, started, datetime.now(UTC))
-        data, error = _read_report(job, report, log_dir, job.secrets(base))
+        data, error = _read_report(job, report, log_dir, secrets)
         stdout, log = (
-            (_whole(done.stdout_path), _whole(done.log_path)) if job.output else (None, None)
+            (_whole(result.stdout_path), _whole(result.log_path)) if job.output else (None, None)
         )
-        return replace(
-            done, report=data, report_error=error, files=_collected(job), stdout=stdout, log=log
+        return JobResult.of(
+            result,
+            started,
+            datetime.now(UTC),
+            report=data,
+            report_error=error,
+            files=_collected(job),
+            stdout=stdout,
+            log=log,
         )
 
 
@@ -221,6 +248,7 @@ def env_delta(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """``env`` as (values set, names unset) relative to ``base``; envFrom names never as values."""
     secret = set(env_from)
-    values = tuple((k, v) for k, v in sorted(env.items()) if k not in secret and base.get(k) != v)
-    unset = tuple(sorted(k for k in base if k not in env and k not in secret))
+    changed = env.items() - base.items()  # set operations: no Python loop over the environment
+    values = tuple(sorted(kv for kv in changed if kv[0] not in secret))
+    unset = tuple(sorted(base.keys() - env.keys() - secret))
     return values, unset

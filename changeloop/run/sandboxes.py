@@ -59,6 +59,9 @@ class Sandboxes:
 
     async def workdir(self, repo: str) -> Path:
         """The repository's sandbox, made on first need and shared by its providers."""
+        made = self._boxes.get(repo)
+        if made is not None:  # made already: no lock (and no trip through the event loop)
+            return made.path
         async with self._lock(repo):
             if repo not in self._boxes:
                 repository = self._plan.repositories[repo]
@@ -70,6 +73,8 @@ class Sandboxes:
 
     async def ready(self, repo: str, setup: Setup) -> bool:
         """Run the repository's ``setup`` once for its sandbox; later callers get the answer."""
+        if repo in self._setup:  # decided (its sandbox exists): the answer without a lock
+            return self._setup[repo]
         workdir = await self.workdir(repo)
         async with self._lock(f"setup:{repo}"):
             if repo not in self._setup:

@@ -19,9 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from changeloop import cache
 from changeloop.dsse import parse_envelope, verify_signatures
 from changeloop.errors import ChangeloopError
+from changeloop.fsio import Pending
 from changeloop.jcs import canonicalize
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
@@ -33,13 +36,14 @@ from changeloop.receipts import (
     configuration_digests,
     seal,
     sha256_hex,
-    write_atomic,
 )
+from changeloop.run.commit import GroupCommit
 from changeloop.run.records import ProviderReport, ReceiptEntry
 from changeloop.state import StateDir
 from changeloop.verdict import ReceiptView
 
 MAX_SYMLINK_FINDINGS = 20
+_CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,13 @@ class ReceiptSink:
             p.name: ProviderReport(p.name, p.adapter, p.repository) for p in plan.providers.values()
         }
         self._notes: dict[str, str] = {}
+        # Files go to disk in group commits off the event loop; a provider's receipt
+        # entries are listed at once and withdrawn if its files cannot be written.
+        self._commits = GroupCommit()
+        self._staged: list[Pending] = []
+        self._command_digests: dict[tuple[str, ...], str] = {}
+        self._latest = state.latest(plan.change.id)
+        self._run_rel = run_dir.relative_to(plan.root).as_posix()
 
     # -- what others read ----------------------------------------------------
     @property
@@ -127,19 +138,33 @@ class ReceiptSink:
         report.state = "ran"
         report.duration_ms = duration_ms
         masked = [self.masker.outcome(o) for o in outcomes]
-        envelopes = [self.seal(provider, o, timing) for o in masked]
+        envelopes = [self._seal(provider, o, timing) for o in masked]
         ok = all(o.status == "pass" for o in masked)
         if not ok:
             report.reason = next(
                 (o.reason for o in masked if o.status != "pass" and o.reason), None
             )
+        self._submit(provider)
         if ok and envelopes and cacheable:
-            cache.store(self._state.cache, self._fingerprint(provider), envelopes)
+            self._cache(provider, envelopes)
         return ok
 
     def setup_failed(self, pseudo: Provider, outcome: Outcome, timing: Timing) -> None:
         self.seal(pseudo, outcome, timing)
         self._report(pseudo).state = "ran"
+
+    async def drain(self) -> None:
+        """Wait (shielded) until every receipt handed over is on disk.
+
+        A provider whose files could not be written loses its receipts and gets a
+        note naming the file, as if it could not run; the verdict reads only
+        what is on disk. The engine calls this before the verdict, and when the
+        run is cancelled.
+        """
+        with anyio.CancelScope(shield=True):
+            failed = await anyio.to_thread.run_sync(self._commits.wait)
+        for tag, error in failed:
+            self._unwritable(tag, error)
 
     def remember_traced(self, repository: str, traced: Mapping[str, Any]) -> None:
         """Keep a traced test run's record for the change (mutation and --dry-run read it)."""
@@ -151,7 +176,8 @@ class ReceiptSink:
         reason = self.masker.text(reason)
         self._report(provider).reason = reason
         for outcome in every_capability(provider, "inconclusive", f"not run: {reason}"):
-            self.seal(provider, outcome, Timing.now())
+            self._seal(provider, outcome, Timing.now())
+        self._submit(provider)
 
     def could_not_run(self, provider: Provider, reason: str) -> None:
         """A provider whose job raised (e.g. its sandbox could not be made): no receipt, a note."""
@@ -161,7 +187,12 @@ class ReceiptSink:
             self.note(capability, f"{capability}: provider {provider.name} could not run: {reason}")
 
     def seal(self, provider: Provider, outcome: Outcome, timing: Timing) -> bytes:
-        """Seal and store one outcome; returns the envelope written."""
+        """Seal and store one outcome; returns the envelope (on disk after :meth:`drain`)."""
+        envelope = self._seal(provider, outcome, timing)
+        self._submit(provider)
+        return envelope
+
+    def _seal(self, provider: Provider, outcome: Outcome, timing: Timing) -> bytes:
         outcome = mark_listed_claims(provider, self.masker.outcome(outcome))
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self._plan)
@@ -169,7 +200,7 @@ class ReceiptSink:
         command = outcome.command or adapter.effective_command(provider)
         configuration = dict(self._config_digests)
         if command:
-            configuration["command"] = sha256_hex(canonicalize(list(command)))
+            configuration["command"] = self._command_digest(tuple(command))
         facts = ReceiptFacts(
             change=self._plan.change.id,
             provider=outcome.provider or provider.name,
@@ -190,6 +221,13 @@ class ReceiptSink:
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
         self._store(provider, outcome, sealed.id, sealed.envelope)
         return sealed.envelope
+
+    def _command_digest(self, command: tuple[str, ...]) -> str:
+        """sha256 of the command's RFC 8785 array, once per distinct command of the run."""
+        digest = self._command_digests.get(command)
+        if digest is None:
+            digest = self._command_digests[command] = sha256_hex(canonicalize(list(command)))
+        return digest
 
     def reuse(self, provider: Provider, fp: str) -> bool:
         """Reuse a cached pass: the original receipts, byte for byte.
@@ -218,6 +256,7 @@ class ReceiptSink:
             )
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self._store(provider, outcome, receipt_id, envelope, cached=True)
+        self._submit(provider)
         self._report(provider).state = "cached"
         self._report(provider).origin = origin
 
@@ -257,11 +296,11 @@ class ReceiptSink:
         name = outcome.provider or provider.name
         filename = f"{name}.{outcome.capability}.json"
         run_path = self._run_dir / provider.name / filename
-        run_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(run_path, envelope, durable=not cached)
-        latest = self._state.latest(self._plan.change.id) / filename
+        # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
+        self._staged.append(Pending(run_path, envelope, durable=not cached))
+        latest = self._latest / filename
         if not (cached and _same_bytes(latest, envelope)):
-            write_atomic(latest, envelope, durable=not cached)
+            self._staged.append(Pending(latest, envelope, durable=not cached))
         view = ReceiptView(
             provider=name,
             capability=outcome.capability,
@@ -278,11 +317,45 @@ class ReceiptSink:
             status=outcome.status,
             reason=outcome.reason,
             id=receipt_id,
-            path=str(run_path.relative_to(self._plan.root)),
+            path=f"{self._run_rel}/{provider.name}/{filename}",  # relative to the workspace
             view=view,
             tests=outcome.tests.to_json() if outcome.tests is not None else None,
         )
         self._report(provider).receipts.append(entry)
+
+    def _submit(self, provider: Provider) -> None:
+        """Hand the files staged for ``provider`` to the group commit, as one group."""
+        staged, self._staged = self._staged, []
+        self._commits.submit(provider.name, staged)
+
+    def _cache(self, provider: Provider, envelopes: Sequence[bytes]) -> None:
+        """A provider's all-pass envelopes to the cache, in the same round as its receipts.
+
+        Not fsynced: an entry lost or torn by a power cut fails its signature check
+        on read and is a miss (``_verified_cache``), never a pass.
+        """
+        made = cache.entry(self._state.cache, self._fingerprint(provider), envelopes)
+        if made is None:
+            return
+        target, data = made
+        # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
+        entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
+        self._commits.submit(_CACHE + provider.name, [entry])
+
+    def _unwritable(self, tag: str, error: OSError) -> None:
+        """A provider whose files could not be written has no receipt, and a note why."""
+        if tag.startswith(_CACHE):
+            return  # an optimisation only: the next run is a miss
+        report = self._reports.get(tag)
+        if report is None:
+            return
+        lost, report.receipts = report.receipts, []
+        reason = self.masker.text(f"{type(error).__name__}: {error}")
+        report.reason = reason
+        for capability in dict.fromkeys(e.capability for e in lost):
+            self.note(
+                capability, f"{capability}: provider {tag} could not run: {reason}", replace_=True
+            )
 
     def _with_symlink_findings(self, outcome: Outcome, repos: Sequence[str]) -> Outcome:
         found = [
