@@ -228,12 +228,19 @@ class InputsIndex:
         if proc.returncode != 0:
             return self._from_git()
         out: dict[str, tuple[str, str]] = {}
+        links: list[tuple[str, str]] = []
         for record in proc.stdout.split(b"\0"):
             if not record:
                 continue
             meta, _tab, path = record.partition(b"\t")
             mode, _kind, blob = meta.decode().split(" ")
             out[os.fsdecode(path)] = (mode, blob)
+            if mode == "160000":
+                links.append((os.fsdecode(path), blob))
+        if links:  # a submodule's files count under its path (docs/fingerprints.md)
+            from changeloop.submodules import expand
+
+            out.update(expand(self.workdir, links))
         return out
 
     def _walk(self) -> dict[str, tuple[str, str]]:
