@@ -106,7 +106,7 @@ def fold(
     (at any depth, as ``prefix``-ed paths) are appended to ``missing``.
     """
     found: list[Submodule] = []
-    updates: list[str] = []
+    updates: list[tuple[str, str]] = []
     for path, recorded in gitlinks(cwd, env):
         source = cwd / path
         if not initialized(source):
@@ -124,9 +124,13 @@ def fold(
             continue
         found.append(sub)
         if sub.commit != recorded:
-            updates.append(f"{GITLINK},{sub.commit},{path}")
-    for info in updates:
-        git(["update-index", "--cacheinfo", info], cwd=cwd, env=env)
+            updates.append((sub.commit, path))
+    if updates:
+        # --cacheinfo names a path from the work tree's top, not from cwd.
+        top = git(["rev-parse", "--show-prefix"], cwd=cwd, env=env).stdout.decode().strip()
+        for commit, path in updates:
+            info = f"{GITLINK},{commit},{top}{path}"
+            git(["update-index", "--cacheinfo", info], cwd=cwd, env=env)
     return found
 
 

@@ -53,6 +53,7 @@ if [ -e vendor/lib/x.log ]; then echo yes > "$out/ignored"; else echo no > "$out
 git -C vendor/lib rev-parse --show-toplevel > "$out/toplevel"
 git -C vendor/lib status --porcelain --untracked-files=no > "$out/status"
 git -C vendor/lib/deep status --porcelain --untracked-files=no > "$out/deep-status"
+git status --porcelain --untracked-files=no > "$out/super-status"
 echo ok > "$out/done"
 """
 
@@ -99,6 +100,8 @@ def test_provider_reads_the_submodule_as_the_user_has_it(
     assert toplevel.name == "lib"
     assert (out / "status").read_text() == ""
     assert (out / "deep-status").read_text() == ""
+    # The superproject's gitlinks name exactly the submodules' HEADs: nothing modified.
+    assert (out / "super-status").read_text() == ""
 
 
 VANDAL = """\
@@ -278,3 +281,37 @@ def test_an_uninitialized_submodule_stays_an_empty_folder(
         )
     finally:
         box.remove()
+
+
+def test_each_mode_identifies_the_submodule_as_it_holds_it(tmp_path: Path) -> None:
+    """copy's identity (made from the copy) equals the in-place one with untracked files;
+    worktree's equals the in-place one without; a subdirectory repository too."""
+    ws = _reader_workspace(tmp_path)
+    write(ws / "vendor/lib", {"data.txt": "lib edited\n", "u.txt": "untracked\n"})
+    write(ws / "vendor/lib/deep", {"d.txt": "deep edited\n", "n.txt": "untracked\n"})
+    write(ws, {"svc/main.py": "x = 1\n"})
+    git(ws, "add", "svc/main.py")
+    git(ws, *ALLOW, "submodule", "add", "-q", (tmp_path / "up-lib").as_uri(), "svc/lib")
+    git(ws, *ALLOW, "submodule", "update", "-q", "--init", "--recursive")
+    write(ws / "svc/lib", {"data.txt": "svc lib edited\n"})
+    for repo in (
+        Repository(name="ws", path=ws, relpath="."),
+        Repository(name="svc", path=ws / "svc", relpath="svc"),
+    ):
+        for mode, untracked in (("copy", True), ("worktree", False)):
+            expected = content_identity(repo.path, include_untracked=untracked)
+            box = sandboxes.create(mode, repo, tmp_path / "boxes")
+            try:
+                assert box.identity == expected, (repo.name, mode)
+                lib = box.path / ("lib" if repo.name == "svc" else "vendor/lib")
+                edited = "svc lib edited\n" if repo.name == "svc" else "lib edited\n"
+                assert (lib / "data.txt").read_text() == edited
+                if repo.name == "ws":
+                    assert (lib / "deep/d.txt").read_text() == "deep edited\n"
+                    assert (lib / "deep/n.txt").exists() == untracked
+                else:  # svc/lib's own checkout of deep, as committed
+                    assert (lib / "deep/d.txt").read_text() == "deep committed\n"
+                assert git(lib, "rev-parse", "--show-toplevel") == str(lib)
+                assert git(box.path, "status", "--porcelain", "--untracked-files=no") == ""
+            finally:
+                box.remove()

@@ -2,7 +2,9 @@
 
 The file list is git's own (``git ls-files --cached --others --exclude-standard``),
 so ignored output such as ``node_modules/``, ``target/`` or ``.venv/`` is never
-copied, deleted files are skipped, and nested repositories are left out. Files
+copied, deleted files are skipped, and nested repositories are left out; a
+submodule is copied by the same rule as a repository of its own
+(:func:`copy_submodules`), an uninitialized one is an empty folder. Files
 are copied by GNU ``cp -a --reflink=auto --parents`` in parallel batches (one per
 CPU): copy-on-write clones where the filesystem has them (btrfs, XFS), a real
 copy otherwise — never hardlinks, which would let a provider's in-place write

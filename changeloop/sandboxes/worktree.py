@@ -12,6 +12,10 @@ untracked files are absent. The identity is the same tree minus ``openspec/``,
 so it names exactly what was checked out; the checkout keeps ``openspec/``
 (providers may read it).
 
+Each initialized submodule is identified the same way (``changeloop.submodules``:
+its gitlink names its content) and checked out into its folder as a
+repository of its own; an uninitialized one stays an empty folder.
+
 For a repository inside a bigger work tree only that subdirectory is brought
 up to date; the rest of the checkout is the user's index, and the sandbox path
 is ``<sandbox>/<prefix>``.
