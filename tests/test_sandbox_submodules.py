@@ -54,6 +54,7 @@ git -C vendor/lib rev-parse --show-toplevel > "$out/toplevel"
 git -C vendor/lib status --porcelain --untracked-files=no > "$out/status"
 git -C vendor/lib/deep status --porcelain --untracked-files=no > "$out/deep-status"
 git status --porcelain --untracked-files=no > "$out/super-status"
+git submodule status --recursive > "$out/submodule-status"
 echo ok > "$out/done"
 """
 
@@ -102,6 +103,9 @@ def test_provider_reads_the_submodule_as_the_user_has_it(
     assert (out / "deep-status").read_text() == ""
     # The superproject's gitlinks name exactly the submodules' HEADs: nothing modified.
     assert (out / "super-status").read_text() == ""
+    # Checked out and active, as the user's are (not "-", uninitialized).
+    listed = (out / "submodule-status").read_text().splitlines()
+    assert [line[0] + line.split()[1] for line in listed] == [" vendor/lib", " vendor/lib/deep"]
 
 
 VANDAL = """\

@@ -186,7 +186,7 @@ def stage_copy(path: Path, lay: GitLayout) -> tuple[str, dict[str, str]]:
     return full_tree, env
 
 
-def copy_submodules(source: Path, dest: Path, prefix: str = "") -> list[str]:
+def copy_submodules(source: Path, dest: Path, prefix: str = "") -> tuple[list[str], list[str]]:
     """Copy each initialized submodule of ``source`` into ``dest`` as a repository of its own.
 
     The main tree's rule, recursively: tracked plus untracked-not-ignored files
@@ -194,9 +194,11 @@ def copy_submodules(source: Path, dest: Path, prefix: str = "") -> list[str]:
     staged from the copy (in the user's submodule object store) and its HEAD
     set to what the superproject's gitlink will name (``submodules.content_commit``),
     so staging the superproject afterwards records exactly that. Returns the
-    uninitialized submodules' paths (left empty folders, as git leaves them).
+    uninitialized submodules' paths (left empty folders, as git leaves them,
+    ``prefix``-ed) and the copied ones' (from ``dest``, for ``own_repo.activate``).
     """
     missing: list[str] = []
+    copied: list[str] = []
     for rel, _commit in submodules.gitlinks(source):
         src, target = source / rel, dest / rel
         target.mkdir(parents=True, exist_ok=True)
@@ -207,12 +209,15 @@ def copy_submodules(source: Path, dest: Path, prefix: str = "") -> list[str]:
         if lay.toplevel.resolve() != src.resolve():
             continue  # not a repository of its own: an empty folder, git's gitlink stands
         copy_files(src, target, list_files(src, None))
-        missing += copy_submodules(src, target, f"{prefix}{rel}/")
+        nested_missing, nested = copy_submodules(src, target, f"{prefix}{rel}/")
+        missing += nested_missing
         own_repo.init(target, lay)
+        own_repo.activate(target, nested)
         tree, _env = stage_copy(target, lay)
         commit = submodules.content_commit(target, tree, lay)
         own_repo.finish(target, src, tree, lay, commit=commit)
-    return missing
+        copied.append(rel)
+    return missing, copied
 
 
 def create(repo: Repository, base_dir: Path) -> Sandbox:
@@ -221,8 +226,9 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
     path = new_dir(base_dir, repo.name)
     try:
         copy_files(source, path, list_files(source, base_dir.resolve()))
-        missing = copy_submodules(source, path)
+        missing, copied = copy_submodules(source, path)
         own_repo.init(path, lay)
+        own_repo.activate(path, copied)
         full_tree, identity = index_copy(path, source, lay)
         own_repo.finish(path, source, full_tree, lay)
     except BaseException:

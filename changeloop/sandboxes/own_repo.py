@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from changeloop.identity import GitLayout, git, git_env
@@ -72,6 +72,20 @@ def init(root: Path, lay: GitLayout) -> None:
         # A shallow clone (CI's usual checkout): without its boundary the sandbox
         # would walk into parents that were never fetched.
         shutil.copyfile(shallow, root / ".git" / "shallow")
+
+
+def activate(root: Path, paths: Sequence[str]) -> None:
+    """Mark the submodules at ``paths`` (from ``root``'s top) active in the sandbox's config.
+
+    They are checked out already (``submodule status`` shows them as the user
+    sees them, not ``-``); no URL is set, so nothing in the sandbox can fetch.
+    """
+    for path in paths:
+        git(
+            ["config", "--add", "submodule.active", f":(literal){path}"],
+            cwd=root,
+            env=own_env(root),
+        )
 
 
 def content_commit(

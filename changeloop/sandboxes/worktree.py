@@ -65,7 +65,7 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
     try:
         own_repo.init(root, lay)
         git(["read-tree", "-u", "--reset", full_tree], cwd=root, env=_checkout_env(root))
-        _materialize(root / lay.prefix if lay.prefix else root, subs)
+        _materialize(root, lay.prefix, subs)
         own_repo.finish(root, lay.toplevel, full_tree, lay)
     except BaseException:
         remove_tree(root)
@@ -81,16 +81,18 @@ def _checkout_env(root: Path) -> dict[str, str]:
     return own_repo.with_config(own_repo.own_env(root), settings)
 
 
-def _materialize(directory: Path, subs: list[submodules.Submodule]) -> None:
+def _materialize(root: Path, prefix: str, subs: list[submodules.Submodule]) -> None:
     """Each submodule's content as a repository of its own, HEAD at what its gitlink names.
 
-    ``read-tree`` left each gitlink an empty folder; the submodule's tree (in
-    the user's submodule object store, borrowed through alternates) is checked
-    out there, its own submodules inside it, before its HEAD is set.
+    ``read-tree`` left each gitlink an empty folder under ``root/prefix``; the
+    submodule's tree (in the user's submodule object store, borrowed through
+    alternates) is checked out there, its own submodules inside it, before its
+    HEAD is set; ``root``'s repository then counts them active.
     """
     for sub in subs:
-        dest = directory / sub.path
+        dest = root / prefix / sub.path
         own_repo.init(dest, sub.layout)
         git(["read-tree", "-u", "--reset", sub.tree], cwd=dest, env=_checkout_env(dest))
-        _materialize(dest, list(sub.children))
+        _materialize(dest, "", list(sub.children))
         own_repo.finish(dest, sub.source, sub.tree, sub.layout, commit=sub.commit)
+    own_repo.activate(root, [prefix + sub.path for sub in subs])
