@@ -22,6 +22,7 @@ from prove_helpers import make_change, prove_json
 from sandbox_helpers import git, make_repo, write
 
 from changeloop import sandboxes
+from changeloop.fingerprint import InputsIndex, inputs_digest
 from changeloop.identity import content_identity
 from changeloop.model import Repository, SandboxMode
 
@@ -319,3 +320,16 @@ def test_each_mode_identifies_the_submodule_as_it_holds_it(tmp_path: Path) -> No
                 assert git(box.path, "status", "--porcelain", "--untracked-files=no") == ""
             finally:
                 box.remove()
+
+
+def test_the_one_shot_inputs_digest_sees_inside_the_submodule(tmp_path: Path) -> None:
+    """``inputs_digest`` (no identity tree at hand) lists the working tree: same rule."""
+    ws = _reader_workspace(tmp_path)
+    before = {g: inputs_digest(ws, [g]) for g in ("vendor/lib/**", "src/**")}
+    write(ws / "vendor/lib", {"data.txt": "lib committed!\n"})
+    after = {g: inputs_digest(ws, [g]) for g in ("vendor/lib/**", "src/**")}
+    assert after["vendor/lib/**"] != before["vendor/lib/**"]
+    assert after["src/**"] == before["src/**"]
+    # The digest made from the identity's tree agrees with it.
+    tree = content_identity(ws, include_untracked=True).tree
+    assert InputsIndex(ws, tree=tree).digest(["vendor/lib/**"]) == after["vendor/lib/**"]
