@@ -303,7 +303,8 @@ def test_each_mode_identifies_the_submodule_as_it_holds_it(tmp_path: Path) -> No
         Repository(name="ws", path=ws, relpath="."),
         Repository(name="svc", path=ws / "svc", relpath="svc"),
     ):
-        for mode, untracked in (("copy", True), ("worktree", False)):
+        modes: tuple[tuple[SandboxMode, bool], ...] = (("copy", True), ("worktree", False))
+        for mode, untracked in modes:
             expected = content_identity(repo.path, include_untracked=untracked)
             box = sandboxes.create(mode, repo, tmp_path / "boxes")
             try:
