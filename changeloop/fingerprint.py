@@ -196,6 +196,9 @@ class InputsIndex:
             seed_index(lay, index, self.workdir)
             env = git_env(index)
             stage(self.workdir, env, include_untracked=True)
+            from changeloop import submodules
+
+            submodules.fold(self.workdir, env, include_untracked=True)
             proc = subprocess.run(
                 ["git", "ls-files", "-s", "-z", "--", "."],
                 cwd=self.workdir,
@@ -210,7 +213,7 @@ class InputsIndex:
             meta, _tab, path = record.partition(b"\t")
             mode, blob, _stage = meta.decode().split(" ")
             out[os.fsdecode(path)] = (mode, blob)
-        return out
+        return _with_submodules(self.workdir, out)
 
     def _from_tree(self, tree: str) -> dict[str, tuple[str, str]] | None:
         """List the content identity's own tree: no second pass over the working tree.
@@ -234,7 +237,7 @@ class InputsIndex:
             meta, _tab, path = record.partition(b"\t")
             mode, _kind, blob = meta.decode().split(" ")
             out[os.fsdecode(path)] = (mode, blob)
-        return out
+        return _with_submodules(self.workdir, out)
 
     def _walk(self) -> dict[str, tuple[str, str]]:
         out: dict[str, tuple[str, str]] = {}
@@ -282,6 +285,18 @@ class InputsIndex:
         files = [[p, *self._entries[p]] for p in self.matches(globs)]
         doc = {"globs": sorted(globs), "files": files}
         return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
+
+
+def _with_submodules(
+    workdir: Path, listed: dict[str, tuple[str, str]]
+) -> dict[str, tuple[str, str]]:
+    """``listed`` plus each gitlink's files under its path (docs/fingerprints.md, "Submodules")."""
+    links = [(path, oid) for path, (mode, oid) in listed.items() if mode == "160000"]
+    if not links:
+        return listed
+    from changeloop.submodules import expand
+
+    return {**listed, **expand(workdir, links)}
 
 
 def external_symlinks(workdir: Path, links: Sequence[str]) -> dict[str, str]:

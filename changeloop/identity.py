@@ -273,6 +273,9 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
             seed_index(lay, tmp_index, repo)
             env = git_env(tmp_index)
             stage(repo, env, include_untracked=include_untracked)
+            from changeloop import submodules  # their own content (docs/fingerprints.md)
+
+            submodules.fold(repo, env, include_untracked=include_untracked)
             full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
             return identity_from_tree(
                 repo, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head

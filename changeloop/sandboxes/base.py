@@ -34,6 +34,8 @@ class Sandbox(ABC):
     mode: SandboxMode
     path: Path
     identity: ContentIdentity
+    # What a user should know about how it was made (an uninitialized submodule).
+    notes: tuple[str, ...] = ()
 
     @abstractmethod
     def remove(self) -> None:

@@ -2,7 +2,9 @@
 
 The file list is git's own (``git ls-files --cached --others --exclude-standard``),
 so ignored output such as ``node_modules/``, ``target/`` or ``.venv/`` is never
-copied, deleted files are skipped, and nested repositories are left out. Files
+copied, deleted files are skipped, and nested repositories are left out; a
+submodule is copied by the same rule as a repository of its own
+(:func:`copy_submodules`), an uninitialized one is an empty folder. Files
 are copied by GNU ``cp -a --reflink=auto --parents`` in parallel batches (one per
 CPU): copy-on-write clones where the filesystem has them (btrfs, XFS), a real
 copy otherwise — never hardlinks, which would let a provider's in-place write
@@ -23,6 +25,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from changeloop import submodules
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.identity import (
     GitLayout,
@@ -41,10 +44,11 @@ _ARGV_BUDGET = 96 * 1024  # bytes of paths per cp invocation, well under ARG_MAX
 
 
 class Copy(Sandbox):
-    def __init__(self, path: Path, identity: ContentIdentity) -> None:
+    def __init__(self, path: Path, identity: ContentIdentity, notes: tuple[str, ...] = ()) -> None:
         self.mode: SandboxMode = "copy"
         self.path = path
         self.identity = identity
+        self.notes = notes
 
     def remove(self) -> None:
         remove_tree(self.path)
@@ -67,6 +71,8 @@ def list_files(source: Path, exclude: Path | None) -> list[str]:
     )
     deleted = git(["ls-files", "-z", "--deleted"], cwd=source)
     gone = set(deleted.stdout.split(b"\0"))
+    # A submodule is copied as a repository of its own (copy_submodules), never by cp -a.
+    gone.update(os.fsencode(path) for path, _commit in submodules.gitlinks(source))
     skip = None
     if exclude is not None and exclude.is_relative_to(source):
         skip = exclude.relative_to(source).as_posix().encode() + b"/"
@@ -153,6 +159,15 @@ def index_copy(path: Path, source: Path, lay: GitLayout) -> tuple[str, ContentId
     sandbox's own git can read. Inside the sandbox, git's default stat checks
     re-hash what the user's stat data cannot vouch for.
     """
+    full_tree, env = stage_copy(path, lay)
+    identity = identity_from_tree(
+        path, env, full_tree, prefix="", head_prefix=lay.prefix, head=lay.head
+    )
+    return full_tree, identity
+
+
+def stage_copy(path: Path, lay: GitLayout) -> tuple[str, dict[str, str]]:
+    """Stage the copy at ``path`` into its own index (see :func:`index_copy`); its tree."""
     index = path / ".git" / "index"
     if not lay.prefix and lay.index.is_file():
         shutil.copy2(lay.index, index)
@@ -168,10 +183,41 @@ def index_copy(path: Path, source: Path, lay: GitLayout) -> tuple[str, ContentId
     )
     stage(path, env, include_untracked=True)
     full_tree = git(["write-tree"], cwd=path, env=env).stdout.decode().strip()
-    identity = identity_from_tree(
-        path, env, full_tree, prefix="", head_prefix=lay.prefix, head=lay.head
-    )
-    return full_tree, identity
+    return full_tree, env
+
+
+def copy_submodules(source: Path, dest: Path, prefix: str = "") -> tuple[list[str], list[str]]:
+    """Copy each initialized submodule of ``source`` into ``dest`` as a repository of its own.
+
+    The main tree's rule, recursively: tracked plus untracked-not-ignored files
+    of the submodule, copied; its own submodules first; then its index is
+    staged from the copy (in the user's submodule object store) and its HEAD
+    set to what the superproject's gitlink will name (``submodules.content_commit``),
+    so staging the superproject afterwards records exactly that. Returns the
+    uninitialized submodules' paths (left empty folders, as git leaves them,
+    ``prefix``-ed) and the copied ones' (from ``dest``, for ``own_repo.activate``).
+    """
+    missing: list[str] = []
+    copied: list[str] = []
+    for rel, _commit in submodules.gitlinks(source):
+        src, target = source / rel, dest / rel
+        target.mkdir(parents=True, exist_ok=True)
+        if not submodules.initialized(src):
+            missing.append(prefix + rel)
+            continue
+        lay = layout(src)
+        if lay.toplevel.resolve() != src.resolve():
+            continue  # not a repository of its own: an empty folder, git's gitlink stands
+        copy_files(src, target, list_files(src, None))
+        nested_missing, nested = copy_submodules(src, target, f"{prefix}{rel}/")
+        missing += nested_missing
+        own_repo.init(target, lay)
+        own_repo.activate(target, nested)
+        tree, _env = stage_copy(target, lay)
+        commit = submodules.content_commit(target, tree, lay)
+        own_repo.finish(target, src, tree, lay, commit=commit)
+        copied.append(rel)
+    return missing, copied
 
 
 def create(repo: Repository, base_dir: Path) -> Sandbox:
@@ -180,10 +226,12 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
     path = new_dir(base_dir, repo.name)
     try:
         copy_files(source, path, list_files(source, base_dir.resolve()))
+        missing, copied = copy_submodules(source, path)
         own_repo.init(path, lay)
+        own_repo.activate(path, copied)
         full_tree, identity = index_copy(path, source, lay)
         own_repo.finish(path, source, full_tree, lay)
     except BaseException:
         remove_tree(path)
         raise
-    return Copy(path, identity)
+    return Copy(path, identity, tuple(submodules.note(p) for p in missing))

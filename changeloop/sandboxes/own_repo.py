@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from changeloop.identity import GitLayout, git, git_env
@@ -74,21 +74,43 @@ def init(root: Path, lay: GitLayout) -> None:
         shutil.copyfile(shallow, root / ".git" / "shallow")
 
 
-def content_commit(root: Path, tree: str, lay: GitLayout) -> str:
-    """The sandbox's commit of ``tree``: parent the user's HEAD, reproducible id."""
+def activate(root: Path, paths: Sequence[str]) -> None:
+    """Mark the submodules at ``paths`` (from ``root``'s top) active in the sandbox's config.
+
+    They are checked out already (``submodule status`` shows them as the user
+    sees them, not ``-``); no URL is set, so nothing in the sandbox can fetch.
+    """
+    for path in paths:
+        git(
+            ["config", "--add", "submodule.active", f":(literal){path}"],
+            cwd=root,
+            env=own_env(root),
+        )
+
+
+def content_commit(
+    root: Path, tree: str, lay: GitLayout, *, env: Mapping[str, str] | None = None
+) -> str:
+    """The sandbox's commit of ``tree``: parent the user's HEAD, reproducible id.
+
+    ``env`` names the repository written to (default: the sandbox's own); a
+    dirty submodule's content commit is written into the user's submodule
+    (``changeloop.submodules``), which moves no ref there.
+    """
+    base = own_env(root) if env is None else dict(env)
     date = "@0 +0000"  # "@": git reads the number as seconds since the epoch, even 0
     if lay.head is not None:
         # The raw header, not `git show --format` (which config such as
         # log.showSignature could add to): "committer <ident> <seconds> <zone>".
-        raw = git(["cat-file", "commit", lay.head], cwd=root, env=own_env(root)).stdout
+        raw = git(["cat-file", "commit", lay.head], cwd=root, env=base).stdout
         for line in raw.split(b"\n"):
             if not line:
                 break  # end of the headers
             if line.startswith(b"committer "):
                 seconds, zone = line.decode(errors="replace").rsplit(" ", 2)[1:]
                 date = f"@{seconds} {zone}"
-    env = own_env(root, {**IDENT, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
-    env = with_config(env, {"i18n.commitEncoding": "UTF-8"})
+    dated = {**base, **IDENT, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    env = with_config(dated, {"i18n.commitEncoding": "UTF-8"})
     parents = ["-p", lay.head] if lay.head else []
     args = ["commit-tree", "--no-gpg-sign", tree, *parents, "-m", COMMIT_MESSAGE]
     return git(args, cwd=root, env=env).stdout.decode().strip()
@@ -161,10 +183,19 @@ def set_head_and_tags(root: Path, commit: str, lay: GitLayout) -> None:
     git(["update-ref", "--no-deref", "--stdin"], cwd=root, env=own_env(root), input_bytes=stdin)
 
 
-def finish(root: Path, mirrors: Path, tree: str, lay: GitLayout) -> str:
-    """Once ``root`` holds its files and their index (of ``tree``): links, commit, HEAD, tags."""
+def finish(
+    root: Path, mirrors: Path, tree: str, lay: GitLayout, *, commit: str | None = None
+) -> str:
+    """Once ``root`` holds its files and their index (of ``tree``): links, commit, HEAD, tags.
+
+    ``commit``: the commit of ``tree`` HEAD must name (a submodule's, which its
+    superproject's gitlink names); made here when not given or when a link was
+    re-pointed (the tree changed).
+    """
     if repoint_links(root, mirrors):
         tree = git(["write-tree"], cwd=root, env=own_env(root)).stdout.decode().strip()
-    commit = content_commit(root, tree, lay)
+        commit = None
+    if commit is None:
+        commit = content_commit(root, tree, lay)
     set_head_and_tags(root, commit, lay)
     return commit

@@ -12,6 +12,10 @@ untracked files are absent. The identity is the same tree minus ``openspec/``,
 so it names exactly what was checked out; the checkout keeps ``openspec/``
 (providers may read it).
 
+Each initialized submodule is identified the same way (``changeloop.submodules``:
+its gitlink names its content) and checked out into its folder as a
+repository of its own; an uninitialized one stays an empty folder.
+
 For a repository inside a bigger work tree only that subdirectory is brought
 up to date; the rest of the checkout is the user's index, and the sandbox path
 is ``<sandbox>/<prefix>``.
@@ -23,6 +27,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from changeloop import submodules
 from changeloop.identity import git, git_env, identity_from_tree, layout, seed_index, stage
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes import own_repo
@@ -30,11 +35,14 @@ from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
 
 
 class Worktree(Sandbox):
-    def __init__(self, root: Path, path: Path, identity: ContentIdentity) -> None:
+    def __init__(
+        self, root: Path, path: Path, identity: ContentIdentity, notes: tuple[str, ...] = ()
+    ) -> None:
         self.mode: SandboxMode = "worktree"
         self.root = root  # the sandbox repository's top level
         self.path = path
         self.identity = identity
+        self.notes = notes
 
     def remove(self) -> None:
         remove_tree(self.root)
@@ -47,6 +55,8 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
         env = git_env(Path(tmp) / "index")
         seed_index(lay, Path(tmp) / "index", source)
         stage(source, env, include_untracked=False)
+        missing: list[str] = []
+        subs = submodules.fold(source, env, include_untracked=False, missing=missing)
         full_tree = git(["write-tree"], cwd=source, env=env).stdout.decode().strip()
         identity = identity_from_tree(
             source, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
@@ -54,14 +64,35 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
     root = new_dir(base_dir, repo.name)
     try:
         own_repo.init(root, lay)
-        checkout = own_repo.with_config(
-            own_repo.own_env(root), {"checkout.workers": str(os.cpu_count() or 1)}
-        )
-        git(["read-tree", "-u", "--reset", full_tree], cwd=root, env=checkout)
+        git(["read-tree", "-u", "--reset", full_tree], cwd=root, env=_checkout_env(root))
+        _materialize(root, lay.prefix, subs)
         own_repo.finish(root, lay.toplevel, full_tree, lay)
     except BaseException:
         remove_tree(root)
         raise
     path = root / lay.prefix if lay.prefix else root
     path.mkdir(parents=True, exist_ok=True)  # a subdirectory with no tracked files yet
-    return Worktree(root, path, identity)
+    return Worktree(root, path, identity, tuple(submodules.note(p) for p in missing))
+
+
+def _checkout_env(root: Path) -> dict[str, str]:
+    """git checking out into the sandbox at ``root``: parallel, never into submodules itself."""
+    settings = {"checkout.workers": str(os.cpu_count() or 1), "submodule.recurse": "false"}
+    return own_repo.with_config(own_repo.own_env(root), settings)
+
+
+def _materialize(root: Path, prefix: str, subs: list[submodules.Submodule]) -> None:
+    """Each submodule's content as a repository of its own, HEAD at what its gitlink names.
+
+    ``read-tree`` left each gitlink an empty folder under ``root/prefix``; the
+    submodule's tree (in the user's submodule object store, borrowed through
+    alternates) is checked out there, its own submodules inside it, before its
+    HEAD is set; ``root``'s repository then counts them active.
+    """
+    for sub in subs:
+        dest = root / prefix / sub.path
+        own_repo.init(dest, sub.layout)
+        git(["read-tree", "-u", "--reset", sub.tree], cwd=dest, env=_checkout_env(dest))
+        _materialize(dest, "", list(sub.children))
+        own_repo.finish(dest, sub.source, sub.tree, sub.layout, commit=sub.commit)
+    own_repo.activate(root, [prefix + sub.path for sub in subs])
