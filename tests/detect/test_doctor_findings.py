@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from bootstrap_helpers import CHANGE, cli, workspace
+from sandbox_helpers import commit_all, git, make_repo
 
 from changeloop.detect import load_context
 from changeloop.detect.doctor import diagnose
@@ -176,3 +177,32 @@ def test_a_command_whose_program_is_not_on_path_is_a_missing_tool(
     assert [(f["kind"], f["message"], f["playbook_command"]) for f in doc["findings"]] == [
         ("tool-missing", f"provider test runs {tool} but no `{tool}` is on PATH", command)
     ]
+
+
+def test_an_uninitialized_submodule_is_a_note_with_the_command_that_checks_it_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    allow = ("-c", "protocol.file.allow=always")
+    upstream = make_repo(tmp_path / "upstream", {"data.txt": "fixture\n"})
+    root = workspace(
+        make_repo(tmp_path / "ws", {"README.md": "r\n"}),
+        evidence="version: 3\nrequires: [static-analysis]\n",
+        execution="version: 1\nproviders:\n  static-analysis:\n"
+        '    adapter: command\n    command: ["true"]\n',
+    )
+    git(root, *allow, "submodule", "add", "-q", upstream.as_uri(), "vendor/lib")
+    commit_all(root, "submodule")
+    code, doc = doctor(capsys, root)
+    assert "submodule-uninitialized" not in [f["kind"] for f in doc["findings"]]
+
+    git(root, "submodule", "deinit", "-q", "-f", "vendor/lib")  # the folder is empty now
+    code, doc = doctor(capsys, root)
+    notes = [f for f in doc["findings"] if f["kind"] == "submodule-uninitialized"]
+    assert code == 0 and doc["unresolved"] == 0  # a note: the user's checkout is empty too
+    assert len(notes) == 1 and notes[0]["severity"] == "info"
+    assert "vendor/lib" in notes[0]["message"]
+    assert notes[0]["playbook_command"] == "git submodule update --init --recursive"
+
+    git(root, *allow, "submodule", "update", "-q", "--init", "--recursive")
+    code, doc = doctor(capsys, root)
+    assert "submodule-uninitialized" not in [f["kind"] for f in doc["findings"]]

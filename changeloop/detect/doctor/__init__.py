@@ -19,6 +19,8 @@ tools its command starts (:mod:`~changeloop.detect.doctor.tools`, with
 a test command's interpreter (:mod:`~changeloop.detect.doctor.interpreter`), and
 for a derived provider the framework configuration it would not honour
 (:mod:`~changeloop.detect.doctor.config`).
+Per repository, submodules that are not checked out
+(:mod:`~changeloop.detect.doctor.submodules`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from changeloop.detect.derive import required
 from changeloop.detect.doctor.config import config_findings
 from changeloop.detect.doctor.finding import DoctorFinding, edit_command, unique
 from changeloop.detect.doctor.interpreter import interpreter_findings
+from changeloop.detect.doctor.submodules import submodule_findings
 from changeloop.detect.doctor.tools import tool_findings
 from changeloop.detect.doctor.wiring import wiring_findings
 from changeloop.detect.imports import runs_tests
@@ -79,6 +82,7 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
     findings = unique(findings)
+    findings.extend(submodule_findings(ctx.repositories.values()))
     findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
     findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
     return findings
