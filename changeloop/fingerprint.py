@@ -51,6 +51,7 @@ __all__ = [
 
 # Bump when the meaning of the document below changes: every old entry misses.
 FORMAT = 3  # 2: the wiring digest is part of the document; 3: services as wiring has them
+SCHEMA_VERSION = "changeloop/receipt@2"  # the receipts a fingerprint speaks for
 
 
 def _secret(hmac_key: bytes, name: str, value: str) -> str:

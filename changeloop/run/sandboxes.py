@@ -53,6 +53,10 @@ class Sandboxes:
             self._identities[repo] = content_identity(path, include_untracked=untracked)
         return self._identities[repo]
 
+    def identities(self) -> dict[str, ContentIdentity]:
+        """The content identities made so far (what this run's receipts name)."""
+        return dict(self._identities)
+
     def made(self, repo: str) -> Path | None:
         box = self._boxes.get(repo)
         return box.path if box is not None else None
