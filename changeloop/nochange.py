@@ -51,12 +51,6 @@ RECORD_LIMIT = 4 * fsio.MIB  # the DSSE bound every envelope read obeys
 CONFIG_LIMIT = 16 * fsio.MIB
 CONFIG_FILES = ("evidence.yaml", "execution.yaml")
 _CHANGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
-# Capabilities detection may derive a provider for (changeloop.detect.derive): a plan
-# that needs one without configuring it depends on files outside the content tree
-# (node_modules/.bin, .venv), which the record does not observe.
-_TEST = ("test", "discovery")
-_BROWSER = ("browser", "accessibility")
-_UNIT_TYPES = ("python", "javascript", "rust")
 
 
 # -- the key: what the answer depends on ----------------------------------------------
@@ -243,28 +237,11 @@ def _derivation_free(plan: Plan) -> bool:
     tool, a ``.venv``); the record observes none of them, so a plan that leans on
     derived wiring is always planned afresh.
     """
-    from changeloop.detect import configured_detection
-    from changeloop.detect.derive import required
+    from changeloop.detect.derive import derivation_possible
 
     if any(p.origin == "derived" for p in plan.providers.values()):
         return False
-    needs = required(plan.evidence, plan.repositories)
-    if needs.get("static-analysis"):
-        return False
-    single = len(plan.repositories) == 1
-    for repo in plan.repositories:
-        configured = [
-            d.test_type
-            for p in (plan.execution.providers.values() if plan.execution else ())
-            if p.repository == repo or (p.repository is None and single)
-            for d in [configured_detection(p)]
-            if d is not None
-        ]
-        if any(repo in needs.get(c, []) for c in _TEST) and not set(configured) & set(_UNIT_TYPES):
-            return False
-        if any(repo in needs.get(c, []) for c in _BROWSER) and "browser" not in configured:
-            return False
-    return True
+    return not derivation_possible(plan.evidence, plan.execution, plan.repositories)
 
 
 def _record(  # noqa: PLR0917 (one caller, all of it needed)

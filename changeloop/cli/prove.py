@@ -145,7 +145,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
     shape["change"] = change.id
-    context = load_context(root, change)
+    context = load_context(root, change, only_if_derivable=True)
     derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
     problems = preflight.check(plan)

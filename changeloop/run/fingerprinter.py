@@ -47,6 +47,7 @@ class Fingerprinter:
         # What each provider's fingerprint read from outside the plan and the content,
         # kept for the no-change decision (changeloop.nochange), which checks it again.
         self.environments: dict[str, tuple[tuple[str, ...] | None, Path, dict[str, Any]]] = {}
+        self._parts: dict[tuple[tuple[str, ...] | None, Path], dict[str, Any]] = {}
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
@@ -87,8 +88,13 @@ class Fingerprinter:
         }
 
     def _environment(self, provider: Provider) -> dict[str, Any]:
+        """The environment part of its command, worked out once per run for each distinct
+        (command, checkout): 100 providers running ``python3`` ask about it once."""
         checkout = environment.checkout_for(provider, self._plan)
-        part = environment.part(provider.command, checkout, self._state_path, None)
+        key = (provider.command, checkout)
+        if key not in self._parts:
+            self._parts[key] = environment.part(provider.command, checkout, self._state_path)
+        part = self._parts[key]
         self.environments[provider.name] = (provider.command, checkout, part)
         return part
 
