@@ -113,14 +113,17 @@ def record_path(state: Path, change_id: str) -> Path | None:
     return state / DECISIONS / f"{change_id}.json"
 
 
-def _secret_key(key: Ed25519PrivateKey) -> bytes:
-    """The HMAC key for envFrom values in the record, derived from the workspace key."""
+def _seed(key: Ed25519PrivateKey) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    raw = key.private_bytes(
+    return key.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )
-    return hashlib.sha256(b"changeloop no-change envFrom\0" + raw).digest()
+
+
+def _secret_key(seed: bytes) -> bytes:
+    """The HMAC key for envFrom values in the record, derived from the workspace key's seed."""
+    return hashlib.sha256(b"changeloop no-change envFrom\0" + seed).digest()
 
 
 def _env_from(names: Sequence[str], secret: bytes, environ: Mapping[str, str]) -> dict[str, Any]:
@@ -335,7 +338,7 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
             {"command": json.loads(cmd), "checkout": where, "part": digest}
             for cmd, where, digest in environments
         ],
-        "envFrom": _env_from(names, _secret_key(observed.key), os.environ),
+        "envFrom": _env_from(names, _secret_key(_seed(observed.key)), os.environ),
         "ports": ports,
         "cache": cache_stats,
         "answer": {
@@ -499,13 +502,40 @@ def answer(
         return None
 
 
-def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], Any] | None:
-    from changeloop.dsse import parse_envelope, verify_signatures
-    from changeloop.keys import load_private_key
+# PKCS#8 DER of an Ed25519 private key is this prefix and the 32-byte seed (RFC 8410).
+_PKCS8_ED25519 = bytes.fromhex("302e020100300506032b657004220420")
+_PEM = re.compile(
+    rb"^-----BEGIN PRIVATE KEY-----\n([A-Za-z0-9+/=\n]+)-----END PRIVATE KEY-----\n?$"
+)
+
+
+def _workspace_seed(path: Path) -> bytes | None:
+    """The workspace key's seed, read without cryptography's serialization (~10 ms of
+    imports); anything but the PKCS#8 PEM ``keys.py`` writes is None (the full path then
+    loads, or refuses, the key itself). ``state.check_state`` has checked its mode."""
+    try:
+        raw = fsio.read_regular_stat(path, limit=64 * 1024, what="key", follow_symlinks=False)[0]
+    except FileRefused:
+        return None
+    found = _PEM.match(raw)
+    if found is None:
+        return None
+    der = base64.b64decode(found[1].replace(b"\n", b""), validate=True)
+    if len(der) != len(_PKCS8_ED25519) + 32 or not der.startswith(_PKCS8_ED25519):
+        return None
+    return der[len(_PKCS8_ED25519) :]
+
+
+def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes] | None:
+    """The record's payload when it verifies with the workspace key, and the key's seed."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from changeloop.dsse import pae, parse_envelope
 
     path = record_path(state, change_id)
-    key_path = state / "keys" / "local.key"
-    if path is None or not os.path.lexists(key_path):
+    seed = _workspace_seed(state / "keys" / "local.key")
+    if path is None or seed is None:
         return None
     try:
         raw = fsio.read_regular_stat(
@@ -513,15 +543,21 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], Any] | None:
         )[0]
     except FileRefused:
         return None
-    key = load_private_key(key_path, follow_symlinks=False)
     envelope = parse_envelope(raw)
     if envelope.payload_type != PAYLOAD_TYPE:
         return None
-    payload, _ = verify_signatures(envelope, [key.public_key()])
-    doc = json.loads(payload)
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    message = pae(envelope.payload_type, envelope.payload)
+    for signature in envelope.signatures:
+        try:
+            public.verify(signature.sig, message)
+        except InvalidSignature:
+            continue
+        doc = json.loads(envelope.payload)
+        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+            return doc, seed
         return None
-    return doc, key
+    return None
 
 
 def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> Answer | None:
@@ -531,10 +567,10 @@ def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> A
     found = _verified(state.path, change_id)
     if found is None:
         return None
-    doc, key = found
+    doc, seed = found
     if doc["key"] != base:
         return None
-    if not _still(doc, state.path, key):
+    if not _still(doc, state.path, seed):
         return None
     recorded = doc["answer"]
     latest = state.latest(change_id)
@@ -548,12 +584,12 @@ def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> A
     return _materialize(state, change_id, doc, jobs)
 
 
-def _still(doc: Mapping[str, Any], state: Path, key: Any) -> bool:
+def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> bool:
     """envFrom values, free service ports, cache entries and environment parts as recorded."""
     from changeloop import environment
 
     names = list(doc["envFrom"])
-    if _env_from(names, _secret_key(key), os.environ) != doc["envFrom"]:
+    if _env_from(names, _secret_key(seed), os.environ) != doc["envFrom"]:
         return False
     if doc["ports"]:
         from changeloop.services.ports import port_holder
@@ -638,7 +674,7 @@ def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) 
         record.slot, record.start, record.end = 0, now, now
         settled[name] = ("cached", 0, None, paths)
     log.settle(settled)
-    log.write(run_dir)
+    log.write(run_dir, durable=False)  # a copy of what the signed record already holds
     placeholder = recorded["placeholder"]
     masker = Masker(os.environ[n] for n in doc["envFrom"] if os.environ.get(n))
     return Answer(

@@ -142,10 +142,10 @@ class RunLog:
             **({"decision": self.decision} if self.decision else {}),
         }
 
-    def write(self, run_dir: Path) -> Path:
+    def write(self, run_dir: Path, *, durable: bool = True) -> Path:
         path = run_dir / RUN_FILE
         data = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
-        write_atomic(path, data.encode("utf-8"))
+        write_atomic(path, data.encode("utf-8"), durable=durable)
         return path
 
 
