@@ -37,7 +37,7 @@ from changeloop.errors import ChangeloopError
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Service
-from changeloop.pathspec import Pathspec
+from changeloop.pathspec import Pathspec, normalize
 from changeloop.wiring import service_wiring
 
 __all__ = [
@@ -143,6 +143,9 @@ def compute(
 
 
 # -- inputs pathspecs ------------------------------------------------------------
+
+
+_WILD = b"*?[\\"  # what makes a pathspec character a wildcard (changeloop.pathspec)
 
 
 def _blob_id(data: bytes) -> str:
@@ -266,6 +269,12 @@ class InputsIndex:
         found: set[bytes] = set()
         paths = self._bpaths
         for pattern in globs:
+            text = normalize(pattern)
+            if text.endswith(b"/**") and not any(c in _WILD for c in text[:-3]):
+                # ``dir/**``: everything under dir/ (git's literal-prefix rule with a rest
+                # that matches anything); two bisections, no regex compiled per provider.
+                found.update(_under(paths, text[:-2]))
+                continue
             spec = Pathspec.parse(pattern)
             if spec.regex is None:  # literal: the path itself and everything under it
                 found.update(_under(paths, spec.text))
