@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sandbox import GIT_ENV, generate, sh
 
 ENV = {k: v for k, v in GIT_ENV.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["CHANGELOOP_EXPLAIN_NOCHANGE"] = "1"  # stderr says why a record was not used
+MISSES: list[str] = []
 NOTHING_GOAL, ONE_GOAL, HELP_GOAL = 0.150, 0.300, 0.150
 
 
@@ -76,6 +78,9 @@ def prove(repo: Path) -> tuple[float, dict[str, Any]]:
         doc = json.loads(proc.stdout)
     except ValueError:
         sys.exit(f"prove printed no JSON (exit {proc.returncode}):\n{proc.stderr.decode()[-2000:]}")
+    MISSES[:] = [
+        line for line in proc.stderr.decode().splitlines() if "no-change record not used" in line
+    ]
     return wall, doc
 
 
@@ -125,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             wall, doc = prove(repo)
             walls.append(wall)
             docs.append(doc)
+            for line in MISSES:
+                print(f"  ({line})")
         best, fast = min(walls), docs[-1]
         st, how = states(fast), {decision(repo, d) for d in docs}
         ok = best <= NOTHING_GOAL and st.get("ran", 0) == 0 and how == {"no-change"}

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -498,8 +499,23 @@ def answer(
     key = _base_key(root, change_id, change_path, options, config)
     try:
         return _answer(root, change_id, key, jobs)
-    except (ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError):
-        return None
+    except _Miss as miss:
+        _explain(str(miss))
+    except (ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        _explain(f"{type(exc).__name__}: {exc}")
+    return None
+
+
+class _Miss(Exception):
+    """Why the record does not answer this re-prove (the full path runs)."""
+
+
+EXPLAIN = "CHANGELOOP_EXPLAIN_NOCHANGE"  # set: say on stderr why the record was not used
+
+
+def _explain(reason: str) -> None:
+    if os.environ.get(EXPLAIN):
+        sys.stderr.write(f"no-change record not used: {reason}\n")
 
 
 # PKCS#8 DER of an Ed25519 private key is this prefix and the 32-byte seed (RFC 8410).
@@ -526,7 +542,7 @@ def _workspace_seed(path: Path) -> bytes | None:
     return der[len(_PKCS8_ED25519) :]
 
 
-def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes] | None:
+def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
     """The record's payload when it verifies with the workspace key, and the key's seed."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -536,16 +552,16 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes] | Non
     path = record_path(state, change_id)
     seed = _workspace_seed(state / "keys" / "local.key")
     if path is None or seed is None:
-        return None
+        raise _Miss("no workspace key in the form this changeloop writes, or no record name")
     try:
         raw = fsio.read_regular_stat(
             path, limit=RECORD_LIMIT, what="no-change record", follow_symlinks=False
         )[0]
-    except FileRefused:
-        return None
+    except FileRefused as exc:
+        raise _Miss(str(exc)) from exc
     envelope = parse_envelope(raw)
     if envelope.payload_type != PAYLOAD_TYPE:
-        return None
+        raise _Miss("not a no-change record")
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
     message = pae(envelope.payload_type, envelope.payload)
     for signature in envelope.signatures:
@@ -556,55 +572,51 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes] | Non
         doc = json.loads(envelope.payload)
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             return doc, seed
-        return None
-    return None
+        raise _Miss("a record of another schema")
+    raise _Miss("the record does not verify with the workspace key")
 
 
 def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> Answer | None:
     from changeloop.state import StateDir, ensure_gitignored
 
     state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-    found = _verified(state.path, change_id)
-    if found is None:
-        return None
-    doc, seed = found
+    doc, seed = _verified(state.path, change_id)
     if doc["key"] != base:
-        return None
-    if not _still(doc, state.path, seed):
-        return None
+        changed = sorted(k for k in base if doc["key"].get(k) != base[k])
+        raise _Miss(f"{', '.join(changed)} changed")
+    _still(doc, state.path, seed)
     recorded = doc["answer"]
     latest = state.latest(change_id)
     for provider in recorded["providers"]:
         for receipt in provider["receipts"]:
             if not _same_digest(latest / receipt["file"], receipt["sha256"]):
-                return None
-    if not _same_content(doc["repositories"], base["options"]["sandbox"]):
-        return None
+                raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
+    _same_content(doc["repositories"], base["options"]["sandbox"])
     ensure_gitignored(root)
     return _materialize(state, change_id, doc, jobs)
 
 
-def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> bool:
+def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
     """envFrom values, free service ports, cache entries and environment parts as recorded."""
     from changeloop import environment
 
     names = list(doc["envFrom"])
     if _env_from(names, _secret_key(seed), os.environ) != doc["envFrom"]:
-        return False
+        raise _Miss("an envFrom variable changed")
     if doc["ports"]:
         from changeloop.services.ports import port_holder
 
         if any(port_holder(int(port)) is not None for port in doc["ports"]):
-            return False  # the full path reports a leftover server even when cached
+            # the full path reports a leftover server even when cached
+            raise _Miss("a service port is taken")
     for name, stat in doc["cache"].items():
         if _stat_of(state / "cache" / Path(name).name) != stat:
-            return False
+            raise _Miss(f"cache entry {name} changed")
     for env in doc["environment"]:
         command = tuple(env["command"]) if env["command"] is not None else None
         part = environment.part(command, Path(env["checkout"]), state, None)
         if _part_digest(part) != env["part"]:
-            return False
-    return True
+            raise _Miss(f"the environment of {command} changed")
 
 
 def _same_digest(path: Path, digest: str) -> bool:
@@ -617,17 +629,16 @@ def _same_digest(path: Path, digest: str) -> bool:
     return hashlib.sha256(data).hexdigest() == digest
 
 
-def _same_content(repositories: Mapping[str, Any], sandbox: str) -> bool:
+def _same_content(repositories: Mapping[str, Any], sandbox: str) -> None:
     """One content identity per repository, and no link in it leaving the repository."""
     from changeloop.identity import content_tree
 
-    for repo in repositories.values():
+    for name, repo in repositories.items():
         path = Path(repo["path"])
         if content_tree(path, include_untracked=sandbox != "worktree") != repo["tree"]:
-            return False
+            raise _Miss(f"the content of repository {name} changed")
         if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
-            return False
-    return True
+            raise _Miss(f"a link of repository {name} now leaves it")
 
 
 def _links_leave(path: Path, links: Sequence[str]) -> bool:

@@ -209,6 +209,21 @@ def test_a_change_falls_back_to_the_full_path(
     assert _normal(_fast_again(ws, capsys)) == _normal(_full(ws, capsys)[1])
 
 
+def test_why_the_record_was_not_used_is_said_on_request(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _prove(ws, capsys)
+    _edit_input(ws)
+    _prove(ws, capsys)
+    assert "no-change record not used" not in capsys.readouterr().err
+    _edit_outside(ws)
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    capsys.readouterr()
+    assert main(["prove", "c", "--root", str(ws)]) == 0
+    err = capsys.readouterr().err
+    assert "no-change record not used: the content of repository self changed" in err
+
+
 def test_a_path_change_that_resolves_another_tool_falls_back(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
