@@ -7,6 +7,7 @@ preflight refuses it, 130 when interrupted (DESIGN.md §7).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
@@ -282,9 +283,15 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
             for event in events:
                 live.event(event)
         return
-    progress = Progress(stub, TerminalText(sys.stderr).as_textio())
+    # The same lines the full path writes one by one, written at once: 300 flushed
+    # writes to a pipe cost more than the whole decision.
+    buffer = io.StringIO()
+    progress = Progress(stub, buffer)
     for event in events:
         progress.event(event)
+    terminal = TerminalText(sys.stderr)
+    terminal.write(buffer.getvalue())
+    terminal.flush()
 
 
 def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
@@ -432,7 +439,6 @@ def _prove(args: argparse.Namespace, plan: Plan, config: dict[str, str | None] |
 
 def _remember(plan: Plan, options: Any, result: Any, config: dict[str, str | None]) -> None:
     """Sign this answer as the change's no-change record when a cached re-prove repeats it."""
-    import io
 
     from changeloop import nochange, preflight
     from changeloop.cli.board import render_board, to_json
