@@ -112,7 +112,13 @@ async def prove(
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
     async with open_executor(plan, options, state.sandboxes) as executor:
-        boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
+        boxes = Sandboxes(
+            plan,
+            options.sandbox,
+            state.sandboxes,
+            keep=options.keep_sandbox,
+            trees=options.trees,
+        )
         async with boxes:
             run = _compose(plan, options, state, boxes, on_event, executor=executor)
             results = await _schedule(run)

@@ -295,6 +295,22 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
             raise identity_refusal(exc, repo) from exc
 
 
+def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
+    """The identity whose tree :func:`content_tree` just gave: HEAD and dirtiness added
+    (three git processes instead of staging the whole work tree again)."""
+    repo = repo.resolve()
+    lay = layout(repo)
+    env = git_env()
+    try:
+        kept = _entries(repo, env, tree)
+        dirty = _differs_from_head(
+            repo, env, tree=tree, ours=kept, prefix=lay.prefix, head=lay.head
+        )
+    except ChangeloopError as exc:
+        raise identity_refusal(exc, repo) from exc
+    return ContentIdentity(tree=tree, head=lay.head, dirty=dirty)
+
+
 def content_tree(repo: Path, *, include_untracked: bool) -> str:
     """The tree id :func:`content_identity` gives, without HEAD and dirtiness (2–3 fewer
     git processes): what the no-change decision compares (changeloop.nochange)."""

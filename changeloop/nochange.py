@@ -489,16 +489,18 @@ def answer(
     config: Mapping[str, str | None],
     options: Mapping[str, Any],
     jobs: int,
+    seen: dict[str, str] | None = None,
 ) -> Answer | None:
     """The recorded answer when nothing it depends on changed, else None (run the full path).
 
     Never raises for a damaged, stale or foreign record. A state directory that
     must be refused (``state.check_state``) is left to the full path, which
-    refuses it in the same words.
+    refuses it in the same words. ``seen`` learns the content trees computed on the
+    way (checkout path -> tree), for the full path to start from.
     """
     key = _base_key(root, change_id, change_path, options, config)
     try:
-        return _answer(root, change_id, key, jobs)
+        return _answer(root, change_id, key, jobs, {} if seen is None else seen)
     except _Miss as miss:
         _explain(str(miss))
     except (ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -576,7 +578,9 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
     raise _Miss("the record does not verify with the workspace key")
 
 
-def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> Answer | None:
+def _answer(
+    root: Path, change_id: str, base: Mapping[str, Any], jobs: int, seen: dict[str, str]
+) -> Answer | None:
     from changeloop.state import StateDir, ensure_gitignored
 
     state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
@@ -591,7 +595,7 @@ def _answer(root: Path, change_id: str, base: Mapping[str, Any], jobs: int) -> A
         for receipt in provider["receipts"]:
             if not _same_digest(latest / receipt["file"], receipt["sha256"]):
                 raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
-    _same_content(doc["repositories"], base["options"]["sandbox"])
+    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
     ensure_gitignored(root)
     return _materialize(state, change_id, doc, jobs)
 
@@ -629,13 +633,15 @@ def _same_digest(path: Path, digest: str) -> bool:
     return hashlib.sha256(data).hexdigest() == digest
 
 
-def _same_content(repositories: Mapping[str, Any], sandbox: str) -> None:
+def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str, str]) -> None:
     """One content identity per repository, and no link in it leaving the repository."""
     from changeloop.identity import content_tree
 
     for name, repo in repositories.items():
         path = Path(repo["path"])
-        if content_tree(path, include_untracked=sandbox != "worktree") != repo["tree"]:
+        tree = content_tree(path, include_untracked=sandbox != "worktree")
+        seen[str(path)] = tree
+        if tree != repo["tree"]:
             raise _Miss(f"the content of repository {name} changed")
         if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
             raise _Miss(f"a link of repository {name} now leaves it")

@@ -416,3 +416,24 @@ def test_help_lists_every_verb(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for verb in ("prove", "evidence", "receipt", "keygen", "gate", "summary", "report"):
         assert verb in out
+
+
+@pytest.mark.parametrize("where", ["", "sub"])
+def test_a_tree_from_the_check_completes_to_the_full_identity(tmp_path: Path, where: str) -> None:
+    """The full path starts from the trees the no-change check computed (identity_of_tree):
+    the same identity as computing it afresh, clean or dirty, at the top or in a subdir."""
+    from changeloop.identity import content_identity, content_tree, identity_of_tree
+
+    top = make_repo(
+        tmp_path / "r",
+        {"sub/a.py": "A\n", "sub/openspec/x.md": "x\n", "openspec/y.md": "y\n", "b.txt": "b\n"},
+    )
+    repo = top / where if where else top
+    for edit in (None, "a.py", "new.txt"):
+        if edit is not None:
+            (repo / edit).write_text("changed\n")
+        for untracked in (True, False):
+            tree = content_tree(repo, include_untracked=untracked)
+            assert identity_of_tree(repo, tree) == content_identity(
+                repo, include_untracked=untracked
+            )

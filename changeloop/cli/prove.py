@@ -160,8 +160,9 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
 def run(args: argparse.Namespace) -> int:
     shape = dict(EMPTY)
     config = _config_before_plan(args)
+    seen: dict[str, str] = {}  # content trees the no-change check computed
     if config is not None and _answerable(args):
-        code = _answer_from_record(args, *config)
+        code = _answer_from_record(args, *config, seen)
         if code is not None:
             return code
     try:
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
             )
         common.say(empty.render())
         return 1
-    return _prove(args, plan, config[2] if config else None)
+    return _prove(args, plan, config[2] if config else None, seen)
 
 
 def _config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, str | None]] | None:
@@ -225,7 +226,11 @@ def _answerable(args: argparse.Namespace) -> bool:
 
 
 def _answer_from_record(
-    args: argparse.Namespace, root: Path, change: Any, config: dict[str, str | None]
+    args: argparse.Namespace,
+    root: Path,
+    change: Any,
+    config: dict[str, str | None],
+    seen: dict[str, str],
 ) -> int | None:
     """Print what a full re-prove would, from the signed record; None: run the full path."""
     from changeloop import nochange
@@ -239,6 +244,7 @@ def _answer_from_record(
             sandbox=args.sandbox, issuer=args.issuer, url=args.url, fail_fast=args.fail_fast
         ),
         jobs=max(1, args.jobs),
+        seen=seen,
     )
     if found is None:
         return None
@@ -355,7 +361,12 @@ def _mutants(plan: Plan, provider: Any) -> dict[str, Any]:
     return {"mutants": dry_run_counts(plan, provider)}
 
 
-def _prove(args: argparse.Namespace, plan: Plan, config: dict[str, str | None] | None) -> int:
+def _prove(
+    args: argparse.Namespace,
+    plan: Plan,
+    config: dict[str, str | None] | None,
+    seen: dict[str, str] | None = None,
+) -> int:
     import anyio
     from rich.console import Console
 
@@ -385,6 +396,7 @@ def _prove(args: argparse.Namespace, plan: Plan, config: dict[str, str | None] |
         dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
         publish=args.publish,
         cache_from=args.cache_from,
+        trees=dict(seen or {}),
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
