@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import ChangeloopError
+from changeloop.formats import FINGERPRINT_FORMAT, RECEIPT_SCHEMA
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Service
@@ -49,9 +50,9 @@ __all__ = [
     "inputs_digest",
 ]
 
-# Bump when the meaning of the document below changes: every old entry misses.
-FORMAT = 3  # 2: the wiring digest is part of the document; 3: services as wiring has them
-SCHEMA_VERSION = "changeloop/receipt@2"  # the receipts a fingerprint speaks for
+# Bump (in changeloop.formats) when the meaning of the document below changes.
+FORMAT = FINGERPRINT_FORMAT
+SCHEMA_VERSION = RECEIPT_SCHEMA
 
 
 def _secret(hmac_key: bytes, name: str, value: str) -> str:

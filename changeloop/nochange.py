@@ -93,12 +93,12 @@ def _base_key(
     options: Mapping[str, Any],
     config: Mapping[str, str | None],
 ) -> dict[str, Any]:
-    from changeloop.fingerprint import FORMAT, SCHEMA_VERSION
+    from changeloop.formats import FINGERPRINT_FORMAT, RECEIPT_SCHEMA
 
     return {
         "changeloop": __version__,
-        "fingerprintFormat": FORMAT,
-        "receiptSchema": SCHEMA_VERSION,
+        "fingerprintFormat": FINGERPRINT_FORMAT,
+        "receiptSchema": RECEIPT_SCHEMA,
         "root": str(root),
         "change": change_id,
         "changePath": str(change_path),
