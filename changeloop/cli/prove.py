@@ -20,6 +20,7 @@ from changeloop.model import SandboxMode
 from changeloop.text import TerminalText
 
 if TYPE_CHECKING:
+    from changeloop.cli.live import LiveBoard
     from changeloop.model import Plan
 
 # The sandbox modes as the model names them, without importing the sandboxes (a re-prove
@@ -368,10 +369,8 @@ def _prove(
     seen: dict[str, str] | None = None,
 ) -> int:
     import anyio
-    from rich.console import Console
 
     from changeloop.cli.board import Progress, render_board, to_json
-    from changeloop.cli.live import LiveBoard
     from changeloop.engine import ProveOptions, ProveResult, prove
     from changeloop.signals import cancel_on_signals
 
@@ -400,18 +399,23 @@ def _prove(
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
-    progress: Progress | LiveBoard = (
-        LiveBoard(plan, Console(stderr=True)) if live else Progress(plan, terminal.as_textio())
-    )
+    progress = Progress(plan, terminal.as_textio())
+    board: LiveBoard | None = None
+    if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
+        from rich.console import Console
+
+        from changeloop.cli.live import LiveBoard
+
+        board = LiveBoard(plan, Console(stderr=True))
     outcome: dict[str, ProveResult] = {}
     interrupted = False
 
     async def main() -> None:
         nonlocal interrupted
         async with cancel_on_signals() as interruption:
-            if isinstance(progress, LiveBoard):
-                with progress:
-                    outcome["result"] = await prove(plan, options, progress.event)
+            if board is not None:
+                with board:
+                    outcome["result"] = await prove(plan, options, board.event)
             else:
                 outcome["result"] = await prove(plan, options, progress.event)
         interrupted = interruption.interrupted
