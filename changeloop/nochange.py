@@ -28,10 +28,9 @@ import re
 import secrets
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from changeloop import __version__, fsio
 from changeloop.errors import ChangeloopError, FileRefused
@@ -159,8 +158,7 @@ def _stat_of(path: Path) -> str | None:
 
 
 # -- writing the record (after a full run) ----------------------------------------------
-@dataclass(frozen=True)
-class Observed:
+class Observed(NamedTuple):
     """What a full run read from outside the plan, handed from the engine to :func:`remember`."""
 
     trees: Mapping[str, str]  # repository -> content tree the receipts name
@@ -468,8 +466,7 @@ def _substitute(value: Any, old: str, new: str) -> Any:
 
 
 # -- reading it (before the plan is loaded) -------------------------------------------
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     """A re-prove answered from the record: what to print and the exit code."""
 
     run_id: str
