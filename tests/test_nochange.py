@@ -295,9 +295,17 @@ def test_a_deleted_cache_entry_or_latest_receipt_falls_back(
     code, doc = _prove(ws, capsys)
     assert _decision(ws, doc) is None and set(_states(doc).values()) == {"ran"}
     _fast_again(ws, capsys)
-    (ws / ".changeloop" / "receipts" / "c" / "beta.beta.json").unlink()
+    latest = ws / ".changeloop" / "receipts" / "c" / "beta.beta.json"
+    latest.unlink()
     code, doc = _prove(ws, capsys)
     assert code == 0 and _decision(ws, doc) is None and _states(doc)["beta"] == "cached"
+    _fast_again(ws, capsys)
+    original = latest.read_bytes()
+    latest.write_bytes(original.replace(b'"', b"'", 1))  # other bytes under the same name
+    code, doc = _prove(ws, capsys)
+    assert code == 0 and _decision(ws, doc) is None
+    run_copy = ws / provider_entry(doc, "beta")["receipts"][0]["path"]
+    assert run_copy.read_bytes() == original == latest.read_bytes()
 
 
 # -- a record that is not ours is ignored, or refused like the cache -----------------
@@ -437,3 +445,53 @@ def test_a_tree_from_the_check_completes_to_the_full_identity(tmp_path: Path, wh
             assert identity_of_tree(repo, tree) == content_identity(
                 repo, include_untracked=untracked
             )
+
+
+def test_touching_a_tool_without_changing_it_keeps_the_record(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The environment part hashes the executable: a new mtime alone changes nothing."""
+    _prove(ws, capsys)
+    tool = Path(os.environ["PATH"].split(os.pathsep)[0]) / "nctool"
+    os.utime(tool, (tool.stat().st_atime + 5, tool.stat().st_mtime + 5))
+    fast = _fast_again(ws, capsys)
+    assert _normal(fast) == _normal(_full(ws, capsys)[1])
+
+
+def test_a_leftover_server_on_a_service_port_falls_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The full path reports a port held by someone else even when every provider is cached."""
+    import socket
+    import sys
+
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        port = int(probe_socket.getsockname()[1])
+    py = sys.executable
+    root = make_repo(tmp_path / "ws", {"a.txt": "a\n", "www/index.html": "svc-id\n"})
+    probe = f'import urllib.request; urllib.request.urlopen("http://127.0.0.1:{port}/").read()'
+    make_change(
+        root,
+        "c",
+        "version: 3\nrequires: [a]\n",
+        f"""
+        version: 1
+        providers:
+          a: {{adapter: command, command: ["{py}", -c, '{probe}'], services: [web], inputs: [a.txt]}}
+        services:
+          web:
+            command: ["{py}", -m, http.server, "{port}", --bind, 127.0.0.1, --directory, www]
+            readiness: {{url: "http://127.0.0.1:{port}/", expect: {{body: svc-id}}, timeoutMs: 20000}}
+        """,
+    )
+    code, _ = _prove(root, capsys)
+    assert code == 0 and _record(root).is_file()
+    _fast_again(root, capsys)
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        code, doc = _prove(root, capsys)
+    assert code == 1 and _decision(root, doc) is None
+    assert "port-in-use" in json.dumps(doc) or "in use" in json.dumps(doc)
