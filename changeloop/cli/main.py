@@ -94,7 +94,6 @@ if _launched_as_cli():  # before any heavy import below
 import argparse  # noqa: E402 - after the handlers, on purpose
 import importlib  # noqa: E402
 import tempfile  # noqa: E402
-import traceback  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from changeloop import __version__  # noqa: E402
@@ -362,6 +361,8 @@ def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
         delete=False,
         dir=_CRASH_DIR[-1] if _CRASH_DIR else None,  # not the private dir, removed at exit
     ) as fh:
+        import traceback  # only for a crash (its imports are not free at start-up)
+
         traceback.print_exc(file=fh)
         where = fh.name
     message = (

@@ -141,6 +141,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     """
     from changeloop import preflight, workspace
     from changeloop.detect import derived_explained, load_context
+    from changeloop.detect.derive import derivation_possible
     from changeloop.plan import build_plan
 
     shape = shape if shape is not None else {}
@@ -149,7 +150,9 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     change = workspace.find_change(root, args.change)
     shape["change"] = change.id
     context = load_context(root, change, only_if_derivable=True)
-    derived = {name: p for name, (p, _) in derived_explained(context).items()}
+    derived = {}
+    if derivation_possible(context.evidence, context.execution, context.repositories):
+        derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
     problems = preflight.check(plan)
     if problems:
