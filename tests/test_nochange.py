@@ -495,3 +495,32 @@ def test_a_leftover_server_on_a_service_port_falls_back(
         code, doc = _prove(root, capsys)
     assert code == 1 and _decision(root, doc) is None
     assert "port-in-use" in json.dumps(doc) or "in use" in json.dumps(doc)
+
+
+def test_a_valid_configuration_is_remembered_and_any_edit_is_validated_again(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """config.schema's memo: the same data against the same schema is not validated twice,
+    other data always is; a damaged or planted memo is no memo."""
+    from changeloop.config.schema import MEMO_FILE
+
+    _prove(ws, capsys)
+    memo = ws / ".changeloop" / MEMO_FILE
+    assert len(json.loads(memo.read_text())) == 2  # evidence.yaml and execution.yaml
+    execution = ws / "openspec" / "changes" / "c" / "execution.yaml"
+    execution.write_text(execution.read_text() + "    timeoutMs: soon\n")
+    code, doc = _prove(ws, capsys)
+    assert code == 2 and "timeoutMs" in json.dumps(doc["errors"])
+    assert len(json.loads(memo.read_text())) == 2  # a refusal is never remembered
+    execution.write_text(EXECUTION)
+    for damage in ("{not json", "directory", "symlink"):
+        memo.unlink() if memo.is_file() or memo.is_symlink() else shutil.rmtree(memo)
+        if damage == "directory":
+            memo.mkdir()
+        elif damage == "symlink":
+            (tmp_path / "elsewhere.json").write_text("[]")
+            memo.symlink_to(tmp_path / "elsewhere.json")
+        else:
+            memo.write_text(damage)
+        code, doc = _prove(ws, capsys)
+        assert code == 0, doc

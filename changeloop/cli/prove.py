@@ -140,6 +140,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     soon as they are known, so an error document still says what it was about.
     """
     from changeloop import preflight, workspace
+    from changeloop.config.schema import validated_memo
     from changeloop.detect import derived_explained, load_context
     from changeloop.detect.derive import derivation_possible
     from changeloop.plan import build_plan
@@ -149,7 +150,8 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
     shape["change"] = change.id
-    context = load_context(root, change, only_if_derivable=True)
+    with validated_memo(_checked_state(root)):
+        context = load_context(root, change, only_if_derivable=True)
     derived = {}
     if derivation_possible(context.evidence, context.execution, context.repositories):
         derived = {name: p for name, (p, _) in derived_explained(context).items()}
@@ -199,6 +201,18 @@ def run(args: argparse.Namespace) -> int:
         common.say(empty.render())
         return 1
     return _prove(args, plan, config[2] if config else None, seen)
+
+
+def _checked_state(root: Path) -> Path | None:
+    """``.changeloop/`` when ``state.check_state`` accepts it, else None (a state the
+    run will refuse is never read; the refusal itself comes where it always did)."""
+    from changeloop.state import STATE, check_state
+
+    try:
+        check_state(root)
+    except ChangeloopError:
+        return None
+    return root / STATE
 
 
 def _config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, str | None]] | None:
