@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             f"nothing changed: {best * 1000:.0f} ms (best of {args.repeat}; median "
             f"{sorted(walls)[len(walls) // 2] * 1000:.0f} ms; goal <= 150 ms: "
             f"{verdict(best <= NOTHING_GOAL)}), {st}, ran={st.get('ran', 0)} (goal 0), "
-            f"answered by: {sorted(how)}"
+            f"answered by: {sorted(how)}; every run: {[round(w * 1000) for w in walls]} ms"
         )
 
         full_walls, full = [], {}
