@@ -29,7 +29,6 @@ import anyio
 from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
-from changeloop.grounding.citations import records_of
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
@@ -490,6 +489,9 @@ class _Recording:
         self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
 
     async def run(self, job: Job) -> JobResult:
+        # grounding pulls in the report readers: only once a job runs
+        from changeloop.grounding.citations import records_of
+
         result = await self._inner.run(job)
         where = {"kind": "dask", "worker": result.worker} if result.worker else None
         self.last = (result.log_sha256, result.log_tail, where)
