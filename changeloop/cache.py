@@ -128,6 +128,18 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
     except (FileRefused, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    if not envelopes or any(_status(e) != "pass" or _never_cached(e) for e in envelopes):
+    if not envelopes or not all(_reusable(e) for e in envelopes):
         return None
     return envelopes
+
+
+def _reusable(envelope: bytes) -> bool:
+    """A pass of an adapter whose results may be reused (one decode of the payload)."""
+    try:
+        doc = json.loads(envelope)
+        ext = json.loads(base64.b64decode(doc["payload"]))["predicate"]["changeloop"]
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return False
+    if not isinstance(ext, dict):
+        return False
+    return ext.get("status") == "pass" and ext.get("adapter") not in NEVER_CACHED

@@ -35,7 +35,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.jcs import canonicalize
-from changeloop.keys import keyid
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024  # DESIGN.md §2.6: larger envelopes are refused unread
@@ -86,6 +85,8 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 def sign_envelope(payload: bytes, payload_type: str, private_key: Ed25519PrivateKey) -> bytes:
     """The envelope JSON (RFC 8785 bytes plus a newline) with one Ed25519 signature."""
+    from changeloop.keys import keyid  # keys pulls in serialization: only when signing
+
     sig = private_key.sign(pae(payload_type, payload))
     doc = {
         "payload": base64.b64encode(payload).decode("ascii"),
@@ -295,6 +296,8 @@ def verify_signatures(
     envelope: Envelope, keys: list[Ed25519PublicKey]
 ) -> tuple[bytes, Ed25519PublicKey]:
     """Return (payload, the key that verified it) or raise naming what went wrong."""
+    from changeloop.keys import keyid
+
     if not keys:
         raise VerificationError("signature", "no trusted public key was given; nothing can verify")
     message = pae(envelope.payload_type, envelope.payload)

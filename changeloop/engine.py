@@ -29,10 +29,10 @@ import anyio
 from changeloop import shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
-from changeloop.grounding.citations import records_of
 from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
+from changeloop.nochange import Observed
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome, RunContext
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
@@ -76,6 +76,7 @@ class ProveResult:
     interrupted: bool = False
     masker: Masker = field(default_factory=lambda: Masker(()))
     notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
+    observed: Observed | None = None  # what the run read beyond the plan (changeloop.nochange)
 
 
 @dataclass
@@ -93,6 +94,7 @@ class _Run:
     executor: Executor
     emit: EventSink
     runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
+    key: Any  # the key that signs this run's receipts
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
     shared: shared_cache.SharedCache | None = None  # --cache-from DIR
 
@@ -110,7 +112,13 @@ async def prove(
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
     async with open_executor(plan, options, state.sandboxes) as executor:
-        boxes = Sandboxes(plan, options.sandbox, state.sandboxes, keep=options.keep_sandbox)
+        boxes = Sandboxes(
+            plan,
+            options.sandbox,
+            state.sandboxes,
+            keep=options.keep_sandbox,
+            trees=options.trees,
+        )
         async with boxes:
             run = _compose(plan, options, state, boxes, on_event, executor=executor)
             try:
@@ -141,6 +149,20 @@ async def prove(
         verdict,
         masker=run.sink.masker,
         notes=notes,
+        observed=_observed(run),
+    )
+
+
+def _observed(run: _Run) -> Observed:
+    """What the no-change record keys this run's answer on (changeloop.nochange)."""
+    trees = {repo: ident.tree for repo, ident in run.boxes.identities().items()}
+    return Observed(
+        trees=trees,
+        environments=dict(run.fingerprinter.environments),
+        fingerprints=dict(run.fingerprints),
+        symlinks={repo: run.fingerprinter.symlinks(repo) for repo in trees},
+        key=None if run.options.sign_key else run.key,
+        state=run.state.path,
     )
 
 
@@ -197,6 +219,7 @@ def _compose(
         executor,
         emit,
         _runlog(plan, options, run_id, _slots(executor, options)),
+        key,
         fingerprints,
     )
     if options.cache_from is not None:
@@ -472,6 +495,9 @@ class _Recording:
         self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
 
     async def run(self, job: Job) -> JobResult:
+        # grounding pulls in the report readers: only once a job runs
+        from changeloop.grounding.citations import records_of
+
         result = await self._inner.run(job)
         where = {"kind": "dask", "worker": result.worker} if result.worker else None
         self.last = (result.log_sha256, result.log_tail, where)

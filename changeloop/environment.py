@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from changeloop import fsio
+from changeloop.errors import FileRefused
 from changeloop.model import Plan, Provider
 
 __all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "sha256_of"]
@@ -44,6 +46,7 @@ __all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "
 DERIVED_PYTHON = "python"  # the interpreter word derived wiring writes
 VENV_DIRS = (".venv", "venv", "env", ".env")
 CACHE_FILE = "executables.json"
+PYTHONS_FILE = "interpreters.json"  # what each interpreter reported, with its folders' mtimes
 TIMEOUT_S = 30
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _DISTS = (
@@ -52,8 +55,9 @@ _DISTS = (
     "print(json.dumps({'executable': sys.executable, 'version': sys.version.split()[0],"
     " 'distributions': [f'{n}=={v}' for n, v in d if n], 'path': sys.path}))\n"
 )
-# Per process: what an interpreter reported, with the mtimes of its sys.path folders
-# then (installing or upgrading a distribution changes its folder's mtime).
+# What an interpreter reported, with the mtimes of its sys.path folders then
+# (installing or upgrading a distribution changes its folder's mtime): per
+# process here, and across processes in ``.changeloop/interpreters.json``.
 _PYTHON_SEEN: dict[str, tuple[list[tuple[str, int]], dict[str, Any]]] = {}
 
 
@@ -218,15 +222,21 @@ def _mtimes(paths: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def _python(real: Path) -> dict[str, Any] | None:
-    """The interpreter's executable and distributions: it is asked, no project code runs."""
+def _python(real: Path, state: Path | None = None) -> dict[str, Any] | None:
+    """The interpreter's executable and distributions: it is asked, no project code runs.
+
+    Asking costs a process (~50 ms); the answer is remembered per process and in
+    ``state``/interpreters.json, keyed by the interpreter's path, size and mtime
+    and valid while every folder of its ``sys.path`` keeps its mtime.
+    """
     try:
         st = real.stat()
     except OSError:
         return None
     key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
-    seen = _PYTHON_SEEN.get(key)
+    seen = _PYTHON_SEEN.get(key) or _remembered_python(state, key)
     if seen is not None and _mtimes([p for p, _ in seen[0]]) == seen[0]:
+        _PYTHON_SEEN[key] = seen
         return seen[1]
     try:
         proc = subprocess.run(
@@ -245,7 +255,45 @@ def _python(real: Path) -> dict[str, Any] | None:
     paths = doc.pop("path", None)
     if isinstance(paths, list):
         _PYTHON_SEEN[key] = (_mtimes([str(p) for p in paths if p]), doc)
+        _remember_python(state, key, _PYTHON_SEEN[key])
     return doc
+
+
+def _pythons(state: Path | None) -> dict[str, Any]:
+    if state is None:
+        return {}
+    try:
+        raw = fsio.read_regular(state / PYTHONS_FILE, limit=4 * fsio.MIB, what="interpreters")
+        doc = json.loads(raw)
+    except (FileRefused, ValueError, RecursionError):
+        return {}  # damaged or absent: asked again
+    return doc if isinstance(doc, dict) else {}
+
+
+def _remembered_python(
+    state: Path | None, key: str
+) -> tuple[list[tuple[str, int]], dict[str, Any]] | None:
+    entry = _pythons(state).get(key)
+    try:
+        folders = [(str(f), int(m)) for f, m in entry["folders"]]  # type: ignore[index]
+        doc = entry["report"]  # type: ignore[index]
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (folders, doc) if isinstance(doc, dict) else None
+
+
+def _remember_python(
+    state: Path | None, key: str, seen: tuple[list[tuple[str, int]], dict[str, Any]]
+) -> None:
+    if state is None:
+        return
+    known = _pythons(state)
+    known[key] = {"folders": [list(f) for f in seen[0]], "report": seen[1]}
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        fsio.write_atomic(state / PYTHONS_FILE, json.dumps(known).encode("utf-8"), durable=False)
+    except OSError:
+        pass  # a memory, not a record: the next run asks again
 
 
 def part(
@@ -281,7 +329,7 @@ def part(
             if python_exe is None and _PYTHON.match(interp.name):
                 python_exe = interp
     if python_exe is not None:
-        doc = _python(python_exe)
+        doc = _python(python_exe, state)
         if doc is not None:
             exe = Path(str(doc.get("executable", ""))).resolve()
             out["python"] = {
@@ -302,7 +350,12 @@ def part(
 
 def part_for(provider: Provider, plan: Plan, state: Path) -> dict[str, Any]:
     """:func:`part` for a provider's command, resolved in its repository's checkout."""
+    return part(provider.command, checkout_for(provider, plan), state, None)
+
+
+def checkout_for(provider: Provider, plan: Plan) -> Path:
+    """Where a provider's command is resolved for its environment part."""
     repo = plan.repositories.get(provider.repository or "")
     if repo is None and len(plan.repositories) == 1:
         repo = next(iter(plan.repositories.values()))
-    return part(provider.command, repo.path if repo else plan.root, state, None)
+    return repo.path if repo else plan.root

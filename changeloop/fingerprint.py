@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import ChangeloopError
+from changeloop.formats import FINGERPRINT_FORMAT, RECEIPT_SCHEMA
 from changeloop.identity import git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Service
-from changeloop.pathspec import Pathspec
+from changeloop.pathspec import Pathspec, normalize
 from changeloop.wiring import service_wiring
 
 __all__ = [
@@ -49,8 +50,9 @@ __all__ = [
     "inputs_digest",
 ]
 
-# Bump when the meaning of the document below changes: every old entry misses.
-FORMAT = 3  # 2: the wiring digest is part of the document; 3: services as wiring has them
+# Bump (in changeloop.formats) when the meaning of the document below changes.
+FORMAT = FINGERPRINT_FORMAT
+SCHEMA_VERSION = RECEIPT_SCHEMA
 
 
 def _secret(hmac_key: bytes, name: str, value: str) -> str:
@@ -142,6 +144,9 @@ def compute(
 
 
 # -- inputs pathspecs ------------------------------------------------------------
+
+
+_WILD = b"*?[\\"  # what makes a pathspec character a wildcard (changeloop.pathspec)
 
 
 def _blob_id(data: bytes) -> str:
@@ -268,6 +273,12 @@ class InputsIndex:
         found: set[bytes] = set()
         paths = self._bpaths
         for pattern in globs:
+            text = normalize(pattern)
+            if text.endswith(b"/**") and not any(c in _WILD for c in text[:-3]):
+                # ``dir/**``: everything under dir/ (git's literal-prefix rule with a rest
+                # that matches anything); two bisections, no regex compiled per provider.
+                found.update(_under(paths, text[:-2]))
+                continue
             spec = Pathspec.parse(pattern)
             if spec.regex is None:  # literal: the path itself and everything under it
                 found.update(_under(paths, spec.text))

@@ -18,12 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop import __version__
 from changeloop.errors import ChangeloopError, Location, Problem
-from changeloop.receipts import write_atomic
-from changeloop.scheduler import TaskEvent
+from changeloop.fsio import write_atomic
+
+if TYPE_CHECKING:
+    from changeloop.scheduler import TaskEvent
 
 RUN_FILE = "run.json"
 SCHEMA = "changeloop/run@1"
@@ -93,6 +95,8 @@ class RunLog:
             name: ProviderRun(name, adapter, repo, deps) for name, adapter, repo, deps in providers
         }
         self._busy: dict[int, str] = {}
+        # "no-change" when the run was answered from the signed record (changeloop.nochange)
+        self.decision: str | None = None
 
     def event(self, event: TaskEvent) -> None:
         """One scheduler event: ``started`` takes the lowest free slot, ``finished`` frees it."""
@@ -135,12 +139,13 @@ class RunLog:
             "startedOn": stamp(self.started),
             "finishedOn": stamp(self.finished),
             "providers": {name: p.to_json() for name, p in self.providers.items()},
+            **({"decision": self.decision} if self.decision else {}),
         }
 
-    def write(self, run_dir: Path) -> Path:
+    def write(self, run_dir: Path, *, durable: bool = True) -> Path:
         path = run_dir / RUN_FILE
         data = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
-        write_atomic(path, data.encode("utf-8"))
+        write_atomic(path, data.encode("utf-8"), durable=durable)
         return path
 
 

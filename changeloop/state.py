@@ -3,7 +3,8 @@
 ``keys/`` the workspace key; ``cache/`` pass receipts by fingerprint;
 ``runs/<run-id>/`` logs, reports and receipts of one run;
 ``receipts/<change>/`` the latest receipt per provider and capability;
-``durations.json`` how long providers took, for critical-path scheduling.
+``durations.json`` how long providers took, for critical-path scheduling;
+``decisions/<change>.json`` the signed no-change record (changeloop.nochange).
 
 A cloned repository must not be able to plant this state (DESIGN.md §2.6): a
 committed ``.changeloop -> somewhere`` symlink plus a committed key and cache
@@ -31,7 +32,7 @@ from changeloop import fsio
 from changeloop.errors import FileRefused, StateRefused
 
 STATE = ".changeloop"
-SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes")
+SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes", "decisions")
 WORKSPACE_KEY = Path("keys") / "local.key"
 _DURATIONS_LIMIT = 4 * fsio.MIB
 _REAL_DIR_FIX = (

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from changeloop.engine import ProveResult
-from changeloop.masking import Masker
-from changeloop.model import Plan
-from changeloop.run.records import RunEvent
 from changeloop.text import escape_controls
+
+if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
+    from changeloop.engine import ProveResult
+    from changeloop.masking import Masker
+    from changeloop.model import Plan
+    from changeloop.run.records import RunEvent
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}

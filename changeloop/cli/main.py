@@ -92,8 +92,8 @@ if _launched_as_cli():  # before any heavy import below
     SIGNALS.install()
 
 import argparse  # noqa: E402 - after the handlers, on purpose
+import importlib  # noqa: E402
 import tempfile  # noqa: E402
-import traceback  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from changeloop import __version__  # noqa: E402
@@ -131,7 +131,14 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``verb`` (read from argv), that verb's parser alone.
+
+    A verb's arguments parse the same either way; registering only the one asked
+    for spares importing and building the other eight (``prove`` answered from its
+    no-change record runs in ~150 ms, issue 15). Without a verb (``--help``, a
+    usage error) every verb is registered.
+    """
     parser = _Parser(
         prog="changeloop",
         description=(
@@ -152,20 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_common(parser)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
-    from changeloop.cli import (
-        adapters,
-        evidence,
-        gate,
-        keygen,
-        prove,
-        quality,
-        receipt,
-        report,
-        summary,
-    )
-
-    for module in (prove, evidence, receipt, keygen, gate, summary, quality, adapters, report):
-        module.register(sub)
+    for name in VERBS if verb is None else (verb,):
+        importlib.import_module(f"changeloop.cli.{name}").register(sub)
     return parser
 
 
@@ -275,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
     """Parse and run the verb; every failure is answered here (KeyboardInterrupt excepted)."""
     try:
-        parser = build_parser()
+        parser = build_parser(_verb_of(raw)[0])
         args = parser.parse_args(raw)
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
@@ -366,6 +361,8 @@ def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
         delete=False,
         dir=_CRASH_DIR[-1] if _CRASH_DIR else None,  # not the private dir, removed at exit
     ) as fh:
+        import traceback  # only for a crash (its imports are not free at start-up)
+
         traceback.print_exc(file=fh)
         where = fh.name
     message = (

@@ -7,20 +7,28 @@ preflight refuses it, 130 when interrupted (DESIGN.md §7).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-import anyio
+from typing import TYPE_CHECKING, Any, get_args
 
 from changeloop.cli import common
 from changeloop.cli.common import only_user_error
 from changeloop.errors import ChangeloopError, PreflightError, Problem
-from changeloop.model import Plan
-from changeloop.sandboxes import DEFAULT_MODE, MODES
-from changeloop.signals import cancel_on_signals
+from changeloop.model import SandboxMode
 from changeloop.text import TerminalText
+
+if TYPE_CHECKING:
+    from changeloop.cli.live import LiveBoard
+    from changeloop.model import Plan
+    from changeloop.run.records import RunEvent
+
+# The sandbox modes as the model names them, without importing the sandboxes (a re-prove
+# answered from its record never makes one); tests/test_nochange.py holds these equal to
+# changeloop.sandboxes.MODES and DEFAULT_MODE.
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
+DEFAULT_SANDBOX = "none"
 
 EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
 
@@ -59,8 +67,8 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--sandbox",
-        choices=tuple(MODES),
-        default=DEFAULT_MODE,
+        choices=SANDBOX_MODES,
+        default=DEFAULT_SANDBOX,
         help="where providers run: in place (none, default); worktree: a git repository of "
         "its own holding the tracked content; copy: the same with untracked-not-ignored "
         "files too",
@@ -133,7 +141,9 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     soon as they are known, so an error document still says what it was about.
     """
     from changeloop import preflight, workspace
+    from changeloop.config.schema import validated_memo
     from changeloop.detect import derived_explained, load_context
+    from changeloop.detect.derive import derivation_possible
     from changeloop.plan import build_plan
 
     shape = shape if shape is not None else {}
@@ -141,8 +151,11 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
     shape["change"] = change.id
-    context = load_context(root, change)
-    derived = {name: p for name, (p, _) in derived_explained(context).items()}
+    with validated_memo(_checked_state(root)):
+        context = load_context(root, change, only_if_derivable=True)
+    derived = {}
+    if derivation_possible(context.evidence, context.execution, context.repositories):
+        derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
     problems = preflight.check(plan)
     if problems:
@@ -154,6 +167,12 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
 
 def run(args: argparse.Namespace) -> int:
     shape = dict(EMPTY)
+    config = _config_before_plan(args)
+    seen: dict[str, str] = {}  # content trees the no-change check computed
+    if config is not None and _answerable(args):
+        code = _answer_from_record(args, *config, seen)
+        if code is not None:
+            return code
     try:
         plan = load_plan(args, shape)
     except ChangeloopError as exc:
@@ -182,7 +201,119 @@ def run(args: argparse.Namespace) -> int:
             )
         common.say(empty.render())
         return 1
-    return _prove(args, plan)
+    return _prove(args, plan, config[2] if config else None, seen)
+
+
+def _checked_state(root: Path) -> Path | None:
+    """``.changeloop/`` when ``state.check_state`` accepts it, else None (a state the
+    run will refuse is never read; the refusal itself comes where it always did)."""
+    from changeloop.state import STATE, check_state
+
+    try:
+        check_state(root)
+    except ChangeloopError:
+        return None
+    return root / STATE
+
+
+def _config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, str | None]] | None:
+    """(root, change, digests of its configuration files) read before the plan is loaded.
+
+    None when the root or change cannot be found: loading the plan then says why.
+    """
+    from changeloop import workspace
+    from changeloop.nochange import config_digests
+
+    try:
+        root = workspace.find_root(override=common.root_arg(args))
+        change = workspace.find_change(root, args.change)
+    except ChangeloopError:
+        return None
+    return root, change, config_digests(change.path)
+
+
+def _answerable(args: argparse.Namespace) -> bool:
+    """Options under which a re-prove may be answered from the no-change record."""
+    return not (
+        args.dry_run
+        or args.no_cache
+        or args.report
+        or args.sign_key is not None
+        or args.executor != "local"
+        or args.publish is not None
+        or args.cache_from is not None
+    )
+
+
+def _answer_from_record(
+    args: argparse.Namespace,
+    root: Path,
+    change: Any,
+    config: dict[str, str | None],
+    seen: dict[str, str],
+) -> int | None:
+    """Print what a full re-prove would, from the signed record; None: run the full path."""
+    from changeloop import nochange
+
+    found = nochange.answer(
+        root,
+        change.id,
+        change.path,
+        config=config,
+        options=nochange.option_key(
+            sandbox=args.sandbox, issuer=args.issuer, url=args.url, fail_fast=args.fail_fast
+        ),
+        jobs=max(1, args.jobs),
+        seen=seen,
+    )
+    if found is None:
+        return None
+    for warning in found.warnings:
+        common.say(warning)
+    if found.archived is not None:
+        common.say(f"using archived change {found.archived}")
+    _replay(args, found.providers)
+    if common.json_mode(args):
+        common.emit_json(found.json)
+    terminal = TerminalText(sys.stderr)
+    out = terminal.as_textio()
+    out.write(found.board)
+    out.flush()
+    return 0 if found.proven else 1
+
+
+def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
+    """The progress a full re-prove shows for providers reused from the cache."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from changeloop.cli.board import Progress
+
+    stub = cast("Plan", SimpleNamespace(providers=dict.fromkeys(providers)))
+    # RunEvent's fields, without importing the run's records (and the verdict they carry)
+    events = [
+        cast("RunEvent", SimpleNamespace(provider=name, kind=kind, detail=detail))
+        for name in providers
+        for kind, detail in (("started", None), ("cached", None), ("finished", "ok"))
+    ]
+    if sys.stderr.isatty() and not common.json_mode(args):
+        from rich.console import Console
+
+        from changeloop.cli.live import LiveBoard
+
+        with LiveBoard(stub, Console(stderr=True)) as live:
+            for event in events:
+                live.event(event)
+        return
+    # The same lines the full path writes one by one, written at once: 300 flushed
+    # writes to a pipe cost more than the whole decision.
+    buffer = io.StringIO()
+    progress = Progress(stub, buffer)
+    for event in events:
+        progress.event(event)
+    terminal = TerminalText(sys.stderr)
+    terminal.write(buffer.getvalue())
+    terminal.flush()
 
 
 def _dry_run(args: argparse.Namespace, plan: Plan) -> int:
@@ -246,12 +377,17 @@ def _mutants(plan: Plan, provider: Any) -> dict[str, Any]:
     return {"mutants": dry_run_counts(plan, provider)}
 
 
-def _prove(args: argparse.Namespace, plan: Plan) -> int:
-    from rich.console import Console
+def _prove(
+    args: argparse.Namespace,
+    plan: Plan,
+    config: dict[str, str | None] | None,
+    seen: dict[str, str] | None = None,
+) -> int:
+    import anyio
 
     from changeloop.cli.board import Progress, render_board, to_json
-    from changeloop.cli.live import LiveBoard
     from changeloop.engine import ProveOptions, ProveResult, prove
+    from changeloop.signals import cancel_on_signals
 
     if args.sign_key is not None:
         from changeloop.keys import load_private_key
@@ -275,21 +411,27 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
         dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
         publish=args.publish,
         cache_from=args.cache_from,
+        trees=dict(seen or {}),
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
-    progress: Progress | LiveBoard = (
-        LiveBoard(plan, Console(stderr=True)) if live else Progress(plan, terminal.as_textio())
-    )
+    progress = Progress(plan, terminal.as_textio())
+    board: LiveBoard | None = None
+    if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
+        from rich.console import Console
+
+        from changeloop.cli.live import LiveBoard
+
+        board = LiveBoard(plan, Console(stderr=True))
     outcome: dict[str, ProveResult] = {}
     interrupted = False
 
     async def main() -> None:
         nonlocal interrupted
         async with cancel_on_signals() as interruption:
-            if isinstance(progress, LiveBoard):
-                with progress:
-                    outcome["result"] = await prove(plan, options, progress.event)
+            if board is not None:
+                with board:
+                    outcome["result"] = await prove(plan, options, board.event)
             else:
                 outcome["result"] = await prove(plan, options, progress.event)
         interrupted = interruption.interrupted
@@ -325,7 +467,33 @@ def _prove(args: argparse.Namespace, plan: Plan) -> int:
     render_board(result, terminal.as_textio())
     if args.report:
         _write_report(plan, result.run_id, args.sign_key)
+    if config is not None:
+        _remember(plan, options, result, config)
     return 0 if result.verdict.proven else 1
+
+
+def _remember(plan: Plan, options: Any, result: Any, config: dict[str, str | None]) -> None:
+    """Sign this answer as the change's no-change record when a cached re-prove repeats it."""
+
+    from changeloop import nochange, preflight
+    from changeloop.cli.board import render_board, to_json
+
+    def render(shown: Any) -> tuple[dict[str, Any], str]:
+        buffer = io.StringIO()
+        render_board(shown, buffer)
+        return to_json(shown), buffer.getvalue()
+
+    try:
+        nochange.remember(
+            plan,
+            options,
+            result,
+            config=config,
+            warnings=preflight.warnings(plan),
+            render=render,
+        )
+    except (ChangeloopError, OSError, ValueError, KeyError, TypeError):
+        return  # a cache: a record not written is a full run next time
 
 
 def _scale_out_problem(args: argparse.Namespace) -> Problem | None:

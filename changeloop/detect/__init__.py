@@ -100,15 +100,28 @@ def configured_for(execution: Execution | None, repo: str, single: bool) -> list
     ]
 
 
-def load_context(root: Path, change: ChangeRef) -> ChangeContext:
+def load_context(
+    root: Path, change: ChangeRef, *, only_if_derivable: bool = False
+) -> ChangeContext:
+    """The change's configuration and what each repository declares.
+
+    ``only_if_derivable`` (prove): when ``derive.derivation_possible`` says nothing
+    could be derived for this change, every repository's detections stay empty (no
+    walk of the tree; ``derived_explained`` finds nothing either way).
+    """
     from changeloop.detect import loading
 
     evidence, execution = loading.load(root, change)
     repos = loading.repositories(root, evidence, execution)
     single = len(repos) == 1
-    detections: dict[str, list[Detection]] = {}
+    detections: dict[str, list[Detection]] = {name: [] for name in repos}
     unreadable: dict[str, tuple[str, ...]] = {}
-    for name, repo in repos.items():
+    detect = True
+    if only_if_derivable:
+        from changeloop.detect.derive import derivation_possible
+
+        detect = derivation_possible(evidence, execution, repos)
+    for name, repo in repos.items() if detect else ():
         skipped = Unreadable()
         detections[name] = detect_repository(
             repo.path, configured_for(execution, name, single), skipped

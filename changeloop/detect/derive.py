@@ -220,6 +220,37 @@ def derive_explained(
     return out
 
 
+def derivation_possible(
+    evidence: Evidence, execution: Execution | None, repositories: Mapping[str, Repository]
+) -> bool:
+    """Whether :func:`derive_explained` could derive anything here, whatever detection finds.
+
+    Mirrors its conditions (keep the two together): tests for a repository with no
+    configured unit runner, a browser capability with no configured browser runner,
+    static analysis. When False, ``prove`` skips detection (a walk of the tree) and
+    the no-change record may key the plan on its configuration alone.
+    """
+    from changeloop.detect import configured_detection, configured_for
+
+    needs = required(evidence, repositories)
+    if needs.get("static-analysis"):
+        return True
+    single = len(repositories) == 1
+    for repo in repositories:
+        types = {
+            found.test_type
+            for p in configured_for(execution, repo, single)
+            if (found := configured_detection(p)) is not None
+        }
+        if any(repo in needs.get(c, []) for c in TEST_CAPABILITIES) and not types & set(UNIT_TYPES):
+            return True
+        if any(repo in needs.get(c, []) for c in ("browser", "accessibility")) and (
+            "browser" not in types
+        ):
+            return True
+    return False
+
+
 def _playwright_command(path: Path) -> tuple[str, ...]:
     """`npx playwright test` with the maintainers' own arguments (`--config …`), if a script
     runs it; the adapter adds its JSON reporter (an existing `--reporter` is dropped)."""

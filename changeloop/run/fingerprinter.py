@@ -19,7 +19,7 @@ from changeloop.model import ContentIdentity, Plan, Provider
 from changeloop.providers import registry
 from changeloop.wiring import wiring_digest
 
-SCHEMA_VERSION = "changeloop/receipt@2"
+SCHEMA_VERSION = fingerprints.SCHEMA_VERSION
 
 
 class Fingerprinter:
@@ -44,6 +44,10 @@ class Fingerprinter:
         self._indexes: dict[str, fingerprints.InputsIndex] = {}
         self._open_links: dict[str, dict[str, str]] = {}
         self._wirings: dict[str, str] = {}
+        # What each provider's fingerprint read from outside the plan and the content,
+        # kept for the no-change decision (changeloop.nochange), which checks it again.
+        self.environments: dict[str, tuple[tuple[str, ...] | None, Path, dict[str, Any]]] = {}
+        self._parts: dict[tuple[tuple[str, ...] | None, Path], dict[str, Any]] = {}
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
@@ -80,8 +84,19 @@ class Fingerprinter:
             "sandbox": self._sandbox,
             "setup": setup,
             "issuer": self._issuer,
-            "environment": environment.part_for(provider, self._plan, self._state_path),
+            "environment": self._environment(provider),
         }
+
+    def _environment(self, provider: Provider) -> dict[str, Any]:
+        """The environment part of its command, worked out once per run for each distinct
+        (command, checkout): 100 providers running ``python3`` ask about it once."""
+        checkout = environment.checkout_for(provider, self._plan)
+        key = (provider.command, checkout)
+        if key not in self._parts:
+            self._parts[key] = environment.part(provider.command, checkout, self._state_path)
+        part = self._parts[key]
+        self.environments[provider.name] = (provider.command, checkout, part)
+        return part
 
     def wiring(self, provider: Provider) -> str:
         """The provider's wiring digest (changeloop.wiring), computed once per run."""
@@ -98,6 +113,10 @@ class Fingerprinter:
             path = self._plan.repositories[repo].path
             self._open_links[repo] = fingerprints.external_symlinks(path, links) if links else {}
         return self._open_links[repo]
+
+    def symlinks(self, repo: str) -> list[str]:
+        """The links in the repository's content (their targets are checked on every run)."""
+        return self._index(repo).symlinks()
 
     def identity_open(self, provider: Provider) -> bool:
         """True when some repository of the provider holds a link leaving it: never cached."""

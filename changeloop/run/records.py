@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +30,9 @@ class ProveOptions:
     dask_scheduler: str | None = None
     publish: Path | None = None  # --publish DIR (DESIGN §10)
     cache_from: Path | None = None  # --cache-from DIR
+    # Content trees already computed this invocation (checkout path -> tree), by the
+    # no-change check that found them changed: the run starts from them (issue 15).
+    trees: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ providers of one repository share one sandbox and one ``setup``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -15,15 +15,24 @@ from types import TracebackType
 import anyio
 
 from changeloop import sandboxes
-from changeloop.identity import content_identity
+from changeloop.identity import content_identity, identity_of_tree
 from changeloop.model import ContentIdentity, Plan, SandboxMode
 
 Setup = Callable[[str, Path], Awaitable[bool]]  # (repository, workdir) -> setup succeeded
 
 
 class Sandboxes:
-    def __init__(self, plan: Plan, mode: SandboxMode, root: Path, *, keep: bool = False) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        mode: SandboxMode,
+        root: Path,
+        *,
+        keep: bool = False,
+        trees: Mapping[str, str] | None = None,
+    ) -> None:
         self._plan = plan
+        self._trees = dict(trees or {})  # checkout path -> tree computed moments ago
         self.mode = mode
         self._root = root  # .changeloop/sandboxes
         self._keep = keep
@@ -50,8 +59,17 @@ class Sandboxes:
         if repo not in self._identities:
             path = self._plan.repositories[repo].path
             untracked = self.mode != "worktree"
-            self._identities[repo] = content_identity(path, include_untracked=untracked)
+            known = self._trees.pop(str(path), None)
+            self._identities[repo] = (
+                identity_of_tree(path, known)
+                if known is not None
+                else content_identity(path, include_untracked=untracked)
+            )
         return self._identities[repo]
+
+    def identities(self) -> dict[str, ContentIdentity]:
+        """The content identities made so far (what this run's receipts name)."""
+        return dict(self._identities)
 
     def made(self, repo: str) -> Path | None:
         box = self._boxes.get(repo)

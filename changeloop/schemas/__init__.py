@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:  # imported when a validator is first asked for (~30 ms at start-up)
+    from jsonschema import Draft202012Validator
 
 
 @cache
@@ -19,6 +20,8 @@ def load(name: str) -> dict[str, Any]:
 
 @cache
 def validator(name: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(load(name))
 
 

@@ -12,9 +12,6 @@ substring, body regex, or header name + value (DESIGN.md §2.2, §5).
 from __future__ import annotations
 
 import re
-import ssl
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
@@ -126,6 +123,10 @@ async def _get_http(host: str, port: int, target: str) -> tuple[int, dict[str, s
 
 def _get_urllib(url: str, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
     """HTTPS (or anything not plain http) through urllib, in a worker thread."""
+    import ssl  # with urllib.request (http.client, email): ~10 ms, only for this path
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, method="GET")  # noqa: S310 - the user's own URL
     context = ssl.create_default_context()
     try:
