@@ -263,7 +263,7 @@ def _answer_from_record(
         options=nochange.option_key(
             sandbox=args.sandbox, issuer=args.issuer, url=args.url, fail_fast=args.fail_fast
         ),
-        jobs=max(1, args.jobs),
+        jobs=_jobs(args),
         seen=seen,
     )
     if found is None:
@@ -398,7 +398,7 @@ def _prove(
     if usage is not None:
         return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
     options = ProveOptions(
-        jobs=max(1, args.jobs or os.cpu_count() or 2),
+        jobs=_jobs(args),
         jobs_given=args.jobs is not None,
         sandbox=args.sandbox,
         fail_fast=args.fail_fast,
@@ -536,3 +536,8 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
     except ValueError:
         shown = str(path)
     common.say(f"report: {shown}")
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """``--jobs``, or this machine's CPU count when it was not given (a cluster caps by it)."""
+    return max(1, args.jobs or os.cpu_count() or 2)
