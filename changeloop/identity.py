@@ -284,18 +284,30 @@ def content_identity(repo: Path, *, include_untracked: bool) -> ContentIdentity:
     with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
         tmp_index = Path(tmp) / "index"
         try:
-            seed_index(lay, tmp_index, repo)
             env = git_env(tmp_index)
-            stage(repo, env, include_untracked=include_untracked)
-            from changeloop import submodules  # their own content (docs/fingerprints.md)
-
-            submodules.fold(repo, env, include_untracked=include_untracked)
-            full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
+            full_tree = _staged_tree(repo, lay, env, tmp_index, include_untracked)
             return identity_from_tree(
                 repo, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
             )
         except ChangeloopError as exc:
             raise identity_refusal(exc, repo) from exc
+
+
+def _staged_tree(
+    repo: Path, lay: GitLayout, env: Mapping[str, str], tmp_index: Path, include_untracked: bool
+) -> str:
+    """The work tree staged into ``tmp_index`` (submodules folded in) and written as a tree.
+
+    One function for both :func:`content_identity` and :func:`content_tree`: the
+    no-change decision and the full path must see the same content, submodules
+    included (docs/fingerprints.md).
+    """
+    from changeloop import submodules
+
+    seed_index(lay, tmp_index, repo)
+    stage(repo, env, include_untracked=include_untracked)
+    submodules.fold(repo, env, include_untracked=include_untracked)
+    return git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
 
 
 def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
@@ -324,10 +336,8 @@ def content_tree(repo: Path, *, include_untracked: bool) -> str:
     with tempfile.TemporaryDirectory(prefix="changeloop-index-") as tmp:
         tmp_index = Path(tmp) / "index"
         try:
-            seed_index(lay, tmp_index, repo)
             env = git_env(tmp_index)
-            stage(repo, env, include_untracked=include_untracked)
-            full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
+            full_tree = _staged_tree(repo, lay, env, tmp_index, include_untracked)
             return _without_openspec(repo, env, full_tree, lay.prefix)[0]
         except ChangeloopError as exc:
             raise identity_refusal(exc, repo) from exc
