@@ -9,7 +9,6 @@ receipts. The test that kills workers runs last (the nannies restart them).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import itertools
 import json
@@ -17,15 +16,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import distributed  # the [test] extra installs it: CI never skips these
+import distributed
 import pytest
+from dask_helpers import PY, dask_args, local_cluster, py_argv, statements
 from prove_helpers import (
     make_change,
     make_repo,
@@ -37,37 +36,13 @@ from prove_helpers import (
 from changeloop.executors import worker as remote
 from changeloop.identity import content_identity
 
-PY = sys.executable
 EVIDENCE = "version: 3\nclaims:\n  hello: {statement: it greets, requires: [use]}\n"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    with distributed.LocalCluster(
-        n_workers=3,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",  # not 8787: another cluster may hold it
-        silence_logs=40,
-    ) as local:
+    with local_cluster() as local:
         yield local
-
-
-def _dask(cluster: Any) -> list[str]:
-    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
-
-
-def _py(code: str) -> str:
-    return json.dumps([PY, "-c", code])
-
-
-def _extensions(root: Path, change: str) -> dict[str, dict[str, Any]]:
-    out = {}
-    for path in sorted((root / ".changeloop" / "receipts" / change).glob("*.json")):
-        payload = json.loads(base64.b64decode(json.loads(path.read_bytes())["payload"]))
-        out[path.name] = payload
-    return out
 
 
 def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
@@ -76,7 +51,7 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
     gen = "import pathlib; pathlib.Path('out').mkdir(exist_ok=True); pathlib.Path('out/gen.txt').write_text('made')"
     use = "import pathlib, sys; sys.exit(0 if pathlib.Path('out/gen.txt').read_text() == 'made' else 1)"
     bad = "import sys; print('nope'); sys.exit(3)"
-    sees = _py("open('notes.txt').read()")
+    sees = py_argv("open('notes.txt').read()")
     root = make_repo(
         tmp_path / "ws",
         {
@@ -93,20 +68,20 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
         "c1",
         EVIDENCE + "  other: {statement: no, requires: [bad]}\n",
         "version: 1\nproviders:\n"
-        f"  gen: {{adapter: command, command: {_py(gen)}}}\n"
-        f"  use: {{adapter: command, command: {_py(use)}, dependsOn: [gen], claims: [hello]}}\n"
-        f"  bad: {{adapter: command, command: {_py(bad)}, claims: [other]}}\n"
+        f"  gen: {{adapter: command, command: {py_argv(gen)}}}\n"
+        f"  use: {{adapter: command, command: {py_argv(use)}, dependsOn: [gen], claims: [hello]}}\n"
+        f"  bad: {{adapter: command, command: {py_argv(bad)}, claims: [other]}}\n"
         f"  sees: {{adapter: command, command: {sees}}}\n"
         "  unit:\n    adapter: test-discovery\n"
         f"    command: [{json.dumps(PY)}, -m, pytest, -q, -p, no:cacheprovider,"
         " --junitxml, reports/junit.xml]\n    report: reports/junit.xml\n",
     )
     code_local, local = prove_json(root, "c1", "--sandbox", "copy", capsys=capsys)
-    receipts_local = _extensions(root, "c1")
+    receipts_local = statements(root, "c1")
     code_dask, dask = prove_json(
-        root, "c1", "--sandbox", "copy", "--no-cache", *_dask(cluster), capsys=capsys
+        root, "c1", "--sandbox", "copy", "--no-cache", *dask_args(cluster), capsys=capsys
     )
-    receipts_dask = _extensions(root, "c1")
+    receipts_dask = statements(root, "c1")
     assert code_local == code_dask == 1
     assert local["claims"] == dask["claims"] and local["status"] == dask["status"]
     assert dask["claims"]["hello"]["status"] == "proven"
@@ -139,11 +114,13 @@ def test_setup_runs_on_the_worker_and_rebuilds_what_is_ignored(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Ignored files never travel; the repository's setup makes them on the worker."""
-    make = _py(
+    make = py_argv(
         "import pathlib; pathlib.Path('build').mkdir(); pathlib.Path('build/dep.txt').write_text('ok')"
     )
-    need = _py("import pathlib, sys; sys.exit(pathlib.Path('build/dep.txt').read_text() != 'ok')")
-    clean = _py("import os, sys; sys.exit(os.path.exists('secret.env'))")
+    need = py_argv(
+        "import pathlib, sys; sys.exit(pathlib.Path('build/dep.txt').read_text() != 'ok')"
+    )
+    clean = py_argv("import os, sys; sys.exit(os.path.exists('secret.env'))")
     root = make_repo(
         tmp_path / "ws", {"src/app.py": "x = 9\n", ".gitignore": "build/\nsecret.env\n"}
     )
@@ -158,7 +135,7 @@ def test_setup_runs_on_the_worker_and_rebuilds_what_is_ignored(
         f"  use: {{adapter: command, command: {need}, claims: [hello]}}\n"
         f"  clean: {{adapter: command, command: {clean}, claims: [hello]}}\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     assert not (root / "build").exists()  # setup ran on the worker, not here
 
@@ -184,9 +161,9 @@ def test_pytest_in_place_reads_its_report_and_import_records_from_the_worker(
         f"    command: [{json.dumps(PY)}, -m, pytest, -q, -p, no:cacheprovider,"
         " --junitxml, reports/junit.xml]\n    report: reports/junit.xml\n    claims: [hello]\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
-    ext = _extensions(root, "c1")["unit.test.json"]["predicate"]["changeloop"]
+    ext = statements(root, "c1")["unit.test.json"]["predicate"]["changeloop"]
     assert ext["executor"]["kind"] == "dask"
     assert ext["tests"]["passed"] == 1 and ext["findings"] == []
 
@@ -204,7 +181,7 @@ def test_exclusive_resources_never_overlap_across_workers(
         f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
     )
     providers = "".join(
-        f"  p{i}: {{adapter: command, command: {_py(hold)}, resources: [gpu]"
+        f"  p{i}: {{adapter: command, command: {py_argv(hold)}, resources: [gpu]"
         + (", claims: [hello]}\n" if i == 0 else "}\n")
         for i in range(4)
     )
@@ -222,7 +199,7 @@ def test_exclusive_resources_never_overlap_across_workers(
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start, spans
     used = {
-        s["predicate"]["changeloop"]["executor"]["worker"] for s in _extensions(root, "c1").values()
+        s["predicate"]["changeloop"]["executor"]["worker"] for s in statements(root, "c1").values()
     }
     assert len(used) >= 2  # the lock held across workers, not by running on one
 
@@ -240,12 +217,12 @@ def test_a_secret_is_read_on_the_worker_and_missing_there_fails(
         "c1",
         EVIDENCE,
         "version: 1\nproviders:\n"
-        f"  use: {{adapter: command, command: {_py('pass')}, envFrom: [H13_ONLY_HERE_TOKEN],"
+        f"  use: {{adapter: command, command: {py_argv('pass')}, envFrom: [H13_ONLY_HERE_TOKEN],"
         " claims: [hello]}\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 1
-    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    [ext] = [s["predicate"]["changeloop"] for s in statements(root, "c1").values()]
     assert ext["status"] == "fail"
     assert [f["kind"] for f in ext["findings"]] == ["secret-missing"]
     assert "coordinator-only-value" not in json.dumps(doc)
@@ -259,7 +236,7 @@ def test_a_worker_whose_content_is_not_the_jobs_tree_fails_content_mismatch(
         root,
         "c1",
         EVIDENCE,
-        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n",
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv('pass')}, claims: [hello]}}\n",
     )
     tree = content_identity(root, include_untracked=True).tree
     client = distributed.Client(cluster.scheduler_address)
@@ -270,9 +247,9 @@ def test_a_worker_whose_content_is_not_the_jobs_tree_fails_content_mismatch(
             (Path(folder) / "src" / "app.py").write_text("x = 'tampered'\n")
     finally:
         client.close()
-    code, _doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, _doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 1
-    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    [ext] = [s["predicate"]["changeloop"] for s in statements(root, "c1").values()]
     assert ext["status"] == "fail"
     assert [f["kind"] for f in ext["findings"]] == ["content-mismatch"]
 
@@ -281,7 +258,7 @@ def test_an_unreachable_scheduler_refuses_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     marker = tmp_path / "ran"
-    touch = _py(f"open({str(marker)!r}, 'w')")
+    touch = py_argv(f"open({str(marker)!r}, 'w')")
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 3\n"})
     make_change(
         root,
@@ -315,7 +292,7 @@ def test_a_service_starts_on_the_worker_of_the_job_that_needs_it(
         port = s.getsockname()[1]
     where = tmp_path / "where.txt"
     root = make_repo(tmp_path / "ws", {"srv.py": SERVER})
-    fetch = _py(
+    fetch = py_argv(
         f"import urllib.request as u; assert u.urlopen('http://127.0.0.1:{port}/').read() == b'h13-api'"
     )
     make_change(
@@ -328,7 +305,7 @@ def test_a_service_starts_on_the_worker_of_the_job_that_needs_it(
         f"  api:\n    command: [{json.dumps(PY)}, srv.py, '{port}', {json.dumps(str(where))}]\n"
         f"    readiness: {{url: 'http://127.0.0.1:{port}/', expect: {{body: h13-api}}, timeoutMs: 20000}}\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     ran_in = Path(where.read_text()).resolve()
     assert root.resolve() not in (ran_in, *ran_in.parents)  # on the worker, in its sandbox
@@ -339,7 +316,7 @@ def test_a_service_starts_on_the_worker_of_the_job_that_needs_it(
 
 def test_ctrl_c_cancels_the_remote_job_and_exits_130(tmp_path: Path, cluster: Any) -> None:
     started = tmp_path / "started.txt"
-    slow = _py(
+    slow = py_argv(
         f"import os, time; open({str(started)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     )
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 5\n"})
@@ -351,7 +328,7 @@ def test_ctrl_c_cancels_the_remote_job_and_exits_130(tmp_path: Path, cluster: An
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     with subprocess.Popen(
-        [PY, "-m", "changeloop", "prove", "c1", "--root", str(root), *_dask(cluster)],
+        [PY, "-m", "changeloop", "prove", "c1", "--root", str(root), *dask_args(cluster)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -422,7 +399,7 @@ def test_a_resource_a_worker_advertises_places_the_job_there(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`dask worker --resources GPU=1`: a provider holding resource GPU runs on that worker."""
-    ok = _py("pass")
+    ok = py_argv("pass")
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 8\n"})
     others = "".join(f"  p{i}: {{adapter: command, command: {ok}}}\n" for i in range(3))
     make_change(
@@ -433,11 +410,11 @@ def test_a_resource_a_worker_advertises_places_the_job_there(
         f"  use: {{adapter: command, command: {ok}, resources: [GPU], claims: [hello]}}\n" + others,
     )
     with _extra_worker(cluster, dict(os.environ), "--resources", "GPU=1") as gpu:
-        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+        code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     where = {
         name: s["predicate"]["changeloop"]["executor"]["worker"]
-        for name, s in _extensions(root, "c1").items()
+        for name, s in statements(root, "c1").items()
     }
     assert where["use.use.json"] == gpu
     assert any(w != gpu for w in where.values())
@@ -463,7 +440,7 @@ def test_workers_that_disagree_on_an_executable_refuse_the_run(
             "version: 1\nproviders:\n"
             f"  use: {{adapter: command, command: [h13-tool, {marker}], claims: [hello]}}\n",
         )
-        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+        code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 2
     assert doc["errors"][0]["code"] == "environment-mismatch"
     assert "h13-tool" in doc["errors"][0]["message"]
@@ -478,7 +455,7 @@ def test_without_the_dask_extra_the_run_is_refused_before_anything_runs(tmp_path
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('No module named distributed')\n")
     marker = tmp_path / "ran"
-    touch = _py(f"open({str(marker)!r}, 'w')")
+    touch = py_argv(f"open({str(marker)!r}, 'w')")
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 7\n"})
     make_change(
         root,
@@ -540,7 +517,7 @@ def _prove_killing(
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
     try:
-        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+        code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     finally:
         done.set()
         thread.join()
@@ -562,12 +539,12 @@ def test_a_job_whose_worker_dies_is_retried_once_on_another(
         root,
         "c1",
         EVIDENCE,
-        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(slow)}, claims: [hello]}}\n",
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv(slow)}, claims: [hello]}}\n",
     )
     code, doc, killed = _prove_killing(root, cluster, capsys, started, limit=1)
     assert code == 0, doc
     assert len(killed) == 1 and len(started.read_text().splitlines()) == 2
-    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    [ext] = [s["predicate"]["changeloop"] for s in statements(root, "c1").values()]
     assert ext["status"] == "pass" and ext["findings"] == []
 
 
@@ -585,12 +562,12 @@ def test_a_worker_killed_mid_job_never_gives_a_pass(
         root,
         "c1",
         EVIDENCE,
-        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(slow)}, claims: [hello]}}\n",
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv(slow)}, claims: [hello]}}\n",
     )
     code, doc, killed = _prove_killing(root, cluster, capsys, started, limit=2)
     assert code == 1
     assert len(killed) == 2  # the first worker, then the one it was retried on
-    [ext] = [s["predicate"]["changeloop"] for s in _extensions(root, "c1").values()]
+    [ext] = [s["predicate"]["changeloop"] for s in statements(root, "c1").values()]
     assert ext["status"] == "inconclusive"
     assert [f["kind"] for f in ext["findings"]] == ["worker-lost"]
     assert doc["claims"]["hello"]["status"] != "proven"

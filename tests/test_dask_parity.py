@@ -10,12 +10,10 @@ cluster of three single-threaded worker processes, as in ``test_dask.py``.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,39 +22,18 @@ from typing import Any
 
 import distributed
 import pytest
+from dask_helpers import PY, dask_args, local_cluster, py_argv, statements
+from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json
 
-PY = sys.executable
 EVIDENCE = "version: 3\nclaims:\n  hello: {statement: it greets, requires: [use]}\n"
 VOLATILE = ("executor", "startedOn", "finishedOn", "durationMs")
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    with distributed.LocalCluster(
-        n_workers=3,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",  # not 8787: another cluster may hold it
-        silence_logs=40,
-    ) as local:
+    with local_cluster() as local:
         yield local
-
-
-def _dask(cluster: Any) -> list[str]:
-    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
-
-
-def _py(code: str) -> str:
-    return json.dumps([PY, "-c", code])
-
-
-def _statements(root: Path, change: str) -> dict[str, dict[str, Any]]:
-    out = {}
-    for path in sorted((root / ".changeloop" / "receipts" / change).glob("*.json")):
-        out[path.name] = json.loads(base64.b64decode(json.loads(path.read_bytes())["payload"]))
-    return out
 
 
 def _comparable(statement: dict[str, Any]) -> dict[str, Any]:
@@ -98,17 +75,17 @@ def test_a_failing_setup_gives_the_same_records_on_the_cluster_as_here(
         "c1",
         EVIDENCE,
         "version: 1\nrepositories:\n  self:\n"
-        f"    setup: [{', '.join(_py(c) for c in setup)}]\n"
+        f"    setup: [{', '.join(py_argv(c) for c in setup)}]\n"
         "providers:\n"
-        f"  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n"
-        f"  also: {{adapter: command, command: {_py('pass')}}}\n",
+        f"  use: {{adapter: command, command: {py_argv('pass')}, claims: [hello]}}\n"
+        f"  also: {{adapter: command, command: {py_argv('pass')}}}\n",
     )
     code_local, local = prove_json(root, "c1", "--sandbox", "copy", capsys=capsys)
-    receipts_local = _statements(root, "c1")
+    receipts_local = statements(root, "c1")
     code_dask, dask = prove_json(
-        root, "c1", "--sandbox", "copy", "--no-cache", *_dask(cluster), capsys=capsys
+        root, "c1", "--sandbox", "copy", "--no-cache", *dask_args(cluster), capsys=capsys
     )
-    receipts_dask = _statements(root, "c1")
+    receipts_dask = statements(root, "c1")
     assert code_local == code_dask == 1
     assert local["claims"] == dask["claims"] and local["status"] == dask["status"]
     assert _board(local) == _board(dask)
@@ -148,14 +125,14 @@ def test_a_repository_with_a_submodule_is_refused_before_anything_runs(
     )
     git(root, "commit", "-q", "-m", "vendor lib")
     assert (root / "vendor" / "lib" / "lib.py").is_file()
-    touch = _py(f"open({str(marker)!r}, 'w')")
+    touch = py_argv(f"open({str(marker)!r}, 'w')")
     make_change(
         root,
         "c1",
         EVIDENCE,
         f"version: 1\nproviders:\n  use: {{adapter: command, command: {touch}, claims: [hello]}}\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 2, doc
     [error] = doc["errors"]
     assert error["code"] == "dask_submodule_unsupported"
@@ -178,13 +155,6 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_a_service_of_another_repository_starts_on_the_jobs_worker(
     tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -192,16 +162,16 @@ def test_a_service_of_another_repository_starts_on_the_jobs_worker(
 
     The same plan proven here first gives the same statuses and claims.
     """
-    port = _free_port()
+    port = free_port()
     where = tmp_path / "where.txt"
     api = make_repo(tmp_path / "api", {"srv.py": SERVER, ".gitignore": "build/\n"})
     (api / "greeting.txt").write_text("from-api-untracked")  # untracked, not ignored: travels
     web = make_repo(tmp_path / "web", {"a.txt": "a\n"})
-    fetch = _py(
+    fetch = py_argv(
         "import urllib.request as u; "
         f"assert u.urlopen('http://127.0.0.1:{port}/').read() == b'from-api-untracked+built'"
     )
-    build = _py(
+    build = py_argv(
         "import pathlib; pathlib.Path('build').mkdir(); "
         "pathlib.Path('build/suffix.txt').write_text('+built')"
     )
@@ -220,7 +190,7 @@ def test_a_service_of_another_repository_starts_on_the_jobs_worker(
     )
     code_local, local = prove_json(web, "c1", "--sandbox", "copy", capsys=capsys)
     code, doc = prove_json(
-        web, "c1", "--sandbox", "copy", "--no-cache", *_dask(cluster), capsys=capsys
+        web, "c1", "--sandbox", "copy", "--no-cache", *dask_args(cluster), capsys=capsys
     )
     assert code == code_local == 0, doc
     assert doc["claims"] == local["claims"] and _board(doc) == _board(local)
@@ -229,7 +199,7 @@ def test_a_service_of_another_repository_starts_on_the_jobs_worker(
     ran_in = Path(where.read_text()).resolve()
     assert api.resolve() not in (ran_in, *ran_in.parents)  # on the worker, in its sandbox
     assert ran_in.parts[-2:] == ("repos", "api")
-    [ext] = [s["predicate"]["changeloop"] for s in _statements(web, "c1").values()]
+    [ext] = [s["predicate"]["changeloop"] for s in statements(web, "c1").values()]
     assert ext["executor"]["kind"] == "dask" and ext["status"] == "pass"
     with socket.socket() as s:  # stopped after the job
         assert s.connect_ex(("127.0.0.1", port)) != 0
@@ -245,7 +215,7 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
         f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
     )
     providers = "".join(
-        f"  p{i}: {{adapter: command, command: {_py(hold)}"
+        f"  p{i}: {{adapter: command, command: {py_argv(hold)}"
         + (", claims: [hello]}\n" if i == 0 else "}\n")
         for i in range(6)
     )
@@ -253,7 +223,7 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
     make_change(
         root, "c1", EVIDENCE.replace("[use]", "[p0]"), "version: 1\nproviders:\n" + providers
     )
-    code, doc = prove_json(root, "c1", "--jobs", "2", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", "--jobs", "2", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
     assert len(spans) == 6
@@ -262,7 +232,7 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
     [run_json] = (root / ".changeloop" / "runs").glob("*/run.json")
     assert json.loads(run_json.read_text())["slots"] == 2
     # without --jobs: two in flight per worker thread (one running, one waiting there)
-    code, doc = prove_json(root, "c1", "--no-cache", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", "--no-cache", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     runs = [json.loads(p.read_text()) for p in (root / ".changeloop" / "runs").glob("*/run.json")]
     assert sorted(r["slots"] for r in runs) == [2, 6]
@@ -280,9 +250,9 @@ def test_every_worker_gets_the_content_before_its_first_job(
         root,
         "c1",
         EVIDENCE,
-        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py('pass')}, claims: [hello]}}\n",
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv('pass')}, claims: [hello]}}\n",
     )
-    code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+    code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     tree = content_identity(root, include_untracked=True).tree
     client = distributed.Client(cluster.scheduler_address)
@@ -315,7 +285,7 @@ def test_a_worker_that_joins_during_the_run_is_warmed_too(
         root,
         "c1",
         EVIDENCE,
-        f"version: 1\nproviders:\n  use: {{adapter: command, command: {_py(hold)}, claims: [hello]}}\n",
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv(hold)}, claims: [hello]}}\n",
     )
     proved = threading.Event()
     found: list[str] = []
@@ -343,7 +313,7 @@ def test_a_worker_that_joins_during_the_run_is_warmed_too(
     helper = threading.Thread(target=join_a_worker)
     helper.start()
     try:
-        code, doc = prove_json(root, "c1", *_dask(cluster), capsys=capsys)
+        code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     finally:
         proved.set()
         helper.join(timeout=180)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from port_helpers import free_port
 from prove_helpers import (
     make_change,
     make_repo,
@@ -341,12 +342,6 @@ _GRANDCHILD = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -357,7 +352,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     pidfile = tmp_path / "grandchild.pid"
     (tmp_path / "spawn.py").write_text(_GRANDCHILD)
     root = _workspace(

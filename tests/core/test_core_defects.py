@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import random
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
 from changeloop.resources import parse_resources
@@ -23,13 +23,6 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _states(doc: dict[str, Any]) -> dict[str, str]:
@@ -155,7 +148,7 @@ def test_random_mixes_of_locks_all_finish_without_conflicts() -> None:
 
 
 def test_prove_with_a_port_holder_and_a_service_on_that_port(tmp_path: Path, capsys: Any) -> None:
-    port = _free_port()
+    port = free_port()
     root = make_repo(tmp_path / "ws", {"srv.py": SERVER})
     make_change(
         root,

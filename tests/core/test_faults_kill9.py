@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from port_helpers import free_port
 from prove_helpers import make_change, make_repo
 from repo_paths import REPO_ROOT
 
@@ -42,13 +42,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _provider_script(name: str, token: str, started: Path, release: Path) -> str:
@@ -100,7 +93,7 @@ class Soak:
 @pytest.fixture
 def soak(tmp_path: Path) -> Soak:
     token = str(random.randrange(10**8, 10**9))
-    port = _free_port()
+    port = free_port()
     started, release, tmpdir = tmp_path / "started", tmp_path / "release", tmp_path / "tmp"
     started.mkdir()
     tmpdir.mkdir()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from browser_helpers import EXAMPLE_WEB, assert_clean, free_port, make_ctx, require_browser
+from browser_helpers import EXAMPLE_WEB, assert_clean, make_ctx, require_browser
+from port_helpers import free_port
 
 from changeloop.plan import build_plan
 from changeloop.providers import playwright

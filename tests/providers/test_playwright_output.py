@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import EXAMPLE_WEB, free_port, require_browser
+from browser_helpers import EXAMPLE_WEB, require_browser
+from port_helpers import free_port
 from prove_helpers import git, make_repo, prove_json
 
 from changeloop.model import Provider

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+from port_helpers import free_port
 from prove_helpers import make_change, make_repo, prove_json, provider_entry
 
 PY = sys.executable
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_own_running_service_is_not_a_leftover(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _free_port()
+    port = free_port()
     root = make_repo(
         tmp_path / "ws", {"a.txt": "a\n", "b.txt": "b\n", "www/index.html": "svc-id\n"}
     )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json
 
 SERVER = """\
@@ -20,15 +20,8 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_service_runs_in_its_repository_sandbox(tmp_path: Path, capsys: Any) -> None:
-    port = _free_port()
+    port = free_port()
     where = tmp_path / "where.txt"
     api = make_repo(tmp_path / "api", {"srv.py": SERVER})
     web = make_repo(tmp_path / "web", {"a.txt": "a\n"})

@@ -7,11 +7,11 @@ user and starts it again for the next one; the start log tells.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+from port_helpers import free_port
 from prove_helpers import make_change, make_repo, prove_json
 
 from changeloop.model import Provider
@@ -20,16 +20,10 @@ from changeloop.services import users_of
 PY = sys.executable
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_service_shared_by_three_providers_starts_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _free_port()
+    port = free_port()
     starts = tmp_path / "starts.log"
     root = make_repo(tmp_path / "ws", {"www/index.html": "svc-id\n"})
     serve = (

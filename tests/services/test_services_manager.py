@@ -10,7 +10,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from browser_helpers import alive, assert_clean, free_port, make_plan, pids_of, service
+from browser_helpers import alive, assert_clean, make_plan, pids_of, service
+from port_helpers import free_port
 
 from changeloop.model import Service
 from changeloop.providers.base import Finding
