@@ -30,6 +30,15 @@ def test_own_change_plans(change: str, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["prove", change, "--root", str(REPO), "--dry-run", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {"test", "static-analysis"} <= {p["name"] for p in doc["providers"]}
+    # A module split must carry the change's wiring along: every source path a command
+    # names exists (changeloop/gate.py became a package and the self-prove failed on it).
+    named = {
+        arg.split("::")[0]
+        for p in doc["providers"]
+        for arg in p["command"] or []
+        if arg.startswith(("changeloop/", "tests/"))
+    }
+    assert [path for path in sorted(named) if not (REPO / path).exists()] == []
 
 
 @pytest.mark.parametrize(("example", "change"), EXAMPLES)
