@@ -35,6 +35,7 @@ from changeloop.model import Plan, Provider
 from changeloop.nochange import Observed
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome, RunContext
+from changeloop.run.carried import KnownInputs
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
 from changeloop.run.job import Executor, Job, JobResult
 from changeloop.run.records import (
@@ -106,9 +107,16 @@ class _Run:
 
 
 async def prove(
-    plan: Plan, options: ProveOptions, on_event: EventSink | None = None
+    plan: Plan,
+    options: ProveOptions,
+    on_event: EventSink | None = None,
+    *,
+    known: Mapping[str, KnownInputs] | None = None,
 ) -> ProveResult:
-    """Run every provider of ``plan`` and decide the change."""
+    """Run every provider of ``plan`` and decide the change.
+
+    ``known``: inputs digests a verified no-change record holds (``run.carried``).
+    """
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
     async with open_executor(plan, options, state.sandboxes) as executor:
@@ -120,7 +128,7 @@ async def prove(
             trees=options.trees,
         )
         async with boxes:
-            run = _compose(plan, options, state, boxes, on_event, executor=executor)
+            run = _compose(plan, options, state, boxes, on_event, executor=executor, known=known)
             try:
                 results = await _schedule(run)
             except BaseException:
@@ -161,6 +169,8 @@ def _observed(run: _Run) -> Observed:
         environments=dict(run.fingerprinter.environments),
         fingerprints=dict(run.fingerprints),
         symlinks={repo: run.fingerprinter.symlinks(repo) for repo in trees},
+        inputs={repo: dict(d) for repo, d in run.fingerprinter.inputs.items()},
+        gitlinks={repo: run.fingerprinter.gitlinks(repo) for repo in run.fingerprinter.inputs},
         key=None if run.options.sign_key else run.key,
         state=run.state.path,
     )
@@ -174,6 +184,7 @@ def _compose(
     on_event: EventSink | None,
     *,
     executor: Executor,
+    known: Mapping[str, KnownInputs] | None = None,
 ) -> _Run:
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
@@ -186,6 +197,7 @@ def _compose(
         issuer=options.issuer,
         hmac_key=hmac_key(key),
         state_path=state.path,
+        known=known,
     )
     view = on_event or (lambda _e: None)
 

@@ -169,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
     shape = dict(EMPTY)
     config = _config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
+    known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
     if config is not None and _answerable(args):
-        code = _answer_from_record(args, *config, seen)
+        code = _answer_from_record(args, *config, seen=seen, known=known)
         if code is not None:
             return code
     try:
@@ -201,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             )
         common.say(empty.render())
         return 1
-    return _prove(args, plan, config[2] if config else None, seen)
+    return _prove(args, plan, config[2] if config else None, seen, known)
 
 
 def _checked_state(root: Path) -> Path | None:
@@ -250,7 +251,9 @@ def _answer_from_record(
     root: Path,
     change: Any,
     config: dict[str, str | None],
+    *,
     seen: dict[str, str],
+    known: dict[str, Any],
 ) -> int | None:
     """Print what a full re-prove would, from the signed record; None: run the full path."""
     from changeloop import nochange
@@ -265,6 +268,7 @@ def _answer_from_record(
         ),
         jobs=_jobs(args),
         seen=seen,
+        known=known,
     )
     if found is None:
         return None
@@ -382,6 +386,7 @@ def _prove(
     plan: Plan,
     config: dict[str, str | None] | None,
     seen: dict[str, str] | None = None,
+    known: dict[str, Any] | None = None,
 ) -> int:
     import anyio
 
@@ -431,9 +436,9 @@ def _prove(
         async with cancel_on_signals() as interruption:
             if board is not None:
                 with board:
-                    outcome["result"] = await prove(plan, options, board.event)
+                    outcome["result"] = await prove(plan, options, board.event, known=known)
             else:
-                outcome["result"] = await prove(plan, options, progress.event)
+                outcome["result"] = await prove(plan, options, progress.event, known=known)
         interrupted = interruption.interrupted
 
     try:
