@@ -603,6 +603,9 @@ def _answer(  # noqa: PLR0917 (one caller)
     if doc["key"] != base:
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
+    # Content first: an edited input is the usual miss, and its tree is handed on to the
+    # full path anyway; the 100 cache stats and latest/ reads are then not spent.
+    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
     _still(doc, state.path, seed)
     recorded = doc["answer"]
     latest = state.latest(change_id)
@@ -610,7 +613,6 @@ def _answer(  # noqa: PLR0917 (one caller)
         for receipt in provider["receipts"]:
             if not _same_digest(latest / receipt["file"], receipt["sha256"]):
                 raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
-    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
     ensure_gitignored(root)
     return _materialize(state, change_id, doc, jobs)
 

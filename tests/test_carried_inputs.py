@@ -21,6 +21,7 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json
 
 from changeloop import fingerprint
+from changeloop.cli.main import main
 from changeloop.fingerprint import InputsIndex, literal_dirs, subtree_entries
 from changeloop.nochange import record_path
 
@@ -190,3 +191,20 @@ def test_a_link_leaving_the_repository_is_seen_though_no_digest_changed(
     assert path is not None
     path.unlink(missing_ok=True)
     assert _ran(_prove(ws, capsys)) == set(PROVIDERS)
+
+
+def test_the_provider_that_will_run_is_started_first(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Providers with a cache entry for their fingerprint are estimated at no time
+    (engine._likely_cached): the one that must run starts before them and they are
+    reused while it runs."""
+    _prove(ws, capsys)
+    _write(ws, "src/c/c.py", "C = 2\n")
+    capsys.readouterr()
+    code = main(["prove", "c", "--root", str(ws), "--json"])
+    err = capsys.readouterr().err
+    assert code == 0
+    started = [line.split("▶ ")[1].split()[0] for line in err.splitlines() if "▶ " in line]
+    assert started[0] == "pc", err
+    assert sorted(started) == sorted(PROVIDERS)
