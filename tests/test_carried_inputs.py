@@ -208,3 +208,31 @@ def test_the_provider_that_will_run_is_started_first(
     started = [line.split("▶ ")[1].split()[0] for line in err.splitlines() if "▶ " in line]
     assert started[0] == "pc", err
     assert sorted(started) == sorted(PROVIDERS)
+
+
+@pytest.mark.parametrize("forged", ["adapter external", "predicate not an object"])
+def test_a_signed_cache_entry_that_is_never_reusable_runs_the_provider(
+    ws: Path, capsys: pytest.CaptureFixture[str], forged: str
+) -> None:
+    """The sink decodes each cached payload once and makes cache.load's checks itself:
+    even an entry signed with the workspace key is not reused when its adapter's
+    results never are, or its extension is not an object."""
+    from changeloop import cache
+    from changeloop.dsse import sign_envelope
+    from changeloop.keys import workspace_key
+
+    doc = _prove(ws, capsys)
+    fp = _fingerprints(ws, doc)["pa"]
+    cache_dir = ws / ".changeloop" / "cache"
+    (old,) = cache.load(cache_dir, fp) or []
+    envelope = json.loads(old)
+    payload = json.loads(base64.b64decode(envelope["payload"]))
+    if forged == "adapter external":
+        payload["predicate"]["changeloop"]["adapter"] = "external"
+    else:
+        payload["predicate"]["changeloop"] = ["not", "an", "object"]
+    data = json.dumps(payload).encode()
+    new = sign_envelope(data, envelope["payloadType"], workspace_key(ws))
+    entry = {"fingerprint": fp, "envelopes": [base64.b64encode(new).decode()]}
+    cache.entry_path(cache_dir, fp).write_text(json.dumps(entry))
+    assert _ran(_prove(ws, capsys)) == {"pa"}
