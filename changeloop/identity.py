@@ -327,6 +327,11 @@ def content_tree(repo: Path, *, include_untracked: bool) -> str:
             seed_index(lay, tmp_index, repo)
             env = git_env(tmp_index)
             stage(repo, env, include_untracked=include_untracked)
+            # the same fold content_identity makes: a byte changed inside a submodule
+            # changes this tree too, or the record would answer for stale content
+            from changeloop import submodules
+
+            submodules.fold(repo, env, include_untracked=include_untracked)
             full_tree = git(["write-tree"], cwd=repo, env=env).stdout.decode().strip()
             return _without_openspec(repo, env, full_tree, lay.prefix)[0]
         except ChangeloopError as exc:
