@@ -166,6 +166,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    _cheap_shutdown()
     shape = dict(EMPTY)
     config = _config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
@@ -203,6 +204,28 @@ def run(args: argparse.Namespace) -> int:
         common.say(empty.render())
         return 1
     return _prove(args, plan, config[2] if config else None, seen, known)
+
+
+_SHUTDOWN_REGISTERED: list[bool] = []
+
+
+def _cheap_shutdown() -> None:
+    """At interpreter exit, move every object out of the garbage collector's reach first.
+
+    The collection the interpreter makes while tearing down a full ``prove``'s
+    objects took ~30 ms of a ~480 ms re-prove (bench/README.md "Issue 15 (hP)").
+    Nothing is lost: everything a run writes is on disk before ``prove``
+    returns, objects are still freed by reference counting, and ``weakref.finalize``
+    callbacks (temporary directories) run from their own exit hook. Registered once
+    per process; in-process callers (tests) only meet it when their process ends.
+    """
+    if _SHUTDOWN_REGISTERED:
+        return
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
+    _SHUTDOWN_REGISTERED.append(True)
 
 
 def _checked_state(root: Path) -> Path | None:
