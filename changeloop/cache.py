@@ -26,7 +26,7 @@ from changeloop import fsio
 from changeloop.errors import FileRefused
 from changeloop.state import clear_non_file
 
-__all__ = ["entry", "entry_path", "load", "store"]
+__all__ = ["entry", "entry_path", "load", "load_unchecked", "store"]
 
 _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 # Adapters whose verdict depends on files outside every fingerprint (the change's
@@ -115,6 +115,16 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
     An entry that cannot be read (permissions, a directory, a FIFO, a symlink,
     too big, too deeply nested) is a miss, never an error.
     """
+    envelopes = load_unchecked(cache_dir, fingerprint)
+    if envelopes is None or not all(_reusable(e) for e in envelopes):
+        return None
+    return envelopes
+
+
+def load_unchecked(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
+    """:func:`load` without the per-envelope status and adapter check, for a caller that
+    decodes every payload itself and checks both (``ReceiptSink`` verifies each
+    signature anyway: one decode instead of two). None: a miss."""
     try:
         raw, _info = fsio.read_regular_stat(
             entry_path(cache_dir, fingerprint),
@@ -128,9 +138,7 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
     except (FileRefused, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    if not envelopes or not all(_reusable(e) for e in envelopes):
-        return None
-    return envelopes
+    return envelopes or None
 
 
 def _reusable(envelope: bytes) -> bool:

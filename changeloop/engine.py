@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 
 from changeloop import shared_cache
+from changeloop.cache import NEVER_CACHED, entry_path
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
 from changeloop.keys import load_private_key, workspace_key
@@ -35,6 +36,7 @@ from changeloop.model import Plan, Provider
 from changeloop.nochange import Observed
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome, RunContext
+from changeloop.run.carried import KnownInputs
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
 from changeloop.run.job import Executor, Job, JobResult
 from changeloop.run.records import (
@@ -106,9 +108,16 @@ class _Run:
 
 
 async def prove(
-    plan: Plan, options: ProveOptions, on_event: EventSink | None = None
+    plan: Plan,
+    options: ProveOptions,
+    on_event: EventSink | None = None,
+    *,
+    known: Mapping[str, KnownInputs] | None = None,
 ) -> ProveResult:
-    """Run every provider of ``plan`` and decide the change."""
+    """Run every provider of ``plan`` and decide the change.
+
+    ``known``: inputs digests a verified no-change record holds (``run.carried``).
+    """
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
     async with open_executor(plan, options, state.sandboxes) as executor:
@@ -120,7 +129,7 @@ async def prove(
             trees=options.trees,
         )
         async with boxes:
-            run = _compose(plan, options, state, boxes, on_event, executor=executor)
+            run = _compose(plan, options, state, boxes, on_event, executor=executor, known=known)
             try:
                 results = await _schedule(run)
             except BaseException:
@@ -161,6 +170,8 @@ def _observed(run: _Run) -> Observed:
         environments=dict(run.fingerprinter.environments),
         fingerprints=dict(run.fingerprints),
         symlinks={repo: run.fingerprinter.symlinks(repo) for repo in trees},
+        inputs={repo: dict(d) for repo, d in run.fingerprinter.inputs.items()},
+        gitlinks={repo: run.fingerprinter.gitlinks(repo) for repo in run.fingerprinter.inputs},
         key=None if run.options.sign_key else run.key,
         state=run.state.path,
     )
@@ -174,6 +185,7 @@ def _compose(
     on_event: EventSink | None,
     *,
     executor: Executor,
+    known: Mapping[str, KnownInputs] | None = None,
 ) -> _Run:
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
@@ -186,6 +198,7 @@ def _compose(
         issuer=options.issuer,
         hmac_key=hmac_key(key),
         state_path=state.path,
+        known=known,
     )
     view = on_event or (lambda _e: None)
 
@@ -299,13 +312,14 @@ def _record_run(run: _Run) -> None:
 async def _schedule(run: _Run) -> dict[str, TaskResult]:
     plan, options = run.plan, run.options
     estimates = run.state.load_durations(plan.change.id)
-    tasks = [
-        Task(p.name, p.depends_on, p.resources, estimates.get(p.name))
-        for p in plan.providers.values()
-    ]
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
     await anyio.to_thread.run_sync(_identify_all, run)
+    hits = _likely_cached(run)
+    tasks = [
+        Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
+        for p in plan.providers.values()
+    ]
     interrupted = False
     try:
         async with ServiceManager(
@@ -339,6 +353,34 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
     finally:
         if not interrupted:
             run.state.save_durations(plan.change.id, run.sink.durations())
+
+
+def _likely_cached(run: _Run) -> set[str]:
+    """Providers with a cache entry for their fingerprint: estimated to take no time, so the
+    scheduler starts the ones that will run first and reuses the rest while they run.
+
+    Only an ordering hint: whether a pass is reused is still decided by ``_cached``. Only
+    providers without dependencies are looked at (a fingerprint names its upstream's), and
+    only in repositories without ``setup`` (whose commands may install a tool the
+    environment part resolves: such fingerprints keep being computed where they were).
+    """
+    if not run.options.use_cache:
+        return set()
+    plan, cache_dir = run.plan, run.state.cache
+    hits = set()
+    for provider in plan.providers.values():
+        if provider.depends_on or provider.adapter in NEVER_CACHED:
+            continue
+        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        if any(plan.repositories[r].setup for r in repos):
+            continue
+        try:
+            fp = run.fingerprint(provider)
+        except (ChangeloopError, OSError):
+            continue  # raised again where the provider's run computes it
+        if entry_path(cache_dir, fp).is_file():
+            hits.add(provider.name)
+    return hits
 
 
 def _identify_all(run: _Run) -> None:
@@ -495,13 +537,15 @@ class _Recording:
         self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
 
     async def run(self, job: Job) -> JobResult:
-        # grounding pulls in the report readers: only once a job runs
-        from changeloop.grounding.citations import records_of
-
         result = await self._inner.run(job)
         where = {"kind": "dask", "worker": result.worker} if result.worker else None
         self.last = (result.log_sha256, result.log_tail, where)
         self.failure = self.failure or result.failure
+        if not result.files:
+            return result  # no file collected, so no trace record (and no ~8 ms of imports)
+        # grounding pulls in the report readers: only once a job returned files
+        from changeloop.grounding.citations import records_of
+
         traced = records_of(result.files)
         if traced:
             self.traced.append((job.sandbox.repository, traced))

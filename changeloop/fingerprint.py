@@ -189,6 +189,16 @@ class InputsIndex:
         self._bpaths = sorted(os.fsencode(p) for p in entries)  # git compares bytes
         self._entries = entries
 
+    @classmethod
+    def of_entries(cls, workdir: Path, entries: dict[str, tuple[str, str]]) -> InputsIndex:
+        """An index over entries listed elsewhere (``subtree_entries``: part of a tree)."""
+        index = cls.__new__(cls)
+        index.workdir = workdir
+        index._git = True
+        index._entries = entries
+        index._bpaths = sorted(os.fsencode(p) for p in entries)
+        return index
+
     def _from_git(self) -> dict[str, tuple[str, str]] | None:
         from changeloop.identity import layout, seed_index, stage
 
@@ -268,34 +278,95 @@ class InputsIndex:
         """The listed paths git's ``ls-files -- ':(glob)<g>'…`` would name (DESIGN.md §5).
 
         ``src`` covers everything under ``src/``; see :mod:`changeloop.pathspec`.
-        Each pattern only looks at the paths that start with its literal prefix.
         """
-        found: set[bytes] = set()
-        paths = self._bpaths
-        for pattern in globs:
-            text = normalize(pattern)
-            if text.endswith(b"/**") and not any(c in _WILD for c in text[:-3]):
-                # ``dir/**``: everything under dir/ (git's literal-prefix rule with a rest
-                # that matches anything); two bisections, no regex compiled per provider.
-                found.update(_under(paths, text[:-2]))
-                continue
-            spec = Pathspec.parse(pattern)
-            if spec.regex is None:  # literal: the path itself and everything under it
-                found.update(_under(paths, spec.text))
-                continue
-            for k in range(bisect.bisect_left(paths, spec.prefix), len(paths)):
-                path = paths[k]
-                if not path.startswith(spec.prefix):
-                    break
-                if spec.matches(path):
-                    found.add(path)
-        return sorted(os.fsdecode(p) for p in found)
+        return matching(self._bpaths, globs)
+
+    def has_gitlinks(self) -> bool:
+        """True when the listing holds a submodule (its files are expanded beside it)."""
+        return any(mode == "160000" for mode, _blob in self._entries.values())
 
     def digest(self, globs: Sequence[str]) -> str:
         """``"sha256:<hex>"`` over path, mode and content id of the files ``globs`` match."""
         files = [[p, *self._entries[p]] for p in self.matches(globs)]
         doc = {"globs": sorted(globs), "files": files}
         return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
+
+
+def matching(paths: list[bytes], globs: Sequence[str]) -> list[str]:
+    """The paths among sorted ``paths`` the ``inputs`` globs name, each judged on its own.
+
+    Each pattern only looks at the paths that start with its literal prefix.
+    """
+    found: set[bytes] = set()
+    for pattern in globs:
+        text = normalize(pattern)
+        if text.endswith(b"/**") and not any(c in _WILD for c in text[:-3]):
+            # ``dir/**``: everything under dir/ (git's literal-prefix rule with a rest
+            # that matches anything); two bisections, no regex compiled per provider.
+            found.update(_under(paths, text[:-2]))
+            continue
+        spec = Pathspec.parse(pattern)
+        if spec.regex is None:  # literal: the path itself and everything under it
+            found.update(_under(paths, spec.text))
+            continue
+        for k in range(bisect.bisect_left(paths, spec.prefix), len(paths)):
+            path = paths[k]
+            if not path.startswith(spec.prefix):
+                break
+            if spec.matches(path):
+                found.add(path)
+    return sorted(os.fsdecode(p) for p in found)
+
+
+def literal_dirs(globs: Sequence[str]) -> list[bytes] | None:
+    """Directories (``a/b/``) holding every path ``globs`` can match; None: the whole tree.
+
+    Each pattern matches only paths that start with its literal prefix, so they all
+    lie under the prefix's directory part.
+    """
+    dirs: set[bytes] = set()
+    for pattern in globs:
+        text = normalize(pattern)
+        if text.endswith(b"/**") and not any(c in _WILD for c in text[:-3]):
+            prefix = text[:-2]
+        else:
+            spec = Pathspec.parse(pattern)
+            prefix = spec.text if spec.regex is None else spec.prefix
+        cut = prefix.rfind(b"/")
+        if cut <= 0:
+            return None
+        dirs.add(prefix[: cut + 1])
+    return sorted(d for d in dirs if not any(d != o and d.startswith(o) for o in dirs))
+
+
+def subtree_entries(
+    workdir: Path, tree: str, dirs: Sequence[bytes]
+) -> dict[str, tuple[str, str]] | None:
+    """Every file of ``tree`` under ``dirs`` (mode, blob id), as ``ls-tree -r`` lists them.
+
+    None when git cannot list one of them (absent, not a directory) or a submodule
+    is among them: the caller lists the whole tree instead.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for directory in dirs:
+        proc = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", tree.encode() + b":" + directory.rstrip(b"/")],
+            cwd=workdir,
+            env=git_env(None),
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return None
+        for record in proc.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _tab, path = record.partition(b"\t")
+            mode, _kind, blob = meta.decode().split(" ")
+            if mode == "160000":
+                return None
+            out[os.fsdecode(directory + path)] = (mode, blob)
+    return out
 
 
 def _with_submodules(

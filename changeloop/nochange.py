@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from changeloop.engine import ProveResult
     from changeloop.model import Plan
+    from changeloop.run.carried import KnownInputs
     from changeloop.run.records import ProveOptions
 
 __all__ = ["Answer", "answer", "config_digests", "option_key", "record_path", "remember"]
@@ -167,6 +168,10 @@ class Observed(NamedTuple):
     symlinks: Mapping[str, Sequence[str]]  # repository -> links in its content
     key: Any  # the workspace key that signed the run (None with --sign-key)
     state: Path
+    # repository -> globs key -> inputs digest over its tree (run.carried), and whether
+    # its content holds a submodule (then no digest is carried from the record)
+    inputs: Mapping[str, Mapping[str, str]] = {}
+    gitlinks: Mapping[str, bool] = {}
 
 
 Render = Callable[["ProveResult"], tuple[dict[str, Any], str]]
@@ -330,6 +335,8 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
                 "path": str(plan.repositories[repo].path),
                 "tree": tree,
                 "symlinks": list(observed.symlinks.get(repo, ())),
+                "gitlinks": observed.gitlinks.get(repo, True),
+                "inputs": dict(sorted(observed.inputs.get(repo, {}).items())),
             }
             for repo, tree in sorted(observed.trees.items())
         },
@@ -487,17 +494,22 @@ def answer(
     options: Mapping[str, Any],
     jobs: int,
     seen: dict[str, str] | None = None,
+    known: dict[str, KnownInputs] | None = None,
 ) -> Answer | None:
     """The recorded answer when nothing it depends on changed, else None (run the full path).
 
     Never raises for a damaged, stale or foreign record. A state directory that
     must be refused (``state.check_state``) is left to the full path, which
     refuses it in the same words. ``seen`` learns the content trees computed on the
-    way (checkout path -> tree), for the full path to start from.
+    way (checkout path -> tree), for the full path to start from; ``known`` learns the
+    verified record's inputs digests (checkout path -> ``KnownInputs``), which the full
+    path carries over for providers whose inputs did not change (``run.carried``).
     """
     key = _base_key(root, change_id, change_path, options, config)
     try:
-        return _answer(root, change_id, key, jobs, {} if seen is None else seen)
+        return _answer(
+            root, change_id, key, jobs, {} if seen is None else seen, {} if known is None else known
+        )
     except _Miss as miss:
         _explain(str(miss))
     except (ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -575,16 +587,25 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
     raise _Miss("the record does not verify with the workspace key")
 
 
-def _answer(
-    root: Path, change_id: str, base: Mapping[str, Any], jobs: int, seen: dict[str, str]
+def _answer(  # noqa: PLR0917 (one caller)
+    root: Path,
+    change_id: str,
+    base: Mapping[str, Any],
+    jobs: int,
+    seen: dict[str, str],
+    known: dict[str, KnownInputs],
 ) -> Answer | None:
     from changeloop.state import StateDir, ensure_gitignored
 
     state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
     doc, seed = _verified(state.path, change_id)
+    known.update(_known_inputs(doc, base))
     if doc["key"] != base:
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
+    # Content first: an edited input is the usual miss, and its tree is handed on to the
+    # full path anyway; the 100 cache stats and latest/ reads are then not spent.
+    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
     _still(doc, state.path, seed)
     recorded = doc["answer"]
     latest = state.latest(change_id)
@@ -592,9 +613,33 @@ def _answer(
         for receipt in provider["receipts"]:
             if not _same_digest(latest / receipt["file"], receipt["sha256"]):
                 raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
-    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
     ensure_gitignored(root)
     return _materialize(state, change_id, doc, jobs)
+
+
+def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
+    """The verified record's inputs digests per checkout path, when this changeloop computes
+    digests the way the record's did; a repository with a submodule carries none."""
+    from changeloop.run.carried import KnownInputs
+
+    key = doc["key"]
+    if (key.get("changeloop"), key.get("fingerprintFormat")) != (
+        base["changeloop"],
+        base["fingerprintFormat"],
+    ):
+        return {}
+    out: dict[str, KnownInputs] = {}
+    for repo in doc["repositories"].values():
+        inputs = repo.get("inputs")
+        if repo.get("gitlinks") is not False or not isinstance(inputs, dict):
+            continue
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
+            continue
+        links = repo["symlinks"]
+        if not isinstance(links, list) or not all(isinstance(x, str) for x in links):
+            continue
+        out[str(repo["path"])] = KnownInputs(str(repo["tree"]), dict(inputs), tuple(links))
+    return out
 
 
 def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:

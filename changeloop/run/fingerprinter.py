@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from changeloop import environment
 from changeloop import fingerprint as fingerprints
 from changeloop.model import ContentIdentity, Plan, Provider
 from changeloop.providers import registry
+from changeloop.run.carried import Carried, KnownInputs, globs_key
 from changeloop.wiring import wiring_digest
 
 SCHEMA_VERSION = fingerprints.SCHEMA_VERSION
@@ -33,7 +34,10 @@ class Fingerprinter:
         hmac_key: bytes,
         state_path: Path,
         environ: Mapping[str, str] | None = None,
+        known: Mapping[str, KnownInputs] | None = None,
     ) -> None:
+        """``known``: checkout path -> what a verified no-change record says of its last
+        tree (``run.carried``); digests it proves unchanged are not computed again."""
         self._plan = plan
         self._identity = identity
         self._sandbox = sandbox
@@ -48,6 +52,10 @@ class Fingerprinter:
         # kept for the no-change decision (changeloop.nochange), which checks it again.
         self.environments: dict[str, tuple[tuple[str, ...] | None, Path, dict[str, Any]]] = {}
         self._parts: dict[tuple[tuple[str, ...] | None, Path], dict[str, Any]] = {}
+        self._known = dict(known or {})
+        self._carried: dict[str, Carried | None] = {}
+        # repository -> globs_key -> inputs digest, for the next no-change record
+        self.inputs: dict[str, dict[str, str]] = {}
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
@@ -55,7 +63,7 @@ class Fingerprinter:
         repos = adapter.repositories(provider, self._plan)
         inputs_digest = None
         if provider.inputs and provider.repository:
-            inputs_digest = self._index(provider.repository).digest(provider.inputs)
+            inputs_digest = self.inputs_digest(provider.repository, provider.inputs)
         return fingerprints.compute(
             provider=provider,
             adapter_inputs=self._adapter_inputs(provider, repos),
@@ -98,6 +106,33 @@ class Fingerprinter:
         self.environments[provider.name] = (provider.command, checkout, part)
         return part
 
+    def inputs_digest(self, repo: str, globs: Sequence[str]) -> str:
+        """The digest of what ``globs`` match in the repository's content tree: carried
+        from the record when no changed path is matched, else computed from one listing."""
+        carried = self._carry(repo)
+        digest = carried.digest(globs) if carried is not None else None
+        if digest is None:
+            partial = carried.partial(globs) if carried and repo not in self._indexes else None
+            digest = (partial or self._index(repo)).digest(globs)
+        self.inputs.setdefault(repo, {})[globs_key(globs)] = digest
+        return digest
+
+    def gitlinks(self, repo: str) -> bool:
+        """True when the repository's content holds a submodule (no digest is carried then)."""
+        if repo not in self._indexes and self._carry(repo) is not None:
+            return False  # carried: neither tree holds a gitlink (run.carried)
+        return self._index(repo).has_gitlinks()
+
+    def _carry(self, repo: str) -> Carried | None:
+        if repo not in self._carried:
+            path = self._plan.repositories[repo].path
+            known = self._known.get(str(path))
+            carried = None
+            if known is not None:
+                carried = Carried(path, known, self._identity(repo).tree)
+            self._carried[repo] = carried if carried is not None and carried.usable else None
+        return self._carried[repo]
+
     def wiring(self, provider: Provider) -> str:
         """The provider's wiring digest (changeloop.wiring), computed once per run."""
         if self._plan.providers.get(provider.name) is not provider:
@@ -109,14 +144,16 @@ class Fingerprinter:
     def external_symlinks(self, repo: str) -> dict[str, str]:
         """Links of the repository's content that resolve outside it (its identity is open)."""
         if repo not in self._open_links:
-            links = self._index(repo).symlinks()
+            links = self.symlinks(repo)
             path = self._plan.repositories[repo].path
             self._open_links[repo] = fingerprints.external_symlinks(path, links) if links else {}
         return self._open_links[repo]
 
     def symlinks(self, repo: str) -> list[str]:
         """The links in the repository's content (their targets are checked on every run)."""
-        return self._index(repo).symlinks()
+        carried = self._carry(repo) if repo not in self._indexes else None
+        links = carried.symlinks() if carried is not None else None
+        return links if links is not None else self._index(repo).symlinks()
 
     def identity_open(self, provider: Provider) -> bool:
         """True when some repository of the provider holds a link leaving it: never cached."""

@@ -262,7 +262,9 @@ class ReceiptSink:
 
     # -- inside ----------------------------------------------------------------
     def _verified_cache(self, fp: str) -> list[tuple[bytes, bytes, dict[str, Any]]] | None:
-        envelopes = cache.load(self._state.cache, fp)
+        # cache.load's own status/adapter check, made here on the one decode the
+        # signature check needs anyway
+        envelopes = cache.load_unchecked(self._state.cache, fp)
         if not envelopes:
             return None
         parsed = []
@@ -270,7 +272,9 @@ class ReceiptSink:
             try:
                 payload, _key = verify_signatures(parse_envelope(envelope), [self._public_key])
                 ext = json.loads(payload)["predicate"]["changeloop"]
-            except (ChangeloopError, ValueError, KeyError, TypeError):
+            except (ChangeloopError, ValueError, KeyError, TypeError, RecursionError):
+                return None
+            if not isinstance(ext, dict) or ext.get("adapter") in cache.NEVER_CACHED:
                 return None
             if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
                 return None
