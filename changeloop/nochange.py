@@ -71,19 +71,18 @@ def config_digests(change_path: Path) -> dict[str, str | None]:
     Read *before* the plan is parsed: an edit racing the run makes the record's
     key older than its answer, so the record is never used (a miss, not a lie).
     """
-    out: dict[str, str | None] = {}
-    for name in CONFIG_FILES:
-        path = change_path / name
-        if not os.path.lexists(path):
-            out[name] = None
-            continue
-        try:
-            data = fsio.read_regular(path, limit=CONFIG_LIMIT, what=name)
-        except FileRefused:
-            out[name] = "unreadable"  # never equal to a digest: no record is used
-            continue
-        out[name] = hashlib.sha256(data).hexdigest()
-    return out
+    return {name: _file_digest(change_path / name) for name in CONFIG_FILES}
+
+
+def _file_digest(path: Path) -> str | None:
+    """sha256 of a file's bytes; None when absent; "unreadable" (never a digest) otherwise."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = fsio.read_regular(path, limit=CONFIG_LIMIT, what=path.name)
+    except FileRefused:
+        return "unreadable"  # never equal to a digest: no record is used
+    return hashlib.sha256(data).hexdigest()
 
 
 def _base_key(
@@ -237,18 +236,26 @@ def _forget(target: Path) -> None:
         pass
 
 
-def _derivation_free(plan: Plan) -> bool:
-    """True when detection could not add or change a provider of this plan.
+def _derivation_files(plan: Plan) -> dict[str, str | None] | None:
+    """The digests of the files derivation could read, or None when it reads more.
 
-    Detection reads files outside the content tree (an installed ``node_modules/.bin``
-    tool, a ``.venv``); the record observes none of them, so a plan that leans on
-    derived wiring is always planned afresh.
+    Detection for tests and browsers reads files outside the content tree (an
+    installed ``node_modules/.bin`` tool, a ``.venv``); the record observes none of
+    them, so a plan that leans on derived wiring is always planned afresh. Derived
+    static analysis reads only a few top-level files (``derive.STATIC_ANALYSIS_FILES``),
+    tracked, ignored or absent: the record keeps their digests, so a change that
+    requires ``static-analysis`` and configures its provider can be answered too.
     """
-    from changeloop.detect.derive import derivation_possible
+    from changeloop.detect.derive import derivation_possible, static_analysis_files
 
     if any(p.origin == "derived" for p in plan.providers.values()):
-        return False
-    return not derivation_possible(plan.evidence, plan.execution, plan.repositories)
+        return None
+    if derivation_possible(plan.evidence, plan.execution, plan.repositories, static_analysis=False):
+        return None
+    return {
+        str(path): _file_digest(path)
+        for path in static_analysis_files(plan.evidence, plan.repositories)
+    }
 
 
 def _record(  # noqa: PLR0917 (one caller, all of it needed)
@@ -263,7 +270,8 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
     """The record's document, or None when this run's answer is not one to repeat."""
     from changeloop.cache import NEVER_CACHED, entry_path, load
 
-    if not _derivation_free(plan) or set(observed.trees) != set(plan.repositories):
+    derivation = _derivation_files(plan)
+    if derivation is None or set(observed.trees) != set(plan.repositories):
         return None
     if any(p.adapter in NEVER_CACHED for p in plan.providers.values()):
         return None
@@ -345,6 +353,7 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
             for cmd, where, digest in environments
         ],
         "envFrom": _env_from(names, _secret_key(_seed(observed.key)), os.environ),
+        "derivation": derivation,
         "ports": ports,
         "cache": cache_stats,
         "answer": {
@@ -649,6 +658,9 @@ def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
     names = list(doc["envFrom"])
     if _env_from(names, _secret_key(seed), os.environ) != doc["envFrom"]:
         raise _Miss("an envFrom variable changed")
+    for path, digest in doc.get("derivation", {}).items():
+        if _file_digest(Path(path)) != digest:
+            raise _Miss(f"{path} changed (it decides derived static analysis)")
     if doc["ports"]:
         from changeloop.services.ports import port_holder
 

@@ -524,3 +524,36 @@ def test_a_valid_configuration_is_remembered_and_any_edit_is_validated_again(
             memo.write_text(damage)
         code, doc = _prove(ws, capsys)
         assert code == 0, doc
+
+
+def test_a_change_requiring_static_analysis_is_answered_until_a_linter_config_appears(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Derived static analysis reads a few top-level files (pyproject.toml, ruff.toml,
+    # mypy.ini, …). The record keeps their digests, ignored or absent ones included, so a
+    # change that configures its static-analysis provider is answered; a new linter
+    # configuration — even an ignored file, which no content tree holds — is the full path.
+    root = make_repo(
+        tmp_path / "ws",
+        # ruff.toml derives `static-analysis`, which the configured provider replaces
+        {"a.py": "A = 1\n", "ruff.toml": "", ".gitignore": ".changeloop/\nmypy.ini\n"},
+    )
+    execution = (
+        "version: 1\nproviders:\n  static-analysis:\n    adapter: command\n"
+        '    command: [sh, -c, "exit 0"]\n'
+    )
+    make_change(root, "c", "version: 3\nrequires: [static-analysis]\n", execution)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "change")
+    code, first = _prove(root, capsys)
+    assert code == 0 and _states(first) == {"static-analysis": "ran"}
+    fast = _fast_again(root, capsys)
+    _, full = _full(root, capsys)
+    assert _normal(fast) == _normal(full)
+    _fast_again(root, capsys)
+
+    (root / "mypy.ini").write_text("[mypy]\nfiles = a.py\n")  # ignored: not in any tree
+    code, doc = _prove(root, capsys)
+    assert _decision(root, doc) is None
+    # the tree is unchanged (mypy.ini is ignored): the recorded digests caught it
+    assert "static-analysis-mypy" in _states(doc)  # a second linter: derived beside ours

@@ -220,8 +220,38 @@ def derive_explained(
     return out
 
 
+# The files :func:`linters` and :func:`clippy` read, at a repository's top level: what a
+# derived static-analysis provider depends on (keep the three together).
+STATIC_ANALYSIS_FILES = (
+    "pyproject.toml",
+    "ruff.toml",
+    ".ruff.toml",
+    "mypy.ini",
+    "setup.cfg",
+    "package.json",
+    "Cargo.toml",
+    "clippy.toml",
+    ".clippy.toml",
+)
+
+
+def static_analysis_files(evidence: Evidence, repositories: Mapping[str, Repository]) -> list[Path]:
+    """Every file whose bytes decide the derived static-analysis providers of the change."""
+    needs = required(evidence, repositories)
+    return [
+        repositories[repo].path / name
+        for repo in needs.get("static-analysis", [])
+        if repo in repositories
+        for name in STATIC_ANALYSIS_FILES
+    ]
+
+
 def derivation_possible(
-    evidence: Evidence, execution: Execution | None, repositories: Mapping[str, Repository]
+    evidence: Evidence,
+    execution: Execution | None,
+    repositories: Mapping[str, Repository],
+    *,
+    static_analysis: bool = True,
 ) -> bool:
     """Whether :func:`derive_explained` could derive anything here, whatever detection finds.
 
@@ -233,8 +263,8 @@ def derivation_possible(
     from changeloop.detect import configured_detection, configured_for
 
     needs = required(evidence, repositories)
-    if needs.get("static-analysis"):
-        return True
+    if static_analysis and needs.get("static-analysis"):
+        return True  # ``static_analysis=False``: the caller observes STATIC_ANALYSIS_FILES
     single = len(repositories) == 1
     for repo in repositories:
         types = {

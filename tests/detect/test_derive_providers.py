@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,55 @@ def test_derived_providers_go_through_build_plan(tmp_path: Path) -> None:
     assert plan.providers["test"].origin == "derived"
     assert plan.providers["test"].resources == ("workspace-read:self",)
     assert load_context(root, change).detections["self"][0].adapter == "pytest"
+
+
+_OPENED: list[list[str]] = []  # while a test listens: one list of the paths opened
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _OPENED and event == "open" and isinstance(args[0], (str, Path)):
+        _OPENED[-1].append(str(args[0]))
+
+
+def test_static_analysis_derivation_reads_only_the_files_the_no_change_record_observes(
+    tmp_path: Path,
+) -> None:
+    # The no-change record keys a change that requires static analysis on the digests of
+    # STATIC_ANALYSIS_FILES; a file linters() or clippy() opened beyond them would let a
+    # record answer for a plan derivation has since changed.
+    from changeloop.detect.derive import STATIC_ANALYSIS_FILES, clippy, linters
+
+    files = {
+        "pyproject.toml": "[tool.ruff]\n[tool.mypy]\n",
+        "ruff.toml": "",
+        ".ruff.toml": "",
+        "mypy.ini": "[mypy]\n",
+        "setup.cfg": "[mypy]\n",
+        "package.json": '{"scripts": {"lint": "eslint ."}}',
+        "Cargo.toml": "[package]\nname = 'x'\n[lints.clippy]\n",
+        "clippy.toml": "",
+        ".clippy.toml": "",
+        "README.md": "r\n",
+    }
+    # each layout takes another branch (pyproject first, then ruff.toml/mypy.ini, then
+    # setup.cfg, then .ruff.toml and .clippy.toml), so every read is seen once
+    layouts = [
+        set(files),
+        set(files) - {"pyproject.toml", "clippy.toml"},
+        set(files) - {"pyproject.toml", "ruff.toml", "mypy.ini", "clippy.toml"},
+    ]
+    opened: list[str] = []
+    sys.addaudithook(_audit)  # for the rest of the process; it listens only here
+    for index, names in enumerate(layouts):
+        where = tmp_path / str(index)
+        where.mkdir()
+        for name in names:
+            (where / name).write_text(files[name])
+        _OPENED.append([])
+        try:
+            assert linters(where) and clippy(where) is not None
+        finally:
+            opened += _OPENED.pop()
+    read = {Path(p).name for p in opened}  # the *.toml linters' own files are only stat'ed
+    assert read == {"pyproject.toml", "mypy.ini", "setup.cfg", "package.json", "Cargo.toml"}
+    assert read <= set(STATIC_ANALYSIS_FILES)
