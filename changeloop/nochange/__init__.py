@@ -1,0 +1,38 @@
+"""The no-change decision: a re-prove with nothing changed, answered from one signed record.
+
+After a full ``prove`` whose every provider ended as a pass the cache holds
+(reused, or run and stored), :func:`remember` writes
+``.changeloop/decisions/<change>.json``: a DSSE envelope signed with the
+workspace key over what that answer depended on (the *key*) and the answer a
+full re-prove would give (every provider ``cached``). The next ``prove`` of the
+change with the same options calls :func:`answer` before loading the plan: it
+re-observes the key — one read of the record, the configuration files' bytes,
+``envFrom`` values (as HMACs), the environment part of every command, the
+cache entries, service ports, ``latest/`` receipts, and one content identity
+per repository — and, when all of it is what the record says, re-lists the
+receipts in a new ``runs/<id>/`` and prints the recorded answer. Anything else
+(no record, a record that does not verify, any difference, any error) returns
+None and the full path runs: the record is a cache, never an authority.
+
+What the key holds, and why each part is enough, is in docs/nochange.md.
+
+Layout: :mod:`~changeloop.nochange.key` (the key and its digests),
+:mod:`~changeloop.nochange.record` (:func:`remember`) and
+:mod:`~changeloop.nochange.answer` (:func:`answer`).
+"""
+
+from changeloop.nochange.answer import EXPLAIN, Answer, answer
+from changeloop.nochange.key import config_digests, option_key, record_path
+from changeloop.nochange.record import Observed, eligible_options, remember
+
+__all__ = [
+    "EXPLAIN",
+    "Answer",
+    "Observed",
+    "answer",
+    "config_digests",
+    "eligible_options",
+    "option_key",
+    "record_path",
+    "remember",
+]

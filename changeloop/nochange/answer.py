@@ -1,0 +1,322 @@
+"""Answering a re-prove from the signed record, or saying why not (then the full path runs)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from changeloop import fsio
+from changeloop.errors import ChangeloopError, FileRefused
+
+if TYPE_CHECKING:
+    from changeloop.run.carried import KnownInputs
+
+from changeloop.nochange.key import (
+    PAYLOAD_TYPE,
+    RECORD_LIMIT,
+    SCHEMA,
+    base_key,
+    env_from,
+    file_digest,
+    part_digest,
+    record_path,
+    secret_key,
+    stat_of,
+)
+from changeloop.nochange.record import substitute
+
+
+class Answer(NamedTuple):
+    """A re-prove answered from the record: what to print and the exit code."""
+
+    run_id: str
+    json: dict[str, Any]
+    board: str
+    warnings: tuple[str, ...]
+    archived: str | None
+    providers: tuple[str, ...]
+    proven: bool
+
+
+def answer(
+    root: Path,
+    change_id: str,
+    change_path: Path,
+    *,
+    config: Mapping[str, str | None],
+    options: Mapping[str, Any],
+    jobs: int,
+    seen: dict[str, str] | None = None,
+    known: dict[str, KnownInputs] | None = None,
+) -> Answer | None:
+    """The recorded answer when nothing it depends on changed, else None (run the full path).
+
+    Never raises for a damaged, stale or foreign record. A state directory that
+    must be refused (``state.check_state``) is left to the full path, which
+    refuses it in the same words. ``seen`` learns the content trees computed on the
+    way (checkout path -> tree), for the full path to start from; ``known`` learns the
+    verified record's inputs digests (checkout path -> ``KnownInputs``), which the full
+    path carries over for providers whose inputs did not change (``run.carried``).
+    """
+    key = base_key(root, change_id, change_path, options, config)
+    try:
+        return _answer(
+            root, change_id, key, jobs, {} if seen is None else seen, {} if known is None else known
+        )
+    except _Miss as miss:
+        _explain(str(miss))
+    except (ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        _explain(f"{type(exc).__name__}: {exc}")
+    return None
+
+
+class _Miss(Exception):
+    """Why the record does not answer this re-prove (the full path runs)."""
+
+
+EXPLAIN = "CHANGELOOP_EXPLAIN_NOCHANGE"  # set: say on stderr why the record was not used
+
+
+def _explain(reason: str) -> None:
+    if os.environ.get(EXPLAIN):
+        sys.stderr.write(f"no-change record not used: {reason}\n")
+
+
+# PKCS#8 DER of an Ed25519 private key is this prefix and the 32-byte seed (RFC 8410).
+_PKCS8_ED25519 = bytes.fromhex("302e020100300506032b657004220420")
+_PEM = re.compile(
+    rb"^-----BEGIN PRIVATE KEY-----\n([A-Za-z0-9+/=\n]+)-----END PRIVATE KEY-----\n?$"
+)
+
+
+def _workspace_seed(path: Path) -> bytes | None:
+    """The workspace key's seed, read without cryptography's serialization (~10 ms of
+    imports); anything but the PKCS#8 PEM ``keys.py`` writes is None (the full path then
+    loads, or refuses, the key itself). ``state.check_state`` has checked its mode."""
+    try:
+        raw = fsio.read_regular_stat(path, limit=64 * 1024, what="key", follow_symlinks=False)[0]
+    except FileRefused:
+        return None
+    found = _PEM.match(raw)
+    if found is None:
+        return None
+    der = base64.b64decode(found[1].replace(b"\n", b""), validate=True)
+    if len(der) != len(_PKCS8_ED25519) + 32 or not der.startswith(_PKCS8_ED25519):
+        return None
+    return der[len(_PKCS8_ED25519) :]
+
+
+def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
+    """The record's payload when it verifies with the workspace key, and the key's seed."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from changeloop.dsse import pae, parse_envelope
+
+    path = record_path(state, change_id)
+    seed = _workspace_seed(state / "keys" / "local.key")
+    if path is None or seed is None:
+        raise _Miss("no workspace key in the form this changeloop writes, or no record name")
+    try:
+        raw = fsio.read_regular_stat(
+            path, limit=RECORD_LIMIT, what="no-change record", follow_symlinks=False
+        )[0]
+    except FileRefused as exc:
+        raise _Miss(str(exc)) from exc
+    envelope = parse_envelope(raw)
+    if envelope.payload_type != PAYLOAD_TYPE:
+        raise _Miss("not a no-change record")
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    message = pae(envelope.payload_type, envelope.payload)
+    for signature in envelope.signatures:
+        try:
+            public.verify(signature.sig, message)
+        except InvalidSignature:
+            continue
+        doc = json.loads(envelope.payload)
+        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+            return doc, seed
+        raise _Miss("a record of another schema")
+    raise _Miss("the record does not verify with the workspace key")
+
+
+def _answer(  # noqa: PLR0917 (one caller)
+    root: Path,
+    change_id: str,
+    base: Mapping[str, Any],
+    jobs: int,
+    seen: dict[str, str],
+    known: dict[str, KnownInputs],
+) -> Answer | None:
+    from changeloop.state import StateDir, ensure_gitignored
+
+    state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
+    doc, seed = _verified(state.path, change_id)
+    known.update(_known_inputs(doc, base))
+    if doc["key"] != base:
+        changed = sorted(k for k in base if doc["key"].get(k) != base[k])
+        raise _Miss(f"{', '.join(changed)} changed")
+    # Content first: an edited input is the usual miss, and its tree is handed on to the
+    # full path anyway; the 100 cache stats and latest/ reads are then not spent.
+    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
+    _still(doc, state.path, seed)
+    recorded = doc["answer"]
+    latest = state.latest(change_id)
+    for provider in recorded["providers"]:
+        for receipt in provider["receipts"]:
+            if not _same_digest(latest / receipt["file"], receipt["sha256"]):
+                raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
+    ensure_gitignored(root)
+    return _materialize(state, change_id, doc, jobs)
+
+
+def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
+    """The verified record's inputs digests per checkout path, when this changeloop computes
+    digests the way the record's did; a repository with a submodule carries none."""
+    from changeloop.run.carried import KnownInputs
+
+    key = doc["key"]
+    if (key.get("changeloop"), key.get("fingerprintFormat")) != (
+        base["changeloop"],
+        base["fingerprintFormat"],
+    ):
+        return {}
+    out: dict[str, KnownInputs] = {}
+    for repo in doc["repositories"].values():
+        inputs = repo.get("inputs")
+        if repo.get("gitlinks") is not False or not isinstance(inputs, dict):
+            continue
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
+            continue
+        links = repo["symlinks"]
+        if not isinstance(links, list) or not all(isinstance(x, str) for x in links):
+            continue
+        out[str(repo["path"])] = KnownInputs(str(repo["tree"]), dict(inputs), tuple(links))
+    return out
+
+
+def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
+    """envFrom values, free service ports, cache entries and environment parts as recorded."""
+    from changeloop import environment
+
+    names = list(doc["envFrom"])
+    if env_from(names, secret_key(seed), os.environ) != doc["envFrom"]:
+        raise _Miss("an envFrom variable changed")
+    for path, digest in doc.get("derivation", {}).items():
+        if file_digest(Path(path)) != digest:
+            raise _Miss(f"{path} changed (it decides derived static analysis)")
+    if doc["ports"]:
+        from changeloop.services.ports import port_holder
+
+        if any(port_holder(int(port)) is not None for port in doc["ports"]):
+            # the full path reports a leftover server even when cached
+            raise _Miss("a service port is taken")
+    for name, stat in doc["cache"].items():
+        if stat_of(state / "cache" / Path(name).name) != stat:
+            raise _Miss(f"cache entry {name} changed")
+    for env in doc["environment"]:
+        command = tuple(env["command"]) if env["command"] is not None else None
+        part = environment.part(command, Path(env["checkout"]), state, None)
+        if part_digest(part) != env["part"]:
+            raise _Miss(f"the environment of {command} changed")
+
+
+def _same_digest(path: Path, digest: str) -> bool:
+    try:
+        data = fsio.read_regular_stat(
+            path, limit=RECORD_LIMIT, what="receipt", follow_symlinks=False
+        )[0]
+    except FileRefused:
+        return False
+    return hashlib.sha256(data).hexdigest() == digest
+
+
+def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str, str]) -> None:
+    """One content identity per repository, and no link in it leaving the repository."""
+    from changeloop.identity import content_tree
+
+    for name, repo in repositories.items():
+        path = Path(repo["path"])
+        tree = content_tree(path, include_untracked=sandbox != "worktree")
+        seen[str(path)] = tree
+        if tree != repo["tree"]:
+            raise _Miss(f"the content of repository {name} changed")
+        if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
+            raise _Miss(f"a link of repository {name} now leaves it")
+
+
+def _links_leave(path: Path, links: Sequence[str]) -> bool:
+    from changeloop.fingerprint import external_symlinks
+
+    return bool(external_symlinks(path, links))
+
+
+def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) -> Answer:
+    """A new ``runs/<id>/`` holding the receipts (hard links of ``latest/``) and run.json.
+
+    The printed answer goes through a masker of this run's ``envFrom`` values, as
+    the full path's does (the run id is new text).
+    """
+    from changeloop.masking import Masker
+    from changeloop.runlog import RunLog
+
+    recorded = doc["answer"]
+    run_id, run_dir = state.new_run_dir()
+    latest = state.latest(change_id)
+    log = RunLog(
+        run_id=run_id,
+        change=change_id,
+        slots=jobs,
+        sandbox=doc["key"]["options"]["sandbox"],
+        providers=[
+            (p["name"], p["adapter"], p["repository"], tuple(p["dependsOn"]))
+            for p in recorded["providers"]
+        ],
+    )
+    log.decision = "no-change"
+    now = datetime.now(UTC).timestamp()
+    settled: dict[str, tuple[str, int, str | None, list[str]]] = {}
+    for p in recorded["providers"]:
+        name = p["name"]
+        folder = run_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for receipt in p["receipts"]:
+            target = folder / receipt["file"]
+            _link_or_copy(latest / receipt["file"], target)
+            paths.append(str(target.relative_to(state.root)))
+        record = log.providers[name]
+        record.slot, record.start, record.end = 0, now, now
+        settled[name] = ("cached", 0, None, paths)
+    log.settle(settled)
+    log.write(run_dir, durable=False)  # a copy of what the signed record already holds
+    placeholder = recorded["placeholder"]
+    masker = Masker(os.environ[n] for n in doc["envFrom"] if os.environ.get(n))
+    return Answer(
+        run_id=run_id,
+        json=masker.json(substitute(recorded["json"], placeholder, run_id)),
+        board=masker.text(str(recorded["board"]).replace(placeholder, run_id)),
+        warnings=tuple(recorded["warnings"]),
+        archived=recorded["archived"],
+        providers=tuple(p["name"] for p in recorded["providers"]),
+        proven=bool(recorded["proven"]),
+    )
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """The receipt in the run directory: a hard link of ``latest/``'s identical bytes."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:
+        data = fsio.read_regular_stat(
+            source, limit=RECORD_LIMIT, what="receipt", follow_symlinks=False
+        )[0]
+        fsio.write_atomic(target, data, durable=False)

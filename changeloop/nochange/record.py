@@ -1,0 +1,362 @@
+"""Writing the no-change record after a full run whose answer a cached re-prove repeats."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from changeloop import fsio
+from changeloop.errors import FileRefused
+
+if TYPE_CHECKING:
+    from changeloop.engine import ProveResult
+    from changeloop.model import Plan
+    from changeloop.run.records import ProveOptions
+
+from changeloop.nochange.key import (
+    PAYLOAD_TYPE,
+    RECORD_LIMIT,
+    SCHEMA,
+    base_key,
+    env_from,
+    file_digest,
+    option_key,
+    part_digest,
+    record_path,
+    secret_key,
+    seed,
+    stat_of,
+)
+
+
+class Observed(NamedTuple):
+    """What a full run read from outside the plan, handed from the engine to :func:`remember`."""
+
+    trees: Mapping[str, str]  # repository -> content tree the receipts name
+    environments: Mapping[str, tuple[tuple[str, ...] | None, Path, Mapping[str, Any]]]
+    fingerprints: Mapping[str, str]
+    symlinks: Mapping[str, Sequence[str]]  # repository -> links in its content
+    key: Any  # the workspace key that signed the run (None with --sign-key)
+    state: Path
+    # repository -> globs key -> inputs digest over its tree (run.carried), and whether
+    # its content holds a submodule (then no digest is carried from the record)
+    inputs: Mapping[str, Mapping[str, str]] = {}
+    gitlinks: Mapping[str, bool] = {}
+
+
+Render = Callable[["ProveResult"], tuple[dict[str, Any], str]]
+
+
+def eligible_options(options: ProveOptions) -> bool:
+    """Options under which a cached re-prove is answered from the record at all."""
+    return (
+        options.executor == "local"
+        and options.sign_key is None
+        and options.publish is None
+        and options.cache_from is None
+    )
+
+
+def remember(
+    plan: Plan,
+    options: ProveOptions,
+    result: ProveResult,
+    *,
+    config: Mapping[str, str | None],
+    warnings: Sequence[str],
+    render: Render,
+) -> Path | None:
+    """Write the change's record when this run's answer is one a cached re-prove repeats.
+
+    ``render`` turns a result into (the ``--json`` document, the board text),
+    exactly as the CLI prints them. Returns the record's path, or None when the
+    run does not qualify (then any old record is removed: it no longer holds).
+    """
+    observed = result.observed
+    if observed is None or observed.key is None:
+        return None
+    target = record_path(observed.state, plan.change.id)
+    if target is None:
+        return None
+    doc = None
+    if eligible_options(options) and not result.interrupted and not result.notes:
+        doc = _record(plan, options, result, observed, config, warnings, render)
+    if doc is None:
+        _forget(target)
+        return None
+    from changeloop.dsse import sign_envelope
+    from changeloop.jcs import canonicalize
+
+    envelope = sign_envelope(canonicalize(doc), PAYLOAD_TYPE, observed.key)
+    if len(envelope) > RECORD_LIMIT:
+        _forget(target)
+        return None
+    try:
+        target.parent.mkdir(exist_ok=True)
+        fsio.write_atomic(target, envelope, durable=False)  # a cache: a lost write is a miss
+    except OSError:
+        return None
+    return target
+
+
+def _forget(target: Path) -> None:
+    try:
+        if target.is_file() and not target.is_symlink():
+            target.unlink()
+    except OSError:
+        pass
+
+
+def _derivation_files(plan: Plan) -> dict[str, str | None] | None:
+    """The digests of the files derivation could read, or None when it reads more.
+
+    Detection for tests and browsers reads files outside the content tree (an
+    installed ``node_modules/.bin`` tool, a ``.venv``); the record observes none of
+    them, so a plan that leans on derived wiring is always planned afresh. Derived
+    static analysis reads only a few top-level files (``derive.STATIC_ANALYSIS_FILES``),
+    tracked, ignored or absent: the record keeps their digests, so a change that
+    requires ``static-analysis`` and configures its provider can be answered too.
+    """
+    from changeloop.detect.derive import derivation_possible, static_analysis_files
+
+    if any(p.origin == "derived" for p in plan.providers.values()):
+        return None
+    if derivation_possible(plan.evidence, plan.execution, plan.repositories, static_analysis=False):
+        return None
+    return {
+        str(path): file_digest(path)
+        for path in static_analysis_files(plan.evidence, plan.repositories)
+    }
+
+
+def _record(  # noqa: PLR0917 (one caller, all of it needed)
+    plan: Plan,
+    options: ProveOptions,
+    result: ProveResult,
+    observed: Observed,
+    config: Mapping[str, str | None],
+    warnings: Sequence[str],
+    render: Render,
+) -> dict[str, Any] | None:
+    """The record's document, or None when this run's answer is not one to repeat."""
+    from changeloop.cache import NEVER_CACHED, entry_path, load
+
+    derivation = _derivation_files(plan)
+    if derivation is None or set(observed.trees) != set(plan.repositories):
+        return None
+    if any(p.adapter in NEVER_CACHED for p in plan.providers.values()):
+        return None
+    if set(result.providers) != set(plan.providers):
+        return None  # a setup pseudo-provider ran: not what a cached re-prove shows
+    cache_dir = observed.state / "cache"
+    receipts: dict[str, list[tuple[str, bytes]]] = {}
+    cache_stats: dict[str, str] = {}
+    for name, report in result.providers.items():
+        fp = observed.fingerprints.get(name)
+        if fp is None or report.state not in ("ran", "cached") or not report.receipts:
+            return None
+        if report.state == "cached" and report.origin != "local":
+            return None
+        files = []
+        for entry in report.receipts:
+            if entry.status != "pass":
+                return None
+            try:
+                data = fsio.read_regular(plan.root / entry.path, limit=RECORD_LIMIT, what="receipt")
+            except FileRefused:
+                return None
+            files.append((Path(entry.path).name, data))
+        if load(cache_dir, fp) != [data for _, data in files]:
+            return None  # the cache does not hold exactly these: a re-prove would run it
+        stat = stat_of(entry_path(cache_dir, fp))
+        if stat is None:
+            return None
+        cache_stats[entry_path(cache_dir, fp).name] = stat
+        receipts[name] = files
+    placeholder = f"@@run-{secrets.token_hex(8)}@@"
+    cached = _cached_form(plan, result, receipts, placeholder)
+    doc, board = render(cached)
+    if all(r.state == "cached" for r in result.providers.values()):
+        # Self-check: this run *was* a cached re-prove, so its own answer must be the one
+        # recorded, bar the run id. Any difference means the cached form drifted.
+        actual, _ = render(result)
+        if substitute(doc, placeholder, result.run_id) != actual:
+            return None
+    from changeloop.masking import env_from_names
+
+    names = env_from_names(plan)
+    ports = _service_ports(plan)
+    environments = sorted(
+        {
+            (json.dumps(list(cmd) if cmd is not None else None), str(where), part_digest(part))
+            for cmd, where, part in observed.environments.values()
+        }
+    )
+    if len(observed.environments) != len(plan.providers):
+        return None
+    return {
+        "schema": SCHEMA,
+        "key": base_key(
+            plan.root,
+            plan.change.id,
+            plan.change.path,
+            option_key(
+                sandbox=options.sandbox,
+                issuer=options.issuer,
+                url=options.url,
+                fail_fast=options.fail_fast,
+            ),
+            config,
+        ),
+        "recordedOn": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "repositories": {
+            repo: {
+                "path": str(plan.repositories[repo].path),
+                "tree": tree,
+                "symlinks": list(observed.symlinks.get(repo, ())),
+                "gitlinks": observed.gitlinks.get(repo, True),
+                "inputs": dict(sorted(observed.inputs.get(repo, {}).items())),
+            }
+            for repo, tree in sorted(observed.trees.items())
+        },
+        "environment": [
+            {"command": json.loads(cmd), "checkout": where, "part": digest}
+            for cmd, where, digest in environments
+        ],
+        "envFrom": env_from(names, secret_key(seed(observed.key)), os.environ),
+        "derivation": derivation,
+        "ports": ports,
+        "cache": cache_stats,
+        "answer": {
+            "placeholder": placeholder,
+            "archived": (
+                str(plan.change.path.relative_to(plan.root)) if plan.change.archived else None
+            ),
+            "warnings": list(warnings),
+            "proven": cached.verdict.proven,
+            "json": doc,
+            "board": board,
+            "providers": [
+                {
+                    "name": p.name,
+                    "adapter": p.adapter,
+                    "repository": p.repository,
+                    "dependsOn": list(p.depends_on),
+                    "receipts": [
+                        {"file": file, "sha256": hashlib.sha256(data).hexdigest()}
+                        for file, data in receipts[p.name]
+                    ],
+                }
+                for p in plan.providers.values()
+            ],
+        },
+    }
+
+
+def _service_ports(plan: Plan) -> list[int]:
+    """Ports of the services the providers use: a leftover server there is reported even
+    when every provider is cached (engine._ports_taken), so the fast path checks them."""
+    ports: set[int] = set()
+    for provider in plan.providers.values():
+        for name in provider.services:
+            service = plan.services.get(name)
+            port = service.readiness.port if service and service.readiness else None
+            if port is not None:
+                ports.add(port)
+    return sorted(ports)
+
+
+def _cached_form(
+    plan: Plan,
+    result: ProveResult,
+    receipts: Mapping[str, Sequence[tuple[str, bytes]]],
+    run_id: str,
+) -> ProveResult:
+    """The result a full re-prove with every provider reused from the cache would give.
+
+    Mirrors ``ReceiptSink.adopt``: a reused receipt's entry carries its status,
+    claims, input mode and test counts from the envelope, no reason and no
+    citations; the verdict is decided again from those views (no notes: nothing
+    failed to run). tests/test_nochange.py holds the two equal.
+    """
+    from dataclasses import replace
+
+    from changeloop.engine import ProveResult
+    from changeloop.providers import registry
+    from changeloop.providers.base import TestCounts
+    from changeloop.run.records import ProviderReport, ReceiptEntry
+    from changeloop.verdict import ReceiptView, decide
+
+    run_dir = plan.root / ".changeloop" / "runs" / run_id
+    providers: dict[str, ProviderReport] = {}
+    for provider in plan.providers.values():
+        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        entries = []
+        for file, envelope in receipts[provider.name]:
+            payload = base64.b64decode(json.loads(envelope)["payload"])
+            ext = json.loads(payload)["predicate"]["changeloop"]
+            tests = ext.get("tests")
+            keys = ("discovered", "passed", "failed", "skipped")
+            counts = (
+                TestCounts(**{k: tests[k] for k in keys})
+                if isinstance(tests, dict) and all(type(tests.get(k)) is int for k in keys)
+                else None
+            )
+            claims = dict(ext.get("claims") or {})
+            name = ext["provider"] or provider.name
+            view = ReceiptView(
+                provider=name,
+                capability=ext["capability"],
+                status="pass",
+                repositories=repos,
+                reason=None,
+                claims=claims,
+                input_mode=ext.get("inputMode"),
+                citations={},
+            )
+            entries.append(
+                ReceiptEntry(
+                    capability=ext["capability"],
+                    provider=name,
+                    status="pass",
+                    reason=None,
+                    id="sha256:" + hashlib.sha256(payload).hexdigest(),
+                    path=str((run_dir / provider.name / file).relative_to(plan.root)),
+                    view=view,
+                    tests=counts.to_json() if counts is not None else None,
+                )
+            )
+        providers[provider.name] = ProviderReport(
+            provider.name,
+            provider.adapter,
+            provider.repository,
+            state="cached",
+            origin="local",
+            receipts=entries,
+        )
+    views = [e.view for r in providers.values() for e in r.receipts]
+    verdict = decide(plan, views, {})
+    return replace(
+        ProveResult(plan, run_id, run_dir, providers, verdict, masker=result.masker),
+        observed=None,
+    )
+
+
+def substitute(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, dict):
+        return {substitute(k, old, new): substitute(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, old, new) for v in value]
+    return value
+
+
+# -- reading it (before the plan is loaded) -------------------------------------------
