@@ -15,10 +15,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from changeloop import fsio
 from changeloop.errors import ChangeloopError, FileRefused
-
-if TYPE_CHECKING:
-    from changeloop.run.carried import KnownInputs
-
 from changeloop.nochange.key import (
     PAYLOAD_TYPE,
     RECORD_LIMIT,
@@ -32,6 +28,9 @@ from changeloop.nochange.key import (
     stat_of,
 )
 from changeloop.nochange.record import substitute
+
+if TYPE_CHECKING:
+    from changeloop.run.carried import KnownInputs
 
 
 class Answer(NamedTuple):

@@ -14,12 +14,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
-
-if TYPE_CHECKING:
-    from changeloop.engine import ProveResult
-    from changeloop.model import Plan
-    from changeloop.run.records import ProveOptions
-
 from changeloop.nochange.key import (
     PAYLOAD_TYPE,
     RECORD_LIMIT,
@@ -34,6 +28,11 @@ from changeloop.nochange.key import (
     seed,
     stat_of,
 )
+
+if TYPE_CHECKING:
+    from changeloop.engine import ProveResult
+    from changeloop.model import Plan
+    from changeloop.run.records import ProveOptions
 
 
 class Observed(NamedTuple):
