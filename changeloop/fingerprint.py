@@ -27,7 +27,6 @@ import hashlib
 import hmac
 import os
 import stat
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 
 from changeloop.errors import ChangeloopError
 from changeloop.formats import FINGERPRINT_FORMAT, RECEIPT_SCHEMA
-from changeloop.identity import git_env
+from changeloop.identity import git, git_env
 from changeloop.jcs import canonicalize
 from changeloop.model import Provider, Service
 from changeloop.pathspec import Pathspec, normalize
@@ -214,13 +213,7 @@ class InputsIndex:
             from changeloop import submodules
 
             submodules.fold(self.workdir, env, include_untracked=True)
-            proc = subprocess.run(
-                ["git", "ls-files", "-s", "-z", "--", "."],
-                cwd=self.workdir,
-                env=env,
-                capture_output=True,
-                check=True,
-            )
+            proc = git(["ls-files", "-s", "-z", "--", "."], cwd=self.workdir, env=env)
         out: dict[str, tuple[str, str]] = {}
         for record in proc.stdout.split(b"\0"):
             if not record:
@@ -236,13 +229,7 @@ class InputsIndex:
         The run already wrote this tree (``openspec/`` left out), so the inputs
         digest covers exactly the content the receipts name.
         """
-        proc = subprocess.run(
-            ["git", "ls-tree", "-r", "-z", tree],
-            cwd=self.workdir,
-            env=git_env(None),
-            capture_output=True,
-            check=False,
-        )
+        proc = git(["ls-tree", "-r", "-z", tree], cwd=self.workdir, check=False)
         if proc.returncode != 0:
             return self._from_git()
         out: dict[str, tuple[str, str]] = {}
@@ -349,13 +336,8 @@ def subtree_entries(
     """
     out: dict[str, tuple[str, str]] = {}
     for directory in dirs:
-        proc = subprocess.run(
-            ["git", "ls-tree", "-r", "-z", tree.encode() + b":" + directory.rstrip(b"/")],
-            cwd=workdir,
-            env=git_env(None),
-            capture_output=True,
-            check=False,
-        )
+        spec = f"{tree}:{os.fsdecode(directory.rstrip(b'/'))}"
+        proc = git(["ls-tree", "-r", "-z", spec], cwd=workdir, check=False)
         if proc.returncode != 0:
             return None
         for record in proc.stdout.split(b"\0"):

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from changeloop.fingerprint import InputsIndex, literal_dirs, matching, subtree_entries
-from changeloop.identity import git_env
+from changeloop.identity import git
 
 __all__ = ["Carried", "KnownInputs", "globs_key"]
 
@@ -90,11 +89,9 @@ def _changes(workdir: Path, old: str, new: str) -> dict[str, str] | None:
     """Path -> its mode in ``new`` ("000000" when deleted) for every path that differs."""
     if old == new:
         return {}
-    proc = subprocess.run(
-        ["git", "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", old, new],
+    proc = git(
+        ["diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", old, new],
         cwd=workdir,
-        env=git_env(None),
-        capture_output=True,
         check=False,
     )
     if proc.returncode != 0:
