@@ -24,6 +24,8 @@ import secrets
 import shutil
 import stat
 import subprocess
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,6 +125,26 @@ class StateDir:
             return
 
 
+# Roots already accepted in this CLI invocation (None outside one): a prove asked the same
+# question four times (~2–5 ms each, one `git ls-files` apiece) on its no-change path.
+_ACCEPTED: ContextVar[set[str] | None] = ContextVar("changeloop_state_accepted", default=None)
+
+
+@contextlib.contextmanager
+def one_check_per_invocation() -> Iterator[None]:
+    """Within the block, :func:`check_state` checks each root once.
+
+    The CLI wraps one verb in it: between its checks only changeloop itself writes
+    ``.changeloop/`` (through ``fsio``, never following a link), so asking again adds
+    nothing. Outside the block — library callers, tests — every call checks.
+    """
+    token = _ACCEPTED.set(set())
+    try:
+        yield
+    finally:
+        _ACCEPTED.reset(token)
+
+
 def check_state(root: Path) -> None:
     """Refuse (exit 2) a workspace state this checkout could have planted, or one we cannot use.
 
@@ -132,9 +154,13 @@ def check_state(root: Path) -> None:
     workspace key, when present, must be a regular file with no group or other
     permission bits.
     """
+    accepted = _ACCEPTED.get()
+    key = str(root.absolute())
+    if accepted is not None and key in accepted:
+        return
     state = root / STATE
     if not _check_dir(state):
-        return
+        return  # no state yet (made on first use): the next call looks again
     _check_access(state)
     for name in SUBDIRS:
         if _check_dir(state / name):
@@ -144,6 +170,8 @@ def check_state(root: Path) -> None:
         _check_dir(entry)
     _check_tracked(root)
     _check_workspace_key(state / WORKSPACE_KEY)
+    if accepted is not None:
+        accepted.add(key)
 
 
 def _check_dir(path: Path) -> bool:

@@ -24,6 +24,7 @@ from receipts_helpers import make_workspace
 import changeloop.keys
 import changeloop.state
 from changeloop.cli.main import main
+from changeloop.errors import StateRefused
 
 EVIDENCE = """\
 version: 3
@@ -377,3 +378,32 @@ def test_import_refuses_a_planted_state(
     assert code == 2
     assert doc["errors"][0]["path"] == str(root / ".changeloop")  # type: ignore[index]
     assert not (root / "openspec" / "changes" / "add-review" / "receipts").exists()
+
+
+def test_the_state_is_checked_once_per_invocation_and_afresh_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One CLI invocation asks check_state several times (prove: four); between them only
+    # changeloop writes .changeloop/. The next invocation, and any caller outside one,
+    # checks again — a symlink planted in between is refused.
+    root = make_repo(tmp_path / "ws", {"a.txt": "a\n"})
+    (root / ".changeloop" / "cache").mkdir(parents=True)
+    seen: list[Path] = []
+    real = changeloop.state._check_tracked
+
+    def counted(where: Path) -> None:
+        seen.append(where)
+        real(where)
+
+    monkeypatch.setattr(changeloop.state, "_check_tracked", counted)
+    with changeloop.state.one_check_per_invocation():
+        for _ in range(4):
+            changeloop.state.check_state(root)
+    assert len(seen) == 1
+
+    shutil.rmtree(root / ".changeloop" / "cache")
+    (root / ".changeloop" / "cache").symlink_to(tmp_path)
+    with changeloop.state.one_check_per_invocation(), pytest.raises(StateRefused):
+        changeloop.state.check_state(root)
+    with pytest.raises(StateRefused):
+        changeloop.state.check_state(root)  # outside an invocation: every call checks

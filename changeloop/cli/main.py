@@ -278,8 +278,11 @@ def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
         problem = Problem(code="usage", message=exc.message, fix="see `changeloop --help`")
         return _answer(raw, None, ChangeloopError(problem), echo=False)  # argparse said it
     state["args"] = args
+    from changeloop.state import one_check_per_invocation
+
     try:
-        code: int = args.func(args)
+        with one_check_per_invocation():
+            code: int = args.func(args)
         return code
     except ChangeloopError as exc:
         return _answer(raw, args, exc)
