@@ -29,7 +29,8 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,13 @@ __all__ = [
 KIB = 1024
 MIB = 1024 * KIB
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Files of a round held open between their write and their fsync (bounded descriptors).
+SETTLE_CHUNK = 64
+# From this many durable files a round syncs whole file systems instead of each file.
+SYNCFS_FROM = 16
+# POSIX_FADV_DONTNEED starts a dirty file's writeback on Linux without waiting for it;
+# where os has no posix_fadvise (macOS) each fsync simply does all the work.
+_WRITEBACK: int | None = getattr(os, "POSIX_FADV_DONTNEED", None)
 
 
 def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
@@ -120,6 +128,10 @@ def commit(
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
 
+    A round of :data:`SYNCFS_FROM` durable files or more replaces the fsyncs with
+    one ``syncfs`` per file system before the renames and one after (Linux): the
+    same order, one journal commit each (see :func:`_whole_filesystem_sync`).
+
     A supersedable name several groups of the round write is written once, with
     the last group's bytes (a thousand providers sharing one cache entry create
     one file, not a thousand: on ext4, making and dropping inodes at that rate
@@ -142,6 +154,16 @@ def commit(
         for i, item in enumerate(group)
         if item.supersedable
     }
+    durable = sum(
+        1
+        for g, group in enumerate(groups)
+        for i, item in enumerate(group)
+        if item.durable and (not item.supersedable or last[item.path] == (g, i))
+    )
+    # A large round is made durable by one syncfs per file system (Linux), a small
+    # one file by file: see _whole_filesystem_sync.
+    sync = _whole_filesystem_sync() if durable >= SYNCFS_FROM else None
+    written: list[tuple[int, _Staged]] = []  # written, not yet fsynced and closed
     try:
         for index, group in enumerate(groups):
             try:
@@ -152,10 +174,24 @@ def commit(
                     fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
                     entry = _Staged(item, tmp, fd)
                     staged[index].append(entry)
-                    _fill(entry)  # written, fsynced and closed: one descriptor at a time
+                    _fill(entry, writeback=sync is None)
+                    written.append((index, entry))
             except OSError as exc:
                 errors[index] = _naming(exc, item.path)
                 _discard(staged[index])
+            if len(written) >= SETTLE_CHUNK:
+                _settle(written, staged, errors, fsync=sync is None)
+        _settle(written, staged, errors, fsync=sync is None)
+        if sync is not None:
+            failure = _sync_filesystems(
+                sync, (e.item.path.parent for files in staged for e in files if e.item.durable)
+            )
+            if failure is not None:  # what was written may not be on disk: rename nothing
+                for index, files in enumerate(staged):
+                    if files:  # each group's error names its own file
+                        path = str(files[0].item.path)
+                        errors[index] = type(failure)(failure.errno, failure.strerror, path)
+                        _discard(files)
         renamed: list[Pending] = []
         for index, files in enumerate(staged):
             while files:
@@ -171,8 +207,12 @@ def commit(
     finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
         for files in staged:
             _discard(files)
-    for directory in _distinct(item.path.parent for item in renamed if item.durable):
-        fsync_dir(directory)
+    directories = _distinct(item.path.parent for item in renamed if item.durable)
+    if sync is not None:
+        _sync_filesystems(sync, directories)  # best effort, as fsync_dir is
+    else:
+        for directory in directories:
+            fsync_dir(directory)
     return errors
 
 
@@ -307,17 +347,98 @@ def _distinct(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
 
 
-def _fill(entry: _Staged) -> None:
-    """Write the temporary file's bytes, fsync it when it must be durable, close it."""
+def _fill(entry: _Staged, *, writeback: bool) -> None:
+    """Write the temporary file's bytes (and start their writeback); the file stays open.
+
+    Starting every file's writeback before the first fsync puts the block
+    allocations of the whole chunk in one journal transaction, so on ext4 the
+    chunk's fsyncs share a few journal commits instead of one commit each.
+    """
     fd = entry.fd
     assert fd is not None
     if entry.item.mode & 0o077 == 0:
         os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
     _write_fd(fd, entry.item.data)
-    if entry.item.durable:
-        os.fsync(fd)
-    entry.fd = None
-    os.close(fd)
+    if writeback and entry.item.durable and _WRITEBACK is not None:
+        with contextlib.suppress(OSError):  # only a hint: the fsync below is what counts
+            os.posix_fadvise(fd, 0, 0, _WRITEBACK)
+
+
+def _settle(
+    written: list[tuple[int, _Staged]],
+    staged: list[list[_Staged]],
+    errors: list[OSError | None],
+    *,
+    fsync: bool,
+) -> None:
+    """fsync (when durable and asked) and close every written file; a failure fails its group."""
+    for index, entry in written:
+        fd = entry.fd
+        if fd is None:  # its group failed meanwhile and was discarded
+            continue
+        try:
+            if fsync and entry.item.durable:
+                os.fsync(fd)
+        except OSError as exc:
+            errors[index] = _naming(exc, entry.item.path)
+            _discard(staged[index])
+            continue
+        entry.fd = None
+        os.close(fd)
+    written.clear()
+
+
+_SYNCFS: list[Callable[[int], int] | None] = []  # resolved once: libc's syncfs, or None
+
+
+def _whole_filesystem_sync() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` on Linux, else None (every file is then fsynced on its own).
+
+    One ``syncfs`` makes everything written to a file system durable with one
+    journal commit. A round of a thousand receipts fsynced one by one commits
+    the ext4 journal again and again, and every mkdir or open the event loop
+    makes meanwhile waits for those commits (4x slower, bench/README.md
+    "Issue 15"). The price: it also writes out other programs' dirty data on
+    that file system, which is why a small round keeps its per-file fsyncs.
+    """
+    if not _SYNCFS:
+        call: Callable[[int], int] | None = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes  # only a large round needs it
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                function = libc.syncfs
+                function.argtypes = [ctypes.c_int]
+                function.restype = ctypes.c_int
+                call = function
+            except (OSError, AttributeError):  # no libc symbol: file-by-file fsync
+                call = None
+        _SYNCFS.append(call)
+    return _SYNCFS[0]
+
+
+def _sync_filesystems(sync: Callable[[int], int], directories: Iterable[Path]) -> OSError | None:
+    """``sync`` once per file system holding one of ``directories``; the first failure."""
+    synced: set[int] = set()
+    for directory in _distinct(directories):
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            return exc
+        try:
+            device = os.fstat(fd).st_dev
+            if device in synced:
+                continue
+            if sync(fd) != 0:
+                import ctypes  # loaded already by _whole_filesystem_sync
+
+                code = ctypes.get_errno()
+                return OSError(code, os.strerror(code), str(directory))
+            synced.add(device)
+        finally:
+            os.close(fd)
+    return None
 
 
 def _rename(entry: _Staged) -> None:

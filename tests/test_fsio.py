@@ -164,3 +164,85 @@ def test_symlink_under_names_the_first_link_below_the_base(tmp_path: Path) -> No
     assert fsio.symlink_under(tmp_path / "a" / "b" / "c", tmp_path) == tmp_path / "a"
     assert fsio.symlink_under(tmp_path / "real" / "b", tmp_path) is None
     assert fsio.symlink_under(Path("/elsewhere"), tmp_path) is None
+
+
+# -- durability in rounds (DESIGN.md §13: one sync per batch, write/sync/rename/sync) --------
+
+
+def _syncfs_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the round's whole-file-system syncs; each still reaches the real syncfs."""
+    real = fsio._whole_filesystem_sync()
+    if real is None:
+        pytest.skip("no syncfs on this platform: every round fsyncs file by file")
+    calls: list[int] = []
+
+    def spy(fd: int) -> int:
+        calls.append(fd)
+        return real(fd)
+
+    monkeypatch.setattr(fsio, "_SYNCFS", [spy])
+    return calls
+
+
+def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(fsio.os, "fsync", spy)
+    return calls
+
+
+def test_a_large_round_syncs_its_file_system_twice_instead_of_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once before the renames (the bytes), once after (the names): no per-file fsync."""
+    syncs, fsyncs = _syncfs_spy(monkeypatch), _fsync_spy(monkeypatch)
+    count = fsio.SYNCFS_FROM + 4
+    groups = [[fsio.Pending(tmp_path / f"d{n % 3}" / f"{n}.json", b"%d" % n)] for n in range(count)]
+    assert fsio.commit(groups) == [None] * count
+    assert len(syncs) == 2 and fsyncs == []
+    for n in range(count):
+        assert (tmp_path / f"d{n % 3}" / f"{n}.json").read_bytes() == b"%d" % n
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_small_round_fsyncs_each_file_and_each_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few files do not write out other programs' dirty data with a whole-file-system sync."""
+    syncs, fsyncs = _syncfs_spy(monkeypatch), _fsync_spy(monkeypatch)
+    groups = [[fsio.Pending(tmp_path / f"{n}.json", b"x")] for n in range(3)]
+    groups.append([fsio.Pending(tmp_path / "cache.json", b"c", durable=False)])
+    assert fsio.commit(groups) == [None] * 4
+    assert syncs == [] and len(fsyncs) == 3 + 1  # three durable files, their one directory
+
+
+def test_a_failed_file_system_sync_renames_nothing_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writeback error (EIO from syncfs) fails every group: no name gets unsynced bytes."""
+    import ctypes
+    import errno
+
+    if fsio._whole_filesystem_sync() is None:
+        pytest.skip("no syncfs on this platform")
+
+    def failing(_fd: int) -> int:
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    monkeypatch.setattr(fsio, "_SYNCFS", [failing])
+    count = fsio.SYNCFS_FROM
+    for n in range(count):
+        (tmp_path / f"{n}.json").write_bytes(b"old")
+    errors = fsio.commit([[fsio.Pending(tmp_path / f"{n}.json", b"new")] for n in range(count)])
+    assert all(isinstance(e, OSError) and e.errno == errno.EIO for e in errors)
+    assert [str(e.filename) for e in errors if e] == [
+        str(tmp_path / f"{n}.json") for n in range(count)
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.json" for n in range(count))
+    assert {p.read_bytes() for p in tmp_path.iterdir()} == {b"old"}
