@@ -85,17 +85,18 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 def sign_envelope(payload: bytes, payload_type: str, private_key: Ed25519PrivateKey) -> bytes:
     """The envelope JSON (RFC 8785 bytes plus a newline) with one Ed25519 signature."""
-    from changeloop.keys import keyid  # keys pulls in serialization: only when signing
+    from changeloop.keys import signer_keyid  # keys pulls in serialization: only when signing
 
     sig = private_key.sign(pae(payload_type, payload))
-    doc = {
-        "payload": base64.b64encode(payload).decode("ascii"),
-        "payloadType": payload_type,
-        "signatures": [
-            {"keyid": keyid(private_key.public_key()), "sig": base64.b64encode(sig).decode("ascii")}
-        ],
-    }
-    return canonicalize(doc) + b"\n"
+    # The RFC 8785 form of {"payload", "payloadType", "signatures": [{"keyid", "sig"}]},
+    # spelled out: members already in key order, base64 and hex need no escaping, and
+    # the two free strings go through canonicalize. A test holds it to canonicalize(doc).
+    return b'{"payload":"%b","payloadType":%b,"signatures":[{"keyid":%b,"sig":"%b"}]}\n' % (
+        base64.b64encode(payload),
+        canonicalize(payload_type),
+        canonicalize(signer_keyid(private_key)),
+        base64.b64encode(sig),
+    )
 
 
 def too_large(size: int) -> VerificationError:

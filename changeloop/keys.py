@@ -71,6 +71,23 @@ def keyid(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+_SIGNER_KEYIDS: dict[int, tuple[Ed25519PrivateKey, str]] = {}  # id(key) -> (key kept alive, id)
+
+
+def signer_keyid(private_key: Ed25519PrivateKey) -> str:
+    """:func:`keyid` of the key's public half, derived once per key object.
+
+    A run signs every receipt with one key; deriving its public key and id for
+    each envelope was a measurable share of sealing a thousand receipts.
+    """
+    known = _SIGNER_KEYIDS.get(id(private_key))
+    if known is None or known[0] is not private_key:
+        if len(_SIGNER_KEYIDS) > 64:
+            _SIGNER_KEYIDS.clear()
+        known = _SIGNER_KEYIDS[id(private_key)] = (private_key, keyid(private_key.public_key()))
+    return known[1]
+
+
 def write_keypair(out_dir: Path, stem: str = "changeloop") -> tuple[Path, Path]:
     """Write ``<stem>.key`` (PKCS#8, 0600) and ``<stem>.pub`` (SPKI); refuse to overwrite.
 

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.jcs import canonicalize
-from changeloop.keys import keyid
+from changeloop.keys import signer_keyid
 from changeloop.model import ContentIdentity, Plan
 from changeloop.providers.base import Outcome
 
@@ -287,21 +287,8 @@ def seal(statement: Mapping[str, Any], private_key: Ed25519PrivateKey) -> Sealed
         id="sha256:" + sha256_hex(payload),
         envelope=envelope,
         payload=payload,
-        keyid=_keyid(private_key),
+        keyid=signer_keyid(private_key),
     )
-
-
-_KEYIDS: dict[int, tuple[Ed25519PrivateKey, str]] = {}  # id(key) -> (key, keyid); key kept alive
-
-
-def _keyid(private_key: Ed25519PrivateKey) -> str:
-    """The key's id, derived once per key object (a run seals every receipt with one key)."""
-    known = _KEYIDS.get(id(private_key))
-    if known is None or known[0] is not private_key:
-        if len(_KEYIDS) > 64:
-            _KEYIDS.clear()
-        known = _KEYIDS[id(private_key)] = (private_key, keyid(private_key.public_key()))
-    return known[1]
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

@@ -338,10 +338,12 @@ class ReceiptSink:
         Not fsynced: an entry lost or torn by a power cut fails its signature check
         on read and is a miss (``_verified_cache``), never a pass.
         """
-        made = cache.entry(self._state.cache, self._fingerprint(provider), envelopes)
-        if made is None:
-            return
-        target, data = made
+        if provider.adapter in cache.NEVER_CACHED:
+            return  # re-judged on every run
+        # finish() calls this only when every envelope it just sealed is a pass
+        target, data = cache.entry_of_passes(
+            self._state.cache, self._fingerprint(provider), envelopes
+        )
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
         entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
         self._commits.submit(_CACHE + provider.name, [entry])

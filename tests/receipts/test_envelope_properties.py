@@ -33,7 +33,7 @@ from receipts_helpers import identities, make_workspace, pem_text
 from changeloop.cli.main import main
 from changeloop.dsse import PAYLOAD_TYPE, VerificationError, sign_envelope
 from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, private_pem, public_pem
+from changeloop.keys import generate_private_key, keyid, private_pem, public_pem
 from changeloop.verify import Expectation, verify_envelope
 
 KEY = generate_private_key()
@@ -508,3 +508,18 @@ def test_odd_statements_signed_by_the_trusted_key_are_judged_never_a_crash(
     path.write_bytes(envelope)
     code, doc = run_cli("receipt", "verify", str(path), "--public-key", str(setup.pub), "--json")
     assert doc["valid"] is (code == 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(payload=st.binary(max_size=300), payload_type=st.text(max_size=40))
+def test_the_envelope_is_the_rfc8785_form_of_its_own_document(
+    payload: bytes, payload_type: str
+) -> None:
+    """sign_envelope spells its JSON out for speed: it must equal canonicalize(doc) + newline."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in payload_type):  # no UTF-8 form to sign
+        return
+    envelope = sign_envelope(payload, payload_type, KEY)
+    doc = json.loads(envelope)
+    assert envelope == canonicalize(doc) + b"\n"
+    assert base64.b64decode(doc["payload"]) == payload and doc["payloadType"] == payload_type
+    assert doc["signatures"][0]["keyid"] == keyid(KEY.public_key())
