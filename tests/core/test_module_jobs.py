@@ -18,6 +18,12 @@ LIMIT = 400  # lines: above this a module is split along its jobs
 SPLIT = (
     "process_groups.py",
     "sweep.py",
+    "preflight/__init__.py",
+    "preflight/providers.py",
+    "detect/derive.py",
+    "detect/static_analysis.py",
+    "detect/script_providers.py",
+    "detect/runner_commands.py",
 )
 
 # job -> (the module it lives in, a module it must not live in any more)
@@ -25,6 +31,13 @@ HOMES = (
     ("sweep", "sweep.py", "process_groups.py"),
     ("Sweep", "sweep.py", "process_groups.py"),
     ("record_group", "process_groups.py", "sweep.py"),
+    ("check", "preflight/__init__.py", "preflight/providers.py"),
+    ("services", "preflight/services.py", "preflight/__init__.py"),
+    ("links", "preflight/links.py", "preflight/__init__.py"),
+    ("linters", "detect/static_analysis.py", "detect/derive.py"),
+    ("test_command", "detect/runner_commands.py", "detect/derive.py"),
+    ("from_scripts", "detect/script_providers.py", "detect/derive.py"),
+    ("derive_explained", "detect/derive.py", "detect/script_providers.py"),
 )
 
 
