@@ -24,6 +24,13 @@ SPLIT = (
     "detect/static_analysis.py",
     "detect/script_providers.py",
     "detect/runner_commands.py",
+    "executors/worker.py",
+    "executors/worker_sandboxes.py",
+    "executors/worker_files.py",
+    "executors/wire.py",
+    "executors/dask.py",
+    "executors/dask_results.py",
+    "executors/shipping.py",
 )
 
 # job -> (the module it lives in, a module it must not live in any more)
@@ -38,6 +45,11 @@ HOMES = (
     ("test_command", "detect/runner_commands.py", "detect/derive.py"),
     ("from_scripts", "detect/script_providers.py", "detect/derive.py"),
     ("derive_explained", "detect/derive.py", "detect/script_providers.py"),
+    ("WireJob", "executors/wire.py", "executors/worker.py"),
+    ("sandbox_of", "executors/worker_sandboxes.py", "executors/worker.py"),
+    ("pack_dir", "executors/worker_files.py", "executors/worker.py"),
+    ("job_result", "executors/dask_results.py", "executors/dask.py"),
+    ("shipped_repositories", "executors/shipping.py", "executors/dask.py"),
 )
 
 
