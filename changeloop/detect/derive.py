@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
-from changeloop.detect.derived_names import REPORT_DIR, provider_name
+from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
 from changeloop.detect.runner_commands import playwright_command, test_command
 from changeloop.detect.script_providers import from_scripts
 from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES, static_providers
@@ -68,29 +69,15 @@ def derive_explained(
                 if det is js and scripted:
                     continue
                 extra = None if first else det.adapter
-                name = provider_name("test", repo_name, single, extra)
-                report_stem = f"{REPORT_DIR}/{name}"
-                argv, report = test_command(det, repo.path, report_stem)
-                discovery = (
-                    None
-                    if single and first
-                    else provider_name("discovery", repo_name, single, extra)
+                provider = test_provider(
+                    repo_name,
+                    single,
+                    extra,
+                    partial(test_command, det, repo.path),
+                    det.confidence,
+                    format="unittest" if det.adapter == "unittest" else None,
                 )
-                out[name] = (
-                    Provider(
-                        name=name,
-                        adapter="test-discovery",
-                        capability="test",
-                        repository=repo_name,
-                        command=argv,
-                        report=report,
-                        format="unittest" if det.adapter == "unittest" else None,
-                        discovery_provider=discovery,
-                        origin="derived",
-                        confidence=det.confidence,
-                    ),
-                    det.evidence,
-                )
+                out[provider.name] = (provider, det.evidence)
                 first = False
         wants_browser = any(repo_name in needs.get(c, []) for c in ("browser", "accessibility"))
         browser = next((d for d in dets if d.test_type == "browser"), None)

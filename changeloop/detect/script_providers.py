@@ -8,10 +8,11 @@ becomes a ``build`` provider they depend on.
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 
 from changeloop.detect import scripts
-from changeloop.detect.derived_names import REPORT_DIR, provider_name
+from changeloop.detect.derived_names import provider_name, test_provider
 from changeloop.detect.runner_commands import script_command
 from changeloop.detect.types import Detection
 from changeloop.model import Provider
@@ -39,26 +40,15 @@ def from_scripts(
     taken: set[str] = set()
     for index, call in enumerate(calls):
         extra = None if index == 0 else _suffix(call, index, taken)
-        name = provider_name("test", repo_name, single, extra)
-        argv, report = script_command(call, f"{REPORT_DIR}/{name}")
-        discovery = (
-            None if single and index == 0 else provider_name("discovery", repo_name, single, extra)
+        provider = test_provider(
+            repo_name,
+            single,
+            extra,
+            partial(script_command, call),
+            det.confidence,
+            depends_on=depends,
         )
-        out[name] = (
-            Provider(
-                name=name,
-                adapter="test-discovery",
-                capability="test",
-                repository=repo_name,
-                command=argv,
-                report=report,
-                discovery_provider=discovery,
-                depends_on=depends,
-                origin="derived",
-                confidence=det.confidence,
-            ),
-            f"package.json scripts.{call.script}",
-        )
+        out[provider.name] = (provider, f"package.json scripts.{call.script}")
     return out
 
 
