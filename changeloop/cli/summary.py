@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519PublicKey]) -> int:
     """``receipt verify`` on a VSA: signature and shape, then its result (exit 0 valid)."""
+    from changeloop.cli.receipt.verify import answer_invalid
     from changeloop.dsse import VerificationError
     from changeloop.vsa import VSA_TYPE, verify_vsa
 
@@ -109,11 +110,7 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
                 "change", f"summary is for change {verified.change!r}, not {args.change!r}"
             )
     except VerificationError as exc:
-        doc.update(valid=False, check=exc.check, reason=exc.reason)
-        if common.json_mode(args):
-            common.emit_json(doc)
-        common.say(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}")
-        return 1
+        return answer_invalid(args, doc, exc)
     predicate = verified.predicate
     doc.update(
         valid=True,

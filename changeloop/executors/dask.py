@@ -13,10 +13,7 @@ cancels every remote job, and each runner ends its process group.
 from __future__ import annotations
 
 import contextlib
-import io
-import os
 import secrets
-import tarfile
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -30,18 +27,12 @@ from distributed.client import _wait
 
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
+from changeloop.executors.dask_results import failed_result, job_result
+from changeloop.executors.shipping import executables, pack_repository, shipped_repositories
+from changeloop.executors.wire import WireJob, WireRepo, WireResult
 from changeloop.identity import content_identity
 from changeloop.model import Plan, SandboxMode
-from changeloop.providers import registry
-from changeloop.run.job import (
-    Job,
-    JobResult,
-    _collected,
-    _fresh_report,
-    _read_report,
-    _whole,
-)
-from changeloop.sandboxes.copy import list_files
+from changeloop.run.job import Job, JobResult
 
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60
@@ -92,7 +83,7 @@ class DaskExecutor:
         the tree a worker can check, so they cannot travel by tree id (exit 2).
         """
         found: list[str] = []
-        for repo in _shipped_repositories(self._plan):
+        for repo in shipped_repositories(self._plan):
             path = self._plan.repositories[repo].path
             ident = await anyio.to_thread.run_sync(
                 partial(content_identity, path, include_untracked=self._mode != "worktree")
@@ -127,7 +118,7 @@ class DaskExecutor:
     async def _warm(self, addresses: list[str]) -> None:
         for repo, tree in self._trees.items():
             archive = await self._archive(repo, tree)
-            wire_repo = worker.WireRepo(repo, tree, self._setup_of(repo))
+            wire_repo = WireRepo(repo, tree, self._setup_of(repo))
             for address in addresses:
                 fresh = (address, tree) not in self._shipped
                 future = self._client.submit(
@@ -200,7 +191,7 @@ class DaskExecutor:
 
         One question to every worker for all of the plan's executables at once.
         """
-        argv0s = sorted(_executables(self._plan))
+        argv0s = sorted(executables(self._plan))
         if not argv0s:
             return
         try:
@@ -245,25 +236,25 @@ class DaskExecutor:
             if answer is not None:
                 self._placed[job.provider.name] = address
                 # unpacking and reading files: off the event loop, which seals receipts
-                return await anyio.to_thread.run_sync(self._result, job, answer, started)
+                return await anyio.to_thread.run_sync(job_result, job, answer, started)
         where = ", ".join(tried) or "none left"
         why = f"the worker running it was lost ({where}); retried once, never counted a pass"
-        return _failed(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
+        return failed_result(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
 
-    async def _submit(self, job: Job, address: str) -> worker.WireResult | None:
+    async def _submit(self, job: Job, address: str) -> WireResult | None:
         """Run on ``address``; None when the worker was lost meanwhile."""
         repo = job.sandbox.repository
         step = job.context.get("setup") if job.provider.capability == "setup" else None
         services = tuple(self._plan.services[n] for n in job.services if n in self._plan.services)
         others = dict.fromkeys(s.repository for s in services if s.repository not in (None, repo))
-        wire = worker.WireJob(
+        wire = WireJob(
             job=job,
             session=self._session,
             token=secrets.token_hex(8),
             setup=self._setup_of(repo),
             services=services,
             service_repos=tuple(
-                worker.WireRepo(name, self._trees[name], self._setup_of(name))
+                WireRepo(name, self._trees[name], self._setup_of(name))
                 for name in others
                 if name is not None
             ),
@@ -289,7 +280,7 @@ class DaskExecutor:
         repository = self._plan.repositories.get(repo)
         return tuple(tuple(a) for a in repository.setup) if repository else ()
 
-    async def _await(self, wire: worker.WireJob, address: str) -> worker.WireResult | None:
+    async def _await(self, wire: WireJob, address: str) -> WireResult | None:
         future = self._client.submit(
             worker.run_job,
             wire,
@@ -319,8 +310,8 @@ class DaskExecutor:
             if future.status == "error":  # the runner itself raised: never a pass
                 error = await future.exception()
                 why = f"the job raised on worker {address}: {type(error).__name__}: {error}"
-                return worker.WireResult(address, failure=("inconclusive", "worker-error", why))
-            answer: worker.WireResult = await future
+                return WireResult(address, failure=("inconclusive", "worker-error", why))
+            answer: WireResult = await future
             return answer
         except BaseException:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -377,113 +368,6 @@ class DaskExecutor:
 
     async def _archive(self, repo: str, tree: str) -> bytes:
         if tree not in self._archives:
-            make = partial(_pack, self._plan, repo, self._mode, self._state_dir)
+            make = partial(pack_repository, self._plan, repo, self._mode, self._state_dir)
             self._archives[tree] = await anyio.to_thread.run_sync(make)
         return self._archives[tree]
-
-    def _result(self, job: Job, answer: worker.WireResult, started: datetime) -> JobResult:
-        if answer.failure is not None:
-            return _failed(job, started, answer.failure, [answer.worker])
-        log_dir = Path(job.log_dir)
-        report = _fresh_report(job)  # a stale local report must not speak for this run
-        _unpack(answer.logs, log_dir)
-        _unpack(answer.outputs, Path(job.sandbox.path))
-        data, error = _read_report(job, report, log_dir, job.secrets(os.environ))
-        log_path, stdout_path = log_dir / answer.log_name, log_dir / answer.stdout_name
-        whole = (_whole(stdout_path), _whole(log_path)) if job.output else (None, None)
-        return JobResult(
-            argv=job.argv,
-            exit_code=answer.exit_code,
-            timed_out=answer.timed_out,
-            spawn_error=answer.spawn_error,
-            duration_ms=answer.duration_ms,
-            log_path=log_path,
-            stdout_path=stdout_path,
-            log_sha256=answer.log_sha256,
-            stdout_tail=answer.stdout_tail,
-            stderr_tail=answer.stderr_tail,
-            log_tail=answer.log_tail,
-            started=answer.started or started,
-            finished=answer.finished or datetime.now(UTC),
-            signal=answer.signal,
-            leftovers=answer.leftovers,
-            report=data,
-            report_error=error,
-            files=_collected(job),
-            stdout=whole[0],
-            log=whole[1],
-            worker=answer.worker,
-        )
-
-
-def _failed(job: Job, started: datetime, failure: worker.Failure, workers: list[str]) -> JobResult:
-    log_dir = Path(job.log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"{job.log_name}.log"
-    log.write_text(failure[2] + "\n", encoding="utf-8")
-    return JobResult(
-        argv=job.argv,
-        exit_code=None,
-        timed_out=False,
-        spawn_error=None,
-        duration_ms=0,
-        log_path=log,
-        stdout_path=log,
-        log_sha256="",
-        stdout_tail="",
-        stderr_tail="",
-        log_tail=failure[2],
-        started=started,
-        finished=datetime.now(UTC),
-        worker=workers[0] if workers else None,
-        failure=failure,
-    )
-
-
-def _pack(plan: Plan, repo: str, mode: SandboxMode, state_dir: Path) -> bytes:
-    """The repository's content as its identity saw it: the user's files and link texts.
-
-    Read from the checkout, not the local sandbox (which re-points absolute
-    links); what changed meanwhile is caught by the worker's tree check.
-    """
-    source = plan.repositories[repo].path.resolve()
-    if mode == "worktree":
-        return content.pack(source, content.tracked_files(source))
-    return content.pack(source, list_files(source, state_dir.resolve()))
-
-
-def _unpack(data: bytes, dest: Path) -> None:
-    if not data:
-        return
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:  # the worker's plain tar
-        archive.extractall(dest, filter="tar")
-
-
-def _shipped_repositories(plan: Plan) -> list[str]:
-    """The repositories whose content a worker needs: where commands run, where services live."""
-    out: dict[str, None] = {}
-    for provider in plan.providers.values():
-        adapter = registry.ADAPTERS[provider.adapter]
-        if adapter.RUNS_COMMAND:
-            out.update(dict.fromkeys(adapter.repositories(provider, plan)))
-        for name in provider.services:
-            service = plan.services.get(name)
-            repo = service.repository if service else None
-            out[repo or provider.repository or ""] = None
-    return [r for r in out if r in plan.repositories]
-
-
-def _executables(plan: Plan) -> set[str]:
-    """The argv[0] of every command the plan runs that a worker resolves on its PATH."""
-    out: set[str] = set()
-    for provider in plan.providers.values():
-        adapter = registry.ADAPTERS[provider.adapter]
-        if not adapter.RUNS_COMMAND:
-            continue
-        command = adapter.effective_command(provider)
-        if command:
-            out.add(command[0])
-    for repository in plan.repositories.values():
-        out.update(argv[0] for argv in repository.setup if argv)
-    return {a for a in out if a.startswith("/") or "/" not in a}

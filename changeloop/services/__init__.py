@@ -22,7 +22,7 @@ same findings instead of a second wait.
 
 Entering the manager inside a run directory (``log_dir`` under
 ``.changeloop/runs/<id>/``) first ends what a run killed with -9 left behind
-(``process_groups.sweep``): its providers, its servers holding our ports, its
+(``sweep.sweep``): its providers, its servers holding our ports, its
 temp files and sandboxes.
 """
 
@@ -41,11 +41,12 @@ import anyio
 import anyio.abc
 
 from changeloop.model import Plan, Service
-from changeloop.process_groups import claim_run, close_run, run_dir_of, sweep
+from changeloop.process_groups import claim_run, close_run, run_dir_of
 from changeloop.processes import RunningProcess, SpawnError, start_process
 from changeloop.providers.base import Finding
 from changeloop.services.ports import port_holder
 from changeloop.services.probe import ATTEMPT_S, Probe, expectation, probe_once
+from changeloop.sweep import sweep
 
 __all__ = ["ServiceManager"]
 

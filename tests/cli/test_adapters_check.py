@@ -14,7 +14,7 @@ from prove_helpers import make_change, make_repo
 from repo_paths import REPO_ROOT
 
 from changeloop.contracts import Contract, contracts, has_flag, has_subcommand
-from changeloop.detect import derive
+from changeloop.detect import runner_commands
 from changeloop.detect.types import Detection
 from changeloop.model import Provider
 from changeloop.providers import playwright
@@ -58,7 +58,7 @@ def test_contract_covers_every_option_derived_wiring_uses(
     tmp_path: Path, adapter: str, tool: str, words: set[str]
 ) -> None:
     det = Detection(adapter, "python", "manifest", None, "x")
-    argv, _report = derive.test_command(det, tmp_path, ".changeloop/reports/test")
+    argv, _report = runner_commands.test_command(det, tmp_path, ".changeloop/reports/test")
     contract = _contract(tool)
     flags = {f.name for p in contract.probes for f in p.flags}
     subcommands = {s for p in contract.probes for s in p.subcommands}

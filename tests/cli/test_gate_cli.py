@@ -130,10 +130,13 @@ def test_receipts_signed_with_another_key_need_public_key(
     assert gate(root, capsys, "--public-key", str(tmp_path / "k" / "changeloop.pub"))[0] == 0
 
 
-def test_committed_sign_off_proves_without_local_state(
+def _reviewed_by_ci(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A fresh CI checkout: only openspec/changes/<id>/receipts/, verified with the CI key."""
+) -> tuple[Path, Path, list[str]]:
+    """Change c1 whose one claim an external provider takes from a CI key (made here).
+
+    Returns the workspace, the change's directory and the `receipt sign` argv (no --out).
+    """
     root = workspace(tmp_path)
     assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
     pem = (tmp_path / "k" / "changeloop.pub").read_text()
@@ -144,24 +147,19 @@ def test_committed_sign_off_proves_without_local_state(
         "    ci:\n      issuer: ci\n      publicKey: |\n"
         + "".join(f"        {line}\n" for line in pem.splitlines())
     )
+    key = tmp_path / "k" / "changeloop.key"
+    sign = ["receipt", "sign", "--root", str(root), "--change", "c1", "--claims", "reviewed"]
+    return root, change, [*sign, "--key", str(key), "--issuer", "ci"]
+
+
+def test_committed_sign_off_proves_without_local_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh CI checkout: only openspec/changes/<id>/receipts/, verified with the CI key."""
+    root, change, base = _reviewed_by_ci(tmp_path, capsys)
     code, doc = gate(root, capsys)
     assert code == 1 and codes(doc, "reviewed") == ["no-receipt"]
-    sign = [
-        "receipt",
-        "sign",
-        "--root",
-        str(root),
-        "--change",
-        "c1",
-        "--claims",
-        "reviewed",
-        "--key",
-        str(tmp_path / "k" / "changeloop.key"),
-        "--issuer",
-        "ci",
-        "--out",
-        str(change / "receipts" / "review.json"),
-    ]
+    sign = [*base, "--out", str(change / "receipts" / "review.json")]
     assert run(sign, capsys)[0] == 0
     code, doc = gate(root, capsys)
     assert code == 0, doc
@@ -177,30 +175,7 @@ def test_committed_sign_off_proves_without_local_state(
 def test_newer_failed_receipt_beats_older_pass(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = workspace(tmp_path)
-    assert run(["keygen", "--out", str(tmp_path / "k")], capsys)[0] == 0
-    pem = (tmp_path / "k" / "changeloop.pub").read_text()
-    change = root / "openspec" / "changes" / "c1"
-    (change / "evidence.yaml").write_text("version: 3\nclaims:\n  reviewed: {requires: [review]}\n")
-    (change / "execution.yaml").write_text(
-        "version: 1\nproviders:\n  review:\n    adapter: external\n    claims: [reviewed]\n"
-        "    ci:\n      issuer: ci\n      publicKey: |\n"
-        + "".join(f"        {line}\n" for line in pem.splitlines())
-    )
-    base = [
-        "receipt",
-        "sign",
-        "--root",
-        str(root),
-        "--change",
-        "c1",
-        "--claims",
-        "reviewed",
-        "--key",
-        str(tmp_path / "k" / "changeloop.key"),
-        "--issuer",
-        "ci",
-    ]
+    root, change, base = _reviewed_by_ci(tmp_path, capsys)
     assert run([*base, "--out", str(change / "receipts" / "a.json")], capsys)[0] == 0
     assert gate(root, capsys)[0] == 0
     assert (

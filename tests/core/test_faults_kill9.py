@@ -230,7 +230,8 @@ def test_kill9_soak(soak: Soak) -> None:
 
 def test_live_run_and_reused_pid_are_never_touched(soak: Soak) -> None:
     """A run whose owner lives (or whose pid now names a younger process) is not swept."""
-    from changeloop.process_groups import OWNER_FILE, PGROUPS, process_start, sweep
+    from changeloop.process_groups import OWNER_FILE, PGROUPS, process_start
+    from changeloop.sweep import sweep
 
     state = soak.root / ".changeloop"
     victim = subprocess.Popen(["sleep", f"3000.{soak.token}"], start_new_session=True)

@@ -182,7 +182,7 @@ def test_static_analysis_derivation_reads_only_the_files_the_no_change_record_ob
     # The no-change record keys a change that requires static analysis on the digests of
     # STATIC_ANALYSIS_FILES; a file linters() or clippy() opened beyond them would let a
     # record answer for a plan derivation has since changed.
-    from changeloop.detect.derive import STATIC_ANALYSIS_FILES, clippy, linters
+    from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES, clippy, linters
 
     files = {
         "pyproject.toml": "[tool.ruff]\n[tool.mypy]\n",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from bootstrap_helpers import write
 
-from changeloop.detect import derive, detect_repository
+from changeloop.detect import detect_repository, runner_commands
 
 PYTEST_CONFIG = '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
 # A noxfile that would leave a mark if anything executed it.
@@ -62,7 +62,7 @@ def test_maintainers_unittest_command_beats_pytest_config(
     assert [(d.adapter, d.test_type, d.detection_source, d.evidence) for d in found] == [
         ("unittest", "python", "manifest", evidence)
     ]
-    argv, report = derive.test_command(found[0], tmp_path, ".changeloop/reports/test")
+    argv, report = runner_commands.test_command(found[0], tmp_path, ".changeloop/reports/test")
     assert argv == ("python", "-m", "unittest", *args, "-v") and report is None
     assert not (tmp_path / "EXECUTED").exists()
 

@@ -11,11 +11,14 @@ cannot be read. A ``changeloop summary`` VSA is handed to ``cli/summary.py``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
 from changeloop.cli.receipt.problems import check_failed, unreadable
 from changeloop.errors import ChangeloopError
+
+if TYPE_CHECKING:  # registering the verb imports no verification code (PLC0415)
+    from changeloop.verify import VerificationError
 
 
 @common.with_shape(lambda a: {"version": "1", "file": str(a.file), "valid": False})
@@ -39,12 +42,7 @@ def run_verify(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ChangeloopError(unreadable(exc, args.file), exit_code=2) from exc
     except VerificationError as exc:
-        problem = check_failed(exc, args.file)
-        doc.update(valid=False, check=exc.check, reason=exc.reason, errors=[problem.to_json()])
-        if common.json_mode(args):
-            common.emit_json(doc)
-        common.say(esc(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}"))
-        return 1
+        return answer_invalid(args, doc, exc)
     ext = verified.extension
     doc.update(
         valid=True,
@@ -68,3 +66,19 @@ def run_verify(args: argparse.Namespace) -> int:
         f" issuer {esc(ext['issuer'])}"
     )
     return 0
+
+
+def answer_invalid(args: argparse.Namespace, doc: dict[str, Any], exc: VerificationError) -> int:
+    """The one "invalid" answer of ``receipt verify``, for a receipt and a summary alike (exit 1).
+
+    ``doc`` is the kind's own document so far; the failed check, its reason and
+    the Problem are added, and the line is printed with control characters escaped.
+    """
+    from changeloop.text import escape_controls
+
+    problem = check_failed(exc, args.file)
+    doc.update(valid=False, check=exc.check, reason=exc.reason, errors=[problem.to_json()])
+    if common.json_mode(args):
+        common.emit_json(doc)
+    common.say(escape_controls(f"invalid: {args.file}: {exc.check} check failed: {exc.reason}"))
+    return 1
