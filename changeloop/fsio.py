@@ -141,7 +141,7 @@ def commit(
     that fails leaves no temporary file and keeps the names it had already renamed;
     the other groups are not affected. A kill at any instant leaves every name
     either its old file or its new one, plus temporary files that name this
-    process (``process_groups.sweep`` removes them once it is gone).
+    process (``sweep.sweep`` removes them once it is gone).
     """
     known = made if made is not None else set()
     errors: list[OSError | None] = [None] * len(groups)

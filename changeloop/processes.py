@@ -21,7 +21,7 @@ When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, its processes carry
 ``CHANGELOOP_OWNER`` from the start, and a group still running after
 :data:`RECORD_AFTER_S` is recorded there (``pgroups/<pgid>.json``, with its
 leader's start time) until it ends: if changeloop itself is killed with -9, the
-next ``prove`` ends them (``process_groups.sweep``: by record, and by the marker
+next ``prove`` ends them (``sweep.sweep``: by record, and by the marker
 for anything started in the instant before its record). A command that is over
 sooner (most are) costs no record file at all.
 
