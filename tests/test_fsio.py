@@ -192,7 +192,7 @@ def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(fd)
         real(fd)
 
-    monkeypatch.setattr(fsio.os, "fsync", spy)
+    monkeypatch.setattr(os, "fsync", spy)
     return calls
 
 
