@@ -26,9 +26,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.model import ContentIdentity
+
+if TYPE_CHECKING:  # the model's dataclasses (~7 ms) are not imported for a tree id alone
+    from changeloop.model import ContentIdentity
 
 __all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
 
@@ -212,6 +215,8 @@ def identity_from_tree(
     left as it was (a sandbox keeps it as its own index). ``head_prefix`` is
     where the repository sits in HEAD (a copy sandbox holds only the subtree).
     """
+    from changeloop.model import ContentIdentity
+
     sub, kept = _without_openspec(cwd, env, full_tree, prefix)
     dirty = _differs_from_head(cwd, env, tree=sub, ours=kept, prefix=head_prefix, head=head)
     return ContentIdentity(tree=sub, head=head, dirty=dirty)
@@ -323,6 +328,8 @@ def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
         )
     except ChangeloopError as exc:
         raise identity_refusal(exc, repo) from exc
+    from changeloop.model import ContentIdentity
+
     return ContentIdentity(tree=tree, head=lay.head, dirty=dirty)
 
 

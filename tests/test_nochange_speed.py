@@ -1,0 +1,175 @@
+"""The no-change answer stays cheap without deciding anything differently (issue 15).
+
+What a re-prove answered from its record may import is checked in a fresh
+interpreter (the only honest place: pytest has imported everything already);
+the content check that runs on a thread of its own must still give the content's
+verdict first and hand its trees to the full path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from prove_helpers import git, make_change, make_repo, prove_json
+
+from changeloop.cli.board import FLUSH_S, Progress
+from changeloop.cli.main import main
+from changeloop.nochange import record_path
+
+EXECUTION = """\
+version: 1
+providers:
+  alpha:
+    adapter: command
+    command: [sh, -c, "exit 0"]
+    inputs: ["src/a/**"]
+  beta:
+    adapter: command
+    command: [sh, -c, "exit 0"]
+    inputs: ["src/b/**"]
+"""
+
+# Imported by a full prove, never needed to answer from the record.
+NOT_ON_THE_FAST_PATH = (
+    "asyncio",  # the board's timer needs a running loop, which a no-change answer never has
+    "anyio._backends._asyncio",
+    "rich",
+    "changeloop.engine",
+    "changeloop.plan",
+    "changeloop.detect",
+    "changeloop.sandboxes",
+    "changeloop.run.carried",  # the inputs digests are handed on only on a miss
+    "changeloop.cli.evidence",  # other verbs' parsers
+    "jsonschema",
+)
+
+DRIVER = """\
+import json, sys
+from changeloop.cli.main import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as fh:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, fh)
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = make_repo(
+        tmp_path / "ws",
+        {"src/a/mod.py": "A = 1\n", "src/b/mod.py": "B = 1\n", ".gitignore": ".changeloop/\n"},
+    )
+    make_change(root, "c", "version: 3\nrequires: [alpha, beta]\n", EXECUTION)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "change")
+    return root
+
+
+def _prove_err(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
+    capsys.readouterr()
+    code = main(["prove", "c", "--root", str(root), "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def _decision(root: Path, doc: dict[str, Any]) -> str | None:
+    run = json.loads((root / ".changeloop" / "runs" / doc["runId"] / "run.json").read_text())
+    found: str | None = run.get("decision")
+    return found
+
+
+def test_a_no_change_answer_imports_nothing_a_full_run_needs(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, first = prove_json(ws, "c", capsys=capsys)
+    assert code == 0 and {p["state"] for p in first["providers"]} == {"ran"}
+    out = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if k != "CHANGELOOP_EXPLAIN_NOCHANGE"}
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(out), "prove", "c", "--root", str(ws), "--json"],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    doc = json.loads(proc.stdout)
+    assert _decision(ws, doc) == "no-change"
+    modules = set(json.loads(out.read_text())["modules"])
+    assert "changeloop.nochange" in modules  # the driver did answer from the record
+    imported = [name for name in NOT_ON_THE_FAST_PATH if name in modules]
+    assert imported == [], f"a no-change answer imported {imported}"
+
+
+def test_progress_lines_still_wait_for_the_event_loops_timer() -> None:
+    """Without importing asyncio itself, the board still batches lines on a running loop."""
+    stub = cast("Any", SimpleNamespace(providers=dict.fromkeys(["a", "b", "c"])))
+
+    def event(name: str, kind: str) -> Any:
+        return SimpleNamespace(provider=name, kind=kind, detail=None)
+
+    async def run() -> tuple[str, str]:
+        buffer = io.StringIO()
+        progress = Progress(stub, buffer)
+        progress.event(event("a", "started"))  # the first line is written at once
+        progress.event(event("b", "started"))  # the next one waits for the timer
+        before = buffer.getvalue()
+        await asyncio.sleep(FLUSH_S * 4)
+        return before, buffer.getvalue()
+
+    before, after = asyncio.run(run())
+    assert "a running" in before and "b running" not in before
+    assert "b running" in after
+
+
+def test_outside_an_event_loop_every_line_is_written_at_once() -> None:
+    stub = cast("Any", SimpleNamespace(providers=dict.fromkeys(["a", "b"])))
+    buffer = io.StringIO()
+    progress = Progress(stub, buffer)
+    for name in ("a", "b"):
+        progress.event(cast("Any", SimpleNamespace(provider=name, kind="started", detail=None)))
+    assert "a running" in buffer.getvalue() and "b running" in buffer.getvalue()
+
+
+def test_the_content_verdict_comes_first_and_its_tree_reaches_the_full_path(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Content and a cache entry both changed: the content is named (checked on its own
+    thread while the cache is checked here) and only the edited provider runs."""
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    (ws / "src" / "a" / "mod.py").write_text("A = 2\n")
+    cache = ws / ".changeloop" / "cache"
+    entries = sorted(p for p in cache.iterdir() if p.is_file())
+    assert entries
+    entries[0].write_bytes(entries[0].read_bytes() + b" ")  # size and mtime change
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(ws, capsys)
+    assert "no-change record not used: the content of repository self changed" in err, err
+    assert _decision(ws, doc) is None
+    assert {p["name"]: p["state"] for p in doc["providers"]}["alpha"] == "ran"
+
+
+def test_a_git_failure_on_the_content_thread_falls_back_without_a_traceback(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread's error is raised where the decision is made: a fallback, then the full
+    path's own answer (here its refusal: git cannot read the repository's index)."""
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    record = record_path(ws / ".changeloop", "c")
+    assert record is not None and record.is_file()
+    (ws / ".git" / "index").write_bytes(b"not an index")
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(ws, capsys)
+    assert "no-change record not used:" in err, err
+    assert "Traceback" not in err
+    assert code == 2, (code, doc)
+    assert doc["errors"] and doc["errors"][0]["code"] == "git_failed"
