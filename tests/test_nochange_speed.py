@@ -143,7 +143,7 @@ def test_the_content_verdict_comes_first_and_its_tree_reaches_the_full_path(
 ) -> None:
     """Content and a cache entry both changed: the content is named (checked on its own
     thread while the cache is checked here) and only the edited provider runs."""
-    code, _ = prove_json(ws, "c", capsys=capsys)
+    code, first = prove_json(ws, "c", capsys=capsys)
     assert code == 0
     (ws / "src" / "a" / "mod.py").write_text("A = 2\n")
     cache = ws / ".changeloop" / "cache"
@@ -155,6 +155,11 @@ def test_the_content_verdict_comes_first_and_its_tree_reaches_the_full_path(
     assert "no-change record not used: the content of repository self changed" in err, err
     assert _decision(ws, doc) is None
     assert {p["name"]: p["state"] for p in doc["providers"]}["alpha"] == "ran"
+    # The run directory laid out while the content was checked is gone: the first run's
+    # and the full path's are the only ones, each complete.
+    runs = sorted(p for p in (ws / ".changeloop" / "runs").iterdir() if p.is_dir())
+    assert [p.name for p in runs] == sorted([first["runId"], doc["runId"]])
+    assert all((p / "run.json").is_file() for p in runs)
 
 
 def test_a_git_failure_on_the_content_thread_falls_back_without_a_traceback(

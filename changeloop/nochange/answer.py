@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -184,19 +185,23 @@ def _decide(  # noqa: PLR0917 (one caller)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
     # The content identities (git, ~40 ms for 20,000 files, waiting on processes) are
-    # computed in a thread while this one checks the rest; the content's verdict comes
-    # first either way: an edited input is the usual miss, and its trees are handed on to
-    # the full path (``seen``) whatever else missed.
+    # computed in a thread while this one checks the rest and lays out the run directory;
+    # the content's verdict comes first either way: an edited input is the usual miss,
+    # and its trees are handed on to the full path (``seen``) whatever else missed.
     content = _Content(doc["repositories"], base["options"]["sandbox"])
+    laid: _Laid | None = None
     try:
         _still(doc, state.path, seed)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
+        ensure_gitignored(root)
+        laid = _lay_out(state, change_id, doc)
+        content.join(seen)
     except Exception:  # not an interruption: that one ends the run at once
+        if laid is not None:  # a miss leaves no run directory behind
+            shutil.rmtree(laid.run_dir, ignore_errors=True)
         content.join(seen)
         raise
-    content.join(seen)
-    ensure_gitignored(root)
-    return _materialize(state, change_id, doc, jobs)
+    return _materialize(change_id, doc, jobs, laid)
 
 
 def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
@@ -315,8 +320,36 @@ def _links_leave(path: Path, links: Sequence[str]) -> bool:
     return bool(external_symlinks(path, links))
 
 
-def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) -> Answer:
-    """A new ``runs/<id>/`` holding the receipts (hard links of ``latest/``) and run.json.
+class _Laid(NamedTuple):
+    """A run directory holding the recorded receipts, before the decision is known."""
+
+    run_id: str
+    run_dir: Path
+    paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
+
+
+def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any]) -> _Laid:
+    """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
+    ``latest/``'s identical bytes). Made while the content is still being checked (the
+    ``mkdir``s wait on the file system's journal right after another run); removed on a
+    miss, and without its ``run.json`` until the answer holds, as a run still in progress."""
+    run_id, run_dir = state.new_run_dir()
+    latest = state.latest(change_id)
+    paths: dict[str, list[str]] = {}
+    for p in doc["answer"]["providers"]:
+        name = p["name"]
+        folder = run_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        listed = paths[name] = []
+        for receipt in p["receipts"]:
+            target = folder / receipt["file"]
+            _link_or_copy(latest / receipt["file"], target)
+            listed.append(str(target.relative_to(state.root)))
+    return _Laid(run_id, run_dir, paths)
+
+
+def _materialize(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> Answer:
+    """The run's ``run.json`` beside the receipts :func:`_lay_out` put there, and the answer.
 
     The printed answer goes through a masker of this run's ``envFrom`` values, as
     the full path's does (the run id is new text).
@@ -325,8 +358,7 @@ def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) 
     from changeloop.runlog import RunLog
 
     recorded = doc["answer"]
-    run_id, run_dir = state.new_run_dir()
-    latest = state.latest(change_id)
+    run_id = laid.run_id
     log = RunLog(
         run_id=run_id,
         change=change_id,
@@ -342,18 +374,11 @@ def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) 
     settled: dict[str, tuple[str, int, str | None, list[str]]] = {}
     for p in recorded["providers"]:
         name = p["name"]
-        folder = run_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for receipt in p["receipts"]:
-            target = folder / receipt["file"]
-            _link_or_copy(latest / receipt["file"], target)
-            paths.append(str(target.relative_to(state.root)))
         record = log.providers[name]
         record.slot, record.start, record.end = 0, now, now
-        settled[name] = ("cached", 0, None, paths)
+        settled[name] = ("cached", 0, None, laid.paths[name])
     log.settle(settled)
-    log.write(run_dir, durable=False)  # a copy of what the signed record already holds
+    log.write(laid.run_dir, durable=False)  # a copy of what the signed record already holds
     placeholder = recorded["placeholder"]
     masker = Masker(os.environ[n] for n in doc["envFrom"] if os.environ.get(n))
     return Answer(
