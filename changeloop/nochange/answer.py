@@ -306,7 +306,7 @@ def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str,
 
     for name, repo in repositories.items():
         path = Path(repo["path"])
-        tree = content_tree(path, include_untracked=sandbox != "worktree")
+        tree = content_tree(path, include_untracked=sandbox != "worktree", expected=repo["tree"])
         seen[str(path)] = tree
         if tree != repo["tree"]:
             raise _Miss(f"the content of repository {name} changed")
