@@ -195,13 +195,15 @@ def _decide(  # noqa: PLR0917 (one caller)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
         ensure_gitignored(root)
         laid = _lay_out(state, change_id, doc)
+        found = _prepared(doc, laid.run_id)
         content.join(seen)
     except Exception:  # not an interruption: that one ends the run at once
         if laid is not None:  # a miss leaves no run directory behind
             shutil.rmtree(laid.run_dir, ignore_errors=True)
         content.join(seen)
         raise
-    return _materialize(change_id, doc, jobs, laid)
+    _write_run(change_id, doc, jobs, laid)
+    return found
 
 
 def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
@@ -348,19 +350,14 @@ def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any]) -> _Laid:
     return _Laid(run_id, run_dir, paths)
 
 
-def _materialize(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> Answer:
-    """The run's ``run.json`` beside the receipts :func:`_lay_out` put there, and the answer.
-
-    The printed answer goes through a masker of this run's ``envFrom`` values, as
-    the full path's does (the run id is new text).
-    """
-    from changeloop.masking import Masker
+def _write_run(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> None:
+    """The run's ``run.json`` beside the receipts :func:`_lay_out` put there: every provider
+    ``cached``, and ``"decision": "no-change"``."""
     from changeloop.runlog import RunLog
 
     recorded = doc["answer"]
-    run_id = laid.run_id
     log = RunLog(
-        run_id=run_id,
+        run_id=laid.run_id,
         change=change_id,
         slots=jobs,
         sandbox=doc["key"]["options"]["sandbox"],
@@ -379,6 +376,17 @@ def _materialize(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid)
         settled[name] = ("cached", 0, None, laid.paths[name])
     log.settle(settled)
     log.write(laid.run_dir, durable=False)  # a copy of what the signed record already holds
+
+
+def _prepared(doc: Mapping[str, Any], run_id: str) -> Answer:
+    """What to print, made while the content is still being checked (used only if it holds).
+
+    The printed answer goes through a masker of this run's ``envFrom`` values, as
+    the full path's does (the run id is new text).
+    """
+    from changeloop.masking import Masker
+
+    recorded = doc["answer"]
     placeholder = recorded["placeholder"]
     masker = Masker(os.environ[n] for n in doc["envFrom"] if os.environ.get(n))
     return Answer(
