@@ -178,3 +178,30 @@ def test_a_git_failure_on_the_content_thread_falls_back_without_a_traceback(
     assert "Traceback" not in err
     assert code == 2, (code, doc)
     assert doc["errors"] and doc["errors"][0]["code"] == "git_failed"
+
+
+def test_a_recorded_tree_pruned_by_git_gc_is_not_handed_to_the_full_path(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check does not write a tree equal to the recorded one (its object was written
+    when recorded). When that object is gone and something else missed, the full path
+    computes the identity itself instead of starting from a tree git cannot read."""
+    code, first = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    record = record_path(ws / ".changeloop", "c")
+    assert record is not None
+    from changeloop.dsse import parse_envelope
+
+    payload = json.loads(parse_envelope(record.read_bytes()).payload)
+    (tree,) = [r["tree"] for r in payload["repositories"].values()]
+    loose = ws / ".git" / "objects" / tree[:2] / tree[2:]
+    assert loose.is_file()
+    loose.unlink()  # as `git gc --prune` does to an unreachable tree
+    cache = ws / ".changeloop" / "cache"
+    next(p for p in sorted(cache.iterdir()) if p.is_file()).unlink()  # a miss elsewhere
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(ws, capsys)
+    assert "no-change record not used: cache entry" in err, err
+    assert code == 0, doc.get("errors")
+    assert sorted(p["state"] for p in doc["providers"]) == ["cached", "ran"]
+    assert doc["runId"] != first["runId"]

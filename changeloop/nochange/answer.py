@@ -31,6 +31,7 @@ from changeloop.nochange.key import (
 from changeloop.nochange.record import substitute
 
 if TYPE_CHECKING:
+    from changeloop.dsse import Envelope
     from changeloop.run.carried import KnownInputs
 
 
@@ -114,17 +115,13 @@ def _workspace_seed(path: Path) -> bytes | None:
     return der[len(_PKCS8_ED25519) :]
 
 
-def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
-    """The record's payload when it verifies with the workspace key, and the key's seed."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from changeloop.dsse import pae, parse_envelope
+def _read(state: Path, change_id: str) -> tuple[Envelope, dict[str, Any]]:
+    """The record's envelope and its payload, *not yet verified* (:func:`_verify` does)."""
+    from changeloop.dsse import parse_envelope
 
     path = record_path(state, change_id)
-    seed = _workspace_seed(state / "keys" / "local.key")
-    if path is None or seed is None:
-        raise _Miss("no workspace key in the form this changeloop writes, or no record name")
+    if path is None:
+        raise _Miss("no record name for this change")
     try:
         raw = fsio.read_regular_stat(
             path, limit=RECORD_LIMIT, what="no-change record", follow_symlinks=False
@@ -134,6 +131,22 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
     envelope = parse_envelope(raw)
     if envelope.payload_type != PAYLOAD_TYPE:
         raise _Miss("not a no-change record")
+    doc = json.loads(envelope.payload)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise _Miss("a record of another schema")
+    return envelope, doc
+
+
+def _verify(state: Path, envelope: Envelope) -> bytes:
+    """The workspace key's seed, when the envelope verifies with it; else a ``_Miss``."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from changeloop.dsse import pae
+
+    seed = _workspace_seed(state / "keys" / "local.key")
+    if seed is None:
+        raise _Miss("no workspace key in the form this changeloop writes")
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
     message = pae(envelope.payload_type, envelope.payload)
     for signature in envelope.signatures:
@@ -141,10 +154,7 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
             public.verify(signature.sig, message)
         except InvalidSignature:
             continue
-        doc = json.loads(envelope.payload)
-        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-            return doc, seed
-        raise _Miss("a record of another schema")
+        return seed
     raise _Miss("the record does not verify with the workspace key")
 
 
@@ -159,9 +169,19 @@ def _answer(  # noqa: PLR0917 (one caller)
     from changeloop.state import StateDir
 
     state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-    doc, seed = _verified(state.path, change_id)
+    envelope, doc = _read(state.path, change_id)
+    # The content identities (git, ~40 ms for 20,000 files, waiting on processes) start
+    # at once, on a thread of their own: only the repository paths are taken from the
+    # record before its signature is checked (git there, with a temporary index, writes
+    # objects and nothing else); no tree computed is used unless the record verifies.
+    content = _Content(doc["repositories"], base["options"]["sandbox"])
     try:
-        return _decide(root, change_id, state, doc, seed, base, jobs, seen)
+        seed = _verify(state.path, envelope)
+    except Exception:
+        content.wait()  # nothing it computed is used
+        raise
+    try:
+        return _decide(root, change_id, state, doc, seed, base, jobs, seen, content)
     except Exception:
         # Only a miss hands the inputs digests on (run.carried, ~4 ms of imports a hit skips).
         known.update(_known_inputs(doc, base))
@@ -177,18 +197,21 @@ def _decide(  # noqa: PLR0917 (one caller)
     base: Mapping[str, Any],
     jobs: int,
     seen: dict[str, str],
+    content: _Content,
 ) -> Answer:
-    """The verified record's answer when its key still holds, else a ``_Miss``."""
+    """The verified record's answer when its key still holds, else a ``_Miss``.
+
+    While ``content`` computes the content identities, this thread checks the rest and
+    lays out the run directory; the content's verdict comes first either way (an edited
+    input is the usual miss), and its trees are handed on to the full path (``seen``)
+    whatever missed.
+    """
     from changeloop.state import ensure_gitignored
 
     if doc["key"] != base:
+        content.hand_on(seen)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
-    # The content identities (git, ~40 ms for 20,000 files, waiting on processes) are
-    # computed in a thread while this one checks the rest and lays out the run directory;
-    # the content's verdict comes first either way: an edited input is the usual miss,
-    # and its trees are handed on to the full path (``seen``) whatever else missed.
-    content = _Content(doc["repositories"], base["options"]["sandbox"])
     laid: _Laid | None = None
     try:
         _still(doc, state.path, seed)
@@ -196,11 +219,12 @@ def _decide(  # noqa: PLR0917 (one caller)
         ensure_gitignored(root)
         laid = _lay_out(state, change_id, doc)
         found = _prepared(doc, laid.run_id)
-        content.join(seen)
+        content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
         if laid is not None:  # a miss leaves no run directory behind
             shutil.rmtree(laid.run_dir, ignore_errors=True)
-        content.join(seen)
+        content.hand_on(seen)
+        content.verdict()  # the content's miss is the one said, when it missed too
         raise
     _write_run(change_id, doc, jobs, laid)
     return found
@@ -276,30 +300,49 @@ def _same_latest(latest: Path, change_id: str, recorded: Mapping[str, Any]) -> N
 
 
 class _Content:
-    """:func:`_same_content` on a thread of its own, started at once; :meth:`join` gives
-    its outcome (the trees into ``seen``, then its miss or error) on the calling thread."""
+    """:func:`_same_content` on a thread of its own, started at once; its outcome is taken
+    on the calling thread (:meth:`verdict`, :meth:`hand_on`)."""
 
     def __init__(self, repositories: Mapping[str, Any], sandbox: str) -> None:
         import threading
 
+        self._repositories = repositories
         self._trees: dict[str, str] = {}
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._run, args=(repositories, sandbox), name="changeloop-content", daemon=True
+            target=self._run, args=(sandbox,), name="changeloop-content", daemon=True
         )
         self._thread.start()
 
-    def _run(self, repositories: Mapping[str, Any], sandbox: str) -> None:
+    def _run(self, sandbox: str) -> None:
         try:
-            _same_content(repositories, sandbox, self._trees)
+            _same_content(self._repositories, sandbox, self._trees)
         except BaseException as exc:  # re-raised on the joining thread
             self._error = exc
 
-    def join(self, seen: dict[str, str]) -> None:
+    def wait(self) -> None:
         self._thread.join()
-        seen.update(self._trees)
+
+    def verdict(self) -> None:
+        """Wait; the content's miss or error, raised here."""
+        self.wait()
         if self._error is not None:
             raise self._error
+
+    def hand_on(self, seen: dict[str, str]) -> None:
+        """Wait; the trees computed, for the full path to start from (a miss). A tree equal
+        to the recorded one was not written (``content_tree(expected=)``); it is handed on
+        only when its object is still in the repository (``git gc`` may have pruned it)."""
+        from changeloop.identity import git
+
+        self.wait()
+        recorded = {str(Path(r["path"])): r["tree"] for r in self._repositories.values()}
+        for path, tree in self._trees.items():
+            if tree == recorded.get(path):
+                probe = git(["cat-file", "-e", f"{tree}^{{tree}}"], cwd=Path(path), check=False)
+                if probe.returncode != 0:
+                    continue
+            seen[path] = tree
 
 
 def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str, str]) -> None:
