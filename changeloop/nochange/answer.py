@@ -31,7 +31,6 @@ from changeloop.nochange.key import (
 from changeloop.nochange.record import substitute
 
 if TYPE_CHECKING:
-    from changeloop.dsse import Envelope
     from changeloop.run.carried import KnownInputs
 
 
@@ -115,10 +114,12 @@ def _workspace_seed(path: Path) -> bytes | None:
     return der[len(_PKCS8_ED25519) :]
 
 
-def _read(state: Path, change_id: str) -> tuple[Envelope, dict[str, Any]]:
-    """The record's envelope and its payload, *not yet verified* (:func:`_verify` does)."""
-    from changeloop.dsse import parse_envelope
+def _read(state: Path, change_id: str) -> tuple[bytes, bytes, dict[str, Any]]:
+    """The record's bytes, payload and parsed payload, *not yet verified* (:func:`_verify`).
 
+    Parsed here with the standard library alone: the DSSE module imports the
+    cryptography it needs to verify (~7 ms), and the content identities start before.
+    """
     path = record_path(state, change_id)
     if path is None:
         raise _Miss("no record name for this change")
@@ -128,25 +129,30 @@ def _read(state: Path, change_id: str) -> tuple[Envelope, dict[str, Any]]:
         )[0]
     except FileRefused as exc:
         raise _Miss(str(exc)) from exc
-    envelope = parse_envelope(raw)
-    if envelope.payload_type != PAYLOAD_TYPE:
+    envelope = json.loads(raw)
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
         raise _Miss("not a no-change record")
-    doc = json.loads(envelope.payload)
+    payload = base64.b64decode(envelope["payload"], validate=True)
+    doc = json.loads(payload)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise _Miss("a record of another schema")
-    return envelope, doc
+    return raw, payload, doc
 
 
-def _verify(state: Path, envelope: Envelope) -> bytes:
-    """The workspace key's seed, when the envelope verifies with it; else a ``_Miss``."""
+def _verify(state: Path, raw: bytes, payload: bytes) -> bytes:
+    """The workspace key's seed, when the envelope ``raw`` (whose payload :func:`_read`
+    parsed as ``payload``) verifies with it; else a ``_Miss``."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from changeloop.dsse import pae
+    from changeloop.dsse import pae, parse_envelope
 
     seed = _workspace_seed(state / "keys" / "local.key")
     if seed is None:
         raise _Miss("no workspace key in the form this changeloop writes")
+    envelope = parse_envelope(raw)  # strict: one reading of the bytes, or a refusal
+    if envelope.payload_type != PAYLOAD_TYPE or envelope.payload != payload:
+        raise _Miss("the record reads two ways")
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
     message = pae(envelope.payload_type, envelope.payload)
     for signature in envelope.signatures:
@@ -169,14 +175,14 @@ def _answer(  # noqa: PLR0917 (one caller)
     from changeloop.state import StateDir
 
     state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-    envelope, doc = _read(state.path, change_id)
+    raw, payload, doc = _read(state.path, change_id)
     # The content identities (git, ~40 ms for 20,000 files, waiting on processes) start
     # at once, on a thread of their own: only the repository paths are taken from the
     # record before its signature is checked (git there, with a temporary index, writes
     # objects and nothing else); no tree computed is used unless the record verifies.
     content = _Content(doc["repositories"], base["options"]["sandbox"])
     try:
-        seed = _verify(state.path, envelope)
+        seed = _verify(state.path, raw, payload)
     except Exception:
         content.wait()  # nothing it computed is used
         raise
