@@ -44,6 +44,7 @@ NOT_ON_THE_FAST_PATH = (
     "anyio._backends._asyncio",
     "rich",
     "changeloop.engine",
+    "changeloop.model",  # two dozen dataclasses; finding the change needs only ChangeRef
     "changeloop.plan",
     "changeloop.detect",
     "changeloop.sandboxes",
