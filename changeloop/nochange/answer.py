@@ -223,7 +223,7 @@ def _decide(  # noqa: PLR0917 (one caller)
         _still(doc, state.path, seed)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
         ensure_gitignored(root)
-        laid = _lay_out(state, change_id, doc)
+        laid = _lay_out(state, change_id, doc, content)
         found = _prepared(doc, laid.run_id)
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
@@ -329,6 +329,11 @@ class _Content:
     def wait(self) -> None:
         self._thread.join()
 
+    def check(self) -> None:
+        """The content's miss or error when it is known already (no waiting)."""
+        if not self._thread.is_alive() and self._error is not None:
+            raise self._error
+
     def verdict(self) -> None:
         """Wait; the content's miss or error, raised here."""
         self.wait()
@@ -379,23 +384,30 @@ class _Laid(NamedTuple):
     paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
 
 
-def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any]) -> _Laid:
+def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], content: _Content) -> _Laid:
     """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
     ``latest/``'s identical bytes). Made while the content is still being checked (the
-    ``mkdir``s wait on the file system's journal right after another run); removed on a
-    miss, and without its ``run.json`` until the answer holds, as a run still in progress."""
+    ``mkdir``s wait on the file system's journal right after another run): given up, and
+    removed, as soon as the content misses; without its ``run.json`` until the answer
+    holds, as a run still in progress."""
+    content.check()
     run_id, run_dir = state.new_run_dir()
-    latest = state.latest(change_id)
-    paths: dict[str, list[str]] = {}
-    for p in doc["answer"]["providers"]:
-        name = p["name"]
-        folder = run_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        listed = paths[name] = []
-        for receipt in p["receipts"]:
-            target = folder / receipt["file"]
-            _link_or_copy(latest / receipt["file"], target)
-            listed.append(str(target.relative_to(state.root)))
+    try:
+        latest = state.latest(change_id)
+        paths: dict[str, list[str]] = {}
+        for p in doc["answer"]["providers"]:
+            content.check()
+            name = p["name"]
+            folder = run_dir / name
+            folder.mkdir(parents=True, exist_ok=True)
+            listed = paths[name] = []
+            for receipt in p["receipts"]:
+                target = folder / receipt["file"]
+                _link_or_copy(latest / receipt["file"], target)
+                listed.append(str(target.relative_to(state.root)))
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return _Laid(run_id, run_dir, paths)
 
 
