@@ -228,7 +228,7 @@ def _decide(  # noqa: PLR0917 (one caller)
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
         if laid is not None:  # a miss leaves no run directory behind
-            shutil.rmtree(laid.run_dir, ignore_errors=True)
+            _discard(laid.run_dir)
         content.hand_on(seen)
         content.verdict()  # the content's miss is the one said, when it missed too
         raise
@@ -406,9 +406,34 @@ def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], content: _Conte
                 _link_or_copy(latest / receipt["file"], target)
                 listed.append(str(target.relative_to(state.root)))
     except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        _discard(run_dir)
         raise
     return _Laid(run_id, run_dir, paths)
+
+
+_DISCARDS: list[Any] = []  # threads removing run directories given up on a miss
+
+
+def _discard(run_dir: Path) -> None:
+    """Remove a run directory given up on a miss, on a thread of its own: 200 unlinks wait
+    on the file system's journal (100+ ms right after another run), which the full path
+    that follows need not wait for. :func:`settle` waits for it before ``prove`` returns."""
+    import threading
+
+    worker = threading.Thread(
+        target=shutil.rmtree,
+        args=(run_dir,),
+        kwargs={"ignore_errors": True},
+        name="changeloop-discard",
+    )
+    worker.start()
+    _DISCARDS.append(worker)
+
+
+def settle() -> None:
+    """Wait until the run directories a miss gave up are gone (``prove`` calls it last)."""
+    while _DISCARDS:
+        _DISCARDS.pop().join()
 
 
 def _write_run(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> None:
