@@ -167,15 +167,6 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
 
 def run(args: argparse.Namespace) -> int:
     _cheap_shutdown()
-    try:
-        return _run(args)
-    finally:
-        from changeloop.nochange import settle
-
-        settle()  # a miss of the no-change record may have given up a run directory
-
-
-def _run(args: argparse.Namespace) -> int:
     shape = dict(EMPTY)
     config = _config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed

@@ -21,7 +21,7 @@ Layout: :mod:`~changeloop.nochange.key` (the key and its digests),
 :mod:`~changeloop.nochange.answer` (:func:`answer`).
 """
 
-from changeloop.nochange.answer import EXPLAIN, Answer, answer, settle
+from changeloop.nochange.answer import EXPLAIN, Answer, answer
 from changeloop.nochange.key import config_digests, option_key, record_path
 from changeloop.nochange.record import Observed, eligible_options, remember
 
@@ -35,5 +35,4 @@ __all__ = [
     "option_key",
     "record_path",
     "remember",
-    "settle",
 ]

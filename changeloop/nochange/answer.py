@@ -207,10 +207,10 @@ def _decide(  # noqa: PLR0917 (one caller)
 ) -> Answer:
     """The verified record's answer when its key still holds, else a ``_Miss``.
 
-    While ``content`` computes the content identities, this thread checks the rest and
-    lays out the run directory; the content's verdict comes first either way (an edited
-    input is the usual miss), and its trees are handed on to the full path (``seen``)
-    whatever missed.
+    While ``content`` computes the content identities, this thread checks the rest
+    (cache entries, environment parts, ``latest/``, ``envFrom``); the content's verdict
+    comes first either way (an edited input is the usual miss), and its trees are handed
+    on to the full path (``seen``) whatever missed.
     """
     from changeloop.state import ensure_gitignored
 
@@ -218,20 +218,19 @@ def _decide(  # noqa: PLR0917 (one caller)
         content.hand_on(seen)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
-    laid: _Laid | None = None
     try:
         _still(doc, state.path, seed)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
-        ensure_gitignored(root)
-        laid = _lay_out(state, change_id, doc, content)
-        found = _prepared(doc, laid.run_id)
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
-        if laid is not None:  # a miss leaves no run directory behind
-            _discard(laid.run_dir)
         content.hand_on(seen)
         content.verdict()  # the content's miss is the one said, when it missed too
         raise
+    # Only now: laid out while git ran, a run directory cost a miss more than it saved a
+    # hit (its removal waits on the file system's journal; bench/README.md, issue 15 hF).
+    ensure_gitignored(root)
+    laid = _lay_out(state, change_id, doc)
+    found = _prepared(doc, laid.run_id)
     _write_run(change_id, doc, jobs, laid)
     return found
 
@@ -329,11 +328,6 @@ class _Content:
     def wait(self) -> None:
         self._thread.join()
 
-    def check(self) -> None:
-        """The content's miss or error when it is known already (no waiting)."""
-        if not self._thread.is_alive() and self._error is not None:
-            raise self._error
-
     def verdict(self) -> None:
         """Wait; the content's miss or error, raised here."""
         self.wait()
@@ -384,19 +378,14 @@ class _Laid(NamedTuple):
     paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
 
 
-def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], content: _Content) -> _Laid:
+def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any]) -> _Laid:
     """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
-    ``latest/``'s identical bytes). Made while the content is still being checked (the
-    ``mkdir``s wait on the file system's journal right after another run): given up, and
-    removed, as soon as the content misses; without its ``run.json`` until the answer
-    holds, as a run still in progress."""
-    content.check()
+    ``latest/``'s identical bytes); removed again if that fails (the full path runs)."""
     run_id, run_dir = state.new_run_dir()
     try:
         latest = state.latest(change_id)
         paths: dict[str, list[str]] = {}
         for p in doc["answer"]["providers"]:
-            content.check()
             name = p["name"]
             folder = run_dir / name
             folder.mkdir(parents=True, exist_ok=True)
@@ -406,34 +395,9 @@ def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], content: _Conte
                 _link_or_copy(latest / receipt["file"], target)
                 listed.append(str(target.relative_to(state.root)))
     except BaseException:
-        _discard(run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return _Laid(run_id, run_dir, paths)
-
-
-_DISCARDS: list[Any] = []  # threads removing run directories given up on a miss
-
-
-def _discard(run_dir: Path) -> None:
-    """Remove a run directory given up on a miss, on a thread of its own: 200 unlinks wait
-    on the file system's journal (100+ ms right after another run), which the full path
-    that follows need not wait for. :func:`settle` waits for it before ``prove`` returns."""
-    import threading
-
-    worker = threading.Thread(
-        target=shutil.rmtree,
-        args=(run_dir,),
-        kwargs={"ignore_errors": True},
-        name="changeloop-discard",
-    )
-    worker.start()
-    _DISCARDS.append(worker)
-
-
-def settle() -> None:
-    """Wait until the run directories a miss gave up are gone (``prove`` calls it last)."""
-    while _DISCARDS:
-        _DISCARDS.pop().join()
 
 
 def _write_run(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> None:
