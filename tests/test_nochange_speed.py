@@ -206,3 +206,64 @@ def test_a_recorded_tree_pruned_by_git_gc_is_not_handed_to_the_full_path(
     assert code == 0, doc.get("errors")
     assert sorted(p["state"] for p in doc["providers"]) == ["cached", "ran"]
     assert doc["runId"] != first["runId"]
+
+
+TWO_REPOS_EXECUTION = """\
+version: 1
+providers:
+  alpha:
+    adapter: command
+    repository: other
+    command: [sh, -c, "exit 0"]
+  beta:
+    adapter: command
+    repository: self
+    command: [sh, -c, "exit 0"]
+"""
+
+
+@pytest.mark.parametrize("edited", ["self", "other", "both"])
+def test_two_repositories_each_miss_is_named_and_the_record_answers_again(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    edited: str,
+) -> None:
+    """The workspace root's identity starts before the state checks, the other
+    repository's after them: either repository's edit is a miss naming the first
+    changed one in the record's order, and the re-recorded answer holds again."""
+    root = make_repo(tmp_path / "ws", {"app.py": "A\n", ".gitignore": ".changeloop/\nother/\n"})
+    make_repo(root / "other", {"api.py": "B\n"})
+    make_change(
+        root,
+        "c",
+        "version: 3\nrepositories: {other: other, self: .}\n"
+        "requires: {alpha: [other], beta: [self]}\n",
+        TWO_REPOS_EXECUTION,
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "change")
+    code, _ = prove_json(root, "c", capsys=capsys)
+    assert code == 0
+    code, doc, err = _prove_err(root, capsys)
+    assert code == 0 and _decision(root, doc) == "no-change", err
+    record = record_path(root / ".changeloop", "c")
+    assert record is not None
+    from changeloop.dsse import parse_envelope
+
+    order = list(json.loads(parse_envelope(record.read_bytes()).payload)["repositories"])
+    assert sorted(order) == ["other", "self"]
+    if edited in ("self", "both"):
+        (root / "app.py").write_text("A2\n")
+    if edited in ("other", "both"):
+        (root / "other" / "api.py").write_text("B2\n")
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(root, capsys)
+    first = order[0] if edited == "both" else edited
+    assert f"no-change record not used: the content of repository {first} changed" in err, err
+    assert code == 0 and _decision(root, doc) is None
+    ran = {p["name"] for p in doc["providers"] if p["state"] == "ran"}
+    assert ran == {"self": {"beta"}, "other": {"alpha"}, "both": {"alpha", "beta"}}[edited]
+    monkeypatch.delenv("CHANGELOOP_EXPLAIN_NOCHANGE")
+    code, doc, _ = _prove_err(root, capsys)
+    assert code == 0 and _decision(root, doc) == "no-change"

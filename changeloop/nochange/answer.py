@@ -172,16 +172,27 @@ def _answer(  # noqa: PLR0917 (one caller)
     seen: dict[str, str],
     known: dict[str, KnownInputs],
 ) -> Answer | None:
-    from changeloop.state import StateDir
+    from changeloop.state import STATE, StateDir
 
-    state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-    raw, payload, doc = _read(state.path, change_id)
-    # The content identities (git, ~40 ms for 20,000 files, waiting on processes) start
-    # at once, on a thread of their own: only the repository paths are taken from the
-    # record before its signature is checked (git there, with a temporary index, writes
-    # objects and nothing else); no tree computed is used unless the record verifies.
-    content = _Content(doc["repositories"], base["options"]["sandbox"])
+    # The content identities (git, ~55 ms for 20,000 files, waiting on processes) run on
+    # threads of their own while everything else is checked. The workspace root's starts
+    # first, before the state checks, when the record (looked at, not believed) names it:
+    # the root is ours, not the record's, and its content is what the full path stages
+    # too. The other repositories start once the state checks passed; only their paths
+    # are taken from the record before its signature is checked (git there, with a
+    # temporary index, writes objects and nothing else). No tree computed is used unless
+    # the record verifies.
+    content = _Content(base["options"]["sandbox"])
     try:
+        early: tuple[bytes, bytes, dict[str, Any]] | None = _read(root / STATE, change_id)
+    except (_Miss, ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError):
+        early = None
+    if early is not None:
+        content.start(early[2], only=root)
+    try:
+        state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
+        raw, payload, doc = early if early is not None else _read(state.path, change_id)
+        content.start(doc)
         seed = _verify(state.path, raw, payload)
     except Exception:
         content.wait()  # nothing it computed is used
@@ -305,34 +316,60 @@ def _same_latest(latest: Path, change_id: str, recorded: Mapping[str, Any]) -> N
 
 
 class _Content:
-    """:func:`_same_content` on a thread of its own, started at once; its outcome is taken
-    on the calling thread (:meth:`verdict`, :meth:`hand_on`)."""
+    """The content identities of a record's repositories, computed on threads of their own
+    (:meth:`start`); their outcome is taken on the calling thread (:meth:`verdict`,
+    :meth:`hand_on`), in the record's order of repositories."""
 
-    def __init__(self, repositories: Mapping[str, Any], sandbox: str) -> None:
+    def __init__(self, sandbox: str) -> None:
+        self._untracked = sandbox != "worktree"
+        self._order: list[str] = []  # repository names in the record's order
+        self._started: set[str] = set()
+        self._recorded: dict[str, str] = {}  # checkout path -> recorded tree
+        self._trees: dict[str, str] = {}  # checkout path -> tree computed
+        self._errors: dict[str, BaseException] = {}  # name -> its miss or error
+        self._threads: list[Any] = []
+
+    def start(self, doc: Mapping[str, Any], *, only: Path | None = None) -> None:
+        """Start the repositories of ``doc`` not started yet (with ``only``: the one whose
+        checkout is that directory, if any)."""
         import threading
 
-        self._repositories = repositories
-        self._trees: dict[str, str] = {}
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(sandbox,), name="changeloop-content", daemon=True
-        )
-        self._thread.start()
+        repositories: Mapping[str, Any] = doc["repositories"]
+        self._order = list(repositories)
+        todo = []
+        for name, repo in repositories.items():
+            if name in self._started:
+                continue
+            if only is not None and not _same_dir(repo["path"], only):
+                continue
+            self._started.add(name)
+            self._recorded[str(Path(repo["path"]))] = repo["tree"]
+            todo.append((name, repo))
+        if todo:
+            worker = threading.Thread(
+                target=self._run, args=(todo,), name="changeloop-content", daemon=True
+            )
+            worker.start()
+            self._threads.append(worker)
 
-    def _run(self, sandbox: str) -> None:
-        try:
-            _same_content(self._repositories, sandbox, self._trees)
-        except BaseException as exc:  # re-raised on the joining thread
-            self._error = exc
+    def _run(self, todo: list[tuple[str, Any]]) -> None:
+        for name, repo in todo:
+            try:
+                _same_content(name, repo, self._untracked, self._trees)
+            except BaseException as exc:  # re-raised on the joining thread
+                self._errors[name] = exc
+                return  # the next ones are not needed: this one decided
 
     def wait(self) -> None:
-        self._thread.join()
+        for worker in self._threads:
+            worker.join()
 
     def verdict(self) -> None:
-        """Wait; the content's miss or error, raised here."""
+        """Wait; the first repository's miss or error (in the record's order), raised here."""
         self.wait()
-        if self._error is not None:
-            raise self._error
+        for name in self._order:
+            if name in self._errors:
+                raise self._errors[name]
 
     def hand_on(self, seen: dict[str, str]) -> None:
         """Wait; the trees computed, for the full path to start from (a miss). A tree equal
@@ -341,27 +378,35 @@ class _Content:
         from changeloop.identity import git
 
         self.wait()
-        recorded = {str(Path(r["path"])): r["tree"] for r in self._repositories.values()}
         for path, tree in self._trees.items():
-            if tree == recorded.get(path):
+            if tree == self._recorded.get(path):
                 probe = git(["cat-file", "-e", f"{tree}^{{tree}}"], cwd=Path(path), check=False)
                 if probe.returncode != 0:
                     continue
             seen[path] = tree
 
 
-def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str, str]) -> None:
-    """One content identity per repository, and no link in it leaving the repository."""
+def _same_dir(recorded: Any, directory: Path) -> bool:
+    """Whether the record's checkout path ``recorded`` is ``directory``."""
+    try:
+        return Path(recorded).samefile(directory)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _same_content(
+    name: str, repo: Mapping[str, Any], untracked: bool, seen: dict[str, str]
+) -> None:
+    """The repository's content identity (into ``seen``), and no link in it leaving it."""
     from changeloop.identity import content_tree
 
-    for name, repo in repositories.items():
-        path = Path(repo["path"])
-        tree = content_tree(path, include_untracked=sandbox != "worktree", expected=repo["tree"])
-        seen[str(path)] = tree
-        if tree != repo["tree"]:
-            raise _Miss(f"the content of repository {name} changed")
-        if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
-            raise _Miss(f"a link of repository {name} now leaves it")
+    path = Path(repo["path"])
+    tree = content_tree(path, include_untracked=untracked, expected=repo["tree"])
+    seen[str(path)] = tree
+    if tree != repo["tree"]:
+        raise _Miss(f"the content of repository {name} changed")
+    if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
+        raise _Miss(f"a link of repository {name} now leaves it")
 
 
 def _links_leave(path: Path, links: Sequence[str]) -> bool:
