@@ -223,7 +223,7 @@ def _decide(  # noqa: PLR0917 (one caller)
     comes first either way (an edited input is the usual miss), and its trees are handed
     on to the full path (``seen``) whatever missed.
     """
-    from changeloop.state import ensure_gitignored
+    from changeloop.state import ensure_gitignored, new_run_id
 
     if doc["key"] != base:
         content.hand_on(seen)
@@ -232,6 +232,8 @@ def _decide(  # noqa: PLR0917 (one caller)
     try:
         _still(doc, state.path, seed)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
+        run_id = new_run_id()
+        found = _prepared(doc, run_id)  # what to print, made while git runs
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
         content.hand_on(seen)
@@ -240,8 +242,7 @@ def _decide(  # noqa: PLR0917 (one caller)
     # Only now: laid out while git ran, a run directory cost a miss more than it saved a
     # hit (its removal waits on the file system's journal; bench/README.md, issue 15 hF).
     ensure_gitignored(root)
-    laid = _lay_out(state, change_id, doc)
-    found = _prepared(doc, laid.run_id)
+    laid = _lay_out(state, change_id, doc, run_id)
     _write_run(change_id, doc, jobs, laid)
     return found
 
@@ -423,10 +424,10 @@ class _Laid(NamedTuple):
     paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
 
 
-def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any]) -> _Laid:
+def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], run_id: str) -> _Laid:
     """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
     ``latest/``'s identical bytes); removed again if that fails (the full path runs)."""
-    run_id, run_dir = state.new_run_dir()
+    run_id, run_dir = state.new_run_dir(run_id)
     try:
         latest = state.latest(change_id)
         paths: dict[str, list[str]] = {}
@@ -479,6 +480,7 @@ def _prepared(doc: Mapping[str, Any], run_id: str) -> Answer:
     The printed answer goes through a masker of this run's ``envFrom`` values, as
     the full path's does (the run id is new text).
     """
+    from changeloop import runlog  # noqa: F401 (imported now, used once the content holds)
     from changeloop.masking import Masker
 
     recorded = doc["answer"]
