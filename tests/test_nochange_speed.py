@@ -267,3 +267,49 @@ def test_two_repositories_each_miss_is_named_and_the_record_answers_again(
     monkeypatch.delenv("CHANGELOOP_EXPLAIN_NOCHANGE")
     code, doc, _ = _prove_err(root, capsys)
     assert code == 0 and _decision(root, doc) == "no-change"
+
+
+@pytest.mark.parametrize(
+    "repositories",
+    [
+        "not a mapping",
+        {"self": {"path": 5}},
+        {"self": "not a mapping"},
+        {"self": {"path": "ROOT"}},  # no tree
+        {"self": {"path": "ROOT", "tree": "0" * 40, "symlinks": []}},  # forged, unsigned
+        {"self": {"path": "/nonexistent/elsewhere", "tree": "0" * 40, "symlinks": []}},
+    ],
+)
+def test_a_forged_record_of_any_shape_is_a_quiet_miss(
+    ws: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    repositories: Any,
+) -> None:
+    """Its repository paths are looked at before its signature is checked: whatever they
+    hold, the answer is the full path's, never a traceback."""
+    import base64
+
+    from changeloop.nochange.key import PAYLOAD_TYPE, SCHEMA
+
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    record = record_path(ws / ".changeloop", "c")
+    assert record is not None
+    shape = json.loads(json.dumps(repositories).replace("ROOT", str(ws)))
+    payload = json.dumps({"schema": SCHEMA, "repositories": shape}).encode()
+    record.write_text(
+        json.dumps(
+            {
+                "payloadType": PAYLOAD_TYPE,
+                "payload": base64.b64encode(payload).decode(),
+                "signatures": [{"keyid": "", "sig": base64.b64encode(b"x" * 64).decode()}],
+            }
+        )
+    )
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(ws, capsys)
+    assert "no-change record not used:" in err, err
+    assert "Traceback" not in err and "unexpected error" not in err
+    assert code == 0 and _decision(ws, doc) is None
+    assert {p["state"] for p in doc["providers"]} == {"cached"}

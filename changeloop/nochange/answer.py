@@ -183,12 +183,12 @@ def _answer(  # noqa: PLR0917 (one caller)
     # temporary index, writes objects and nothing else). No tree computed is used unless
     # the record verifies.
     content = _Content(base["options"]["sandbox"])
-    try:
-        early: tuple[bytes, bytes, dict[str, Any]] | None = _read(root / STATE, change_id)
+    early: tuple[bytes, bytes, dict[str, Any]] | None = None
+    try:  # any failure here is said again, in its place, once the state checks passed
+        early = _read(root / STATE, change_id)
+        content.start(early[2], only=root)
     except (_Miss, ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError):
         early = None
-    if early is not None:
-        content.start(early[2], only=root)
     try:
         state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
         raw, payload, doc = early if early is not None else _read(state.path, change_id)
@@ -335,7 +335,11 @@ class _Content:
         checkout is that directory, if any)."""
         import threading
 
-        repositories: Mapping[str, Any] = doc["repositories"]
+        repositories = doc["repositories"]
+        if not isinstance(repositories, Mapping) or not all(
+            isinstance(r, Mapping) and isinstance(r.get("path"), str) for r in repositories.values()
+        ):
+            raise TypeError("the record's repositories are not what this changeloop writes")
         self._order = list(repositories)
         todo = []
         for name, repo in repositories.items():
