@@ -376,10 +376,12 @@ def _top_without(lay: GitLayout, tree: str, name: str) -> str | None:
     try:
         with path.open("rb") as fh:
             raw = fh.read(_OBJECT_LIMIT + 1)
+        if len(raw) > _OBJECT_LIMIT:
+            return None
         data = zlib.decompress(raw)
     except (OSError, zlib.error):
         return None
-    if len(raw) > _OBJECT_LIMIT or hashlib.new(lay.object_format, data).hexdigest() != tree:
+    if hashlib.new(lay.object_format, data).hexdigest() != tree:
         return None
     header, _nul, body = data.partition(b"\0")
     if header != b"tree %d" % len(body):
