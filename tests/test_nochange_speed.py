@@ -313,3 +313,21 @@ def test_a_forged_record_of_any_shape_is_a_quiet_miss(
     assert "Traceback" not in err and "unexpected error" not in err
     assert code == 0 and _decision(ws, doc) is None
     assert {p["state"] for p in doc["providers"]} == {"cached"}
+
+
+def test_without_a_thread_to_be_had_the_check_runs_in_place(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``can't start new thread`` (a process at its limit) is not a crash: the content
+    is identified on the calling thread and the record still answers."""
+    import threading
+
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+
+    def refuse(*_: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    code, doc, err = _prove_err(ws, capsys)
+    assert code == 0 and _decision(ws, doc) == "no-change", err

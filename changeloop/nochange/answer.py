@@ -354,7 +354,11 @@ class _Content:
             worker = threading.Thread(
                 target=self._run, args=(todo,), name="changeloop-content", daemon=True
             )
-            worker.start()
+            try:
+                worker.start()
+            except RuntimeError:  # no thread to be had: the same work, here and now
+                self._run(todo)
+                return
             self._threads.append(worker)
 
     def _run(self, todo: list[tuple[str, Any]]) -> None:
