@@ -2,8 +2,8 @@
 
 Each provider ``pNNN`` is a ``command`` provider whose ``inputs`` glob covers one
 slice of the tree (``src/pkgNNN/**``...). After a first run fills the cache:
-  1. nothing changed → goal: 0 providers run, whole ``prove`` ≤ 150 ms from a cold
-     process, answered from the signed no-change record (run.json says
+  1. nothing changed → goal: 0 providers run, whole ``prove`` ≤ 150 ms (best and
+     median) from a cold process, answered from the signed no-change record (run.json says
      ``"decision": "no-change"``), its ``--json`` identical to a full re-prove's;
   2. the same re-prove forced down the full path (the record deleted): the figure
      before the record existed, and the document the check compares against;
@@ -133,13 +133,16 @@ def main(argv: list[str] | None = None) -> int:
             for line in MISSES:
                 print(f"  ({line})")
         best, fast = min(walls), docs[-1]
+        median = sorted(walls)[len(walls) // 2]
         st, how = states(fast), {decision(repo, d) for d in docs}
-        ok = best <= NOTHING_GOAL and st.get("ran", 0) == 0 and how == {"no-change"}
+        # best AND median: one lucky run does not meet the goal
+        fast_enough = best <= NOTHING_GOAL and median <= NOTHING_GOAL
+        ok = fast_enough and st.get("ran", 0) == 0 and how == {"no-change"}
         met &= ok
         print(
             f"nothing changed: {best * 1000:.0f} ms (best of {args.repeat}; median "
-            f"{sorted(walls)[len(walls) // 2] * 1000:.0f} ms; goal <= 150 ms: "
-            f"{verdict(best <= NOTHING_GOAL)}), {st}, ran={st.get('ran', 0)} (goal 0), "
+            f"{median * 1000:.0f} ms; goal best and median <= 150 ms: "
+            f"{verdict(fast_enough)}), {st}, ran={st.get('ran', 0)} (goal 0), "
             f"answered by: {sorted(how)}; every run: {[round(w * 1000) for w in walls]} ms"
         )
 

@@ -35,11 +35,13 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
-from changeloop.model import Plan, Provider
+
+if TYPE_CHECKING:  # annotations only: a no-change re-prove builds no model (issue 15)
+    from changeloop.model import Plan, Provider
 
 __all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "sha256_of"]
 

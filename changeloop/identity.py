@@ -19,16 +19,21 @@ files are not re-hashed (git's stat cache).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.model import ContentIdentity
+
+if TYPE_CHECKING:  # the model's dataclasses (~7 ms) are not imported for a tree id alone
+    from changeloop.model import ContentIdentity
 
 __all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
 
@@ -212,6 +217,8 @@ def identity_from_tree(
     left as it was (a sandbox keeps it as its own index). ``head_prefix`` is
     where the repository sits in HEAD (a copy sandbox holds only the subtree).
     """
+    from changeloop.model import ContentIdentity
+
     sub, kept = _without_openspec(cwd, env, full_tree, prefix)
     dirty = _differs_from_head(cwd, env, tree=sub, ours=kept, prefix=head_prefix, head=head)
     return ContentIdentity(tree=sub, head=head, dirty=dirty)
@@ -323,12 +330,21 @@ def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
         )
     except ChangeloopError as exc:
         raise identity_refusal(exc, repo) from exc
+    from changeloop.model import ContentIdentity
+
     return ContentIdentity(tree=tree, head=lay.head, dirty=dirty)
 
 
-def content_tree(repo: Path, *, include_untracked: bool) -> str:
+def content_tree(repo: Path, *, include_untracked: bool, expected: str | None = None) -> str:
     """The tree id :func:`content_identity` gives, without HEAD and dirtiness (2–3 fewer
-    git processes): what the no-change decision compares (changeloop.nochange)."""
+    git processes): what the no-change decision compares (changeloop.nochange).
+
+    ``expected``: the id the caller compares with. When the content still has it, the
+    top-level ``openspec`` is left out by hashing the tree in-process (:func:`_top_without`)
+    and nothing is written — the object was written when that id was recorded, and an
+    equal id needs no object. Any other outcome writes the tree through git as before, so
+    a caller handing it on (to :func:`identity_of_tree`) can read it.
+    """
     repo = repo.resolve()
     lay = layout(repo, head=False)
     if not lay.index.is_file():  # seeded from HEAD: the full path knows how
@@ -338,9 +354,57 @@ def content_tree(repo: Path, *, include_untracked: bool) -> str:
         try:
             env = git_env(tmp_index)
             full_tree = _staged_tree(repo, lay, env, tmp_index, include_untracked)
+            if expected is not None and not lay.prefix:
+                quick = _top_without(lay, full_tree, OPENSPEC)
+                if quick is not None and quick == expected:
+                    return quick
             return _without_openspec(repo, env, full_tree, lay.prefix)[0]
         except ChangeloopError as exc:
             raise identity_refusal(exc, repo) from exc
+
+
+_OBJECT_LIMIT = 16 * 1024 * 1024  # a top-level tree is a few KiB; anything bigger: ask git
+
+
+def _top_without(lay: GitLayout, tree: str, name: str) -> str | None:
+    """The id of ``tree`` with its top-level entry ``name`` left out, hashed here from the
+    loose object ``git write-tree`` left in the object store; None when it is not a loose
+    object there (packed, in an alternate store) or does not hash to ``tree`` (then git
+    answers, as before). The same bytes ``git mktree`` would write: removing one entry
+    keeps git's order, and a tree's id is the hash of its header and entries."""
+    path = lay.git_dir / "objects" / tree[:2] / tree[2:]
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(_OBJECT_LIMIT + 1)
+        if len(raw) > _OBJECT_LIMIT:
+            return None
+        data = zlib.decompress(raw)
+    except (OSError, zlib.error):
+        return None
+    try:
+        if hashlib.new(lay.object_format, data).hexdigest() != tree:
+            return None
+    except ValueError:  # an object format this Python cannot hash
+        return None
+    header, _nul, body = data.partition(b"\0")
+    if header != b"tree %d" % len(body):
+        return None
+    size = len(bytes.fromhex(tree))  # the binary id's length: 20 (sha1) or 32 (sha256)
+    kept: list[bytes] = []
+    at = 0
+    while at < len(body):
+        space = body.find(b" ", at)
+        nul = body.find(b"\0", space + 1)
+        end = nul + 1 + size
+        if space < 0 or nul < 0 or end > len(body):
+            return None
+        if body[space + 1 : nul] != os.fsencode(name):
+            kept.append(body[at:end])
+        at = end
+    if sum(map(len, kept)) == len(body):
+        return tree
+    out = b"".join(kept)
+    return hashlib.new(lay.object_format, b"tree %d\0" % len(out) + out).hexdigest()
 
 
 def identity_refusal(exc: ChangeloopError, repo: Path) -> ChangeloopError:

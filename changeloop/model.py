@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from changeloop.changeref import ChangeRef as ChangeRef  # noqa: PLC0414 (re-export)
 from changeloop.errors import Location
 
 if TYPE_CHECKING:
@@ -34,15 +35,6 @@ KNOWN_CAPABILITIES = (
     "review",
 )
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
-
-
-@dataclass(frozen=True)
-class ChangeRef:
-    """A change directory found the way OpenSpec finds it."""
-
-    id: str
-    path: Path
-    archived: bool = False
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,11 @@ class StateDir:
     def latest(self, change: str) -> Path:
         return self.path / "receipts" / change
 
-    def new_run_dir(self) -> tuple[str, Path]:
-        """A fresh ``runs/<run-id>/``; damaged leftovers of earlier runs are cleared first."""
+    def new_run_dir(self, run_id: str | None = None) -> tuple[str, Path]:
+        """A fresh ``runs/<run-id>/`` (``run_id``: one :func:`new_run_id` gave earlier);
+        damaged leftovers of earlier runs are cleared first."""
         _repair_receipts(self.path / "receipts")
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        run_id = f"{stamp}-{secrets.token_hex(3)}"
+        run_id = run_id or new_run_id()
         path = self.runs / run_id
         try:
             path.mkdir(parents=True, exist_ok=False)
@@ -128,6 +128,12 @@ class StateDir:
 # Roots already accepted in this CLI invocation (None outside one): a prove asked the same
 # question four times (~2–5 ms each, one `git ls-files` apiece) on its no-change path.
 _ACCEPTED: ContextVar[set[str] | None] = ContextVar("changeloop_state_accepted", default=None)
+
+
+def new_run_id() -> str:
+    """A run's id: the UTC second it started and six random hex digits."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 @contextlib.contextmanager

@@ -14,8 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from changeloop.changeref import ChangeRef
 from changeloop.errors import ConfigError, Location, Problem
-from changeloop.model import ChangeRef
 
 OPENSPEC_DIR = "openspec"
 ARCHIVE_DIR = "archive"

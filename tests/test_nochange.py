@@ -391,8 +391,12 @@ def test_a_change_with_an_external_provider_is_never_recorded(
 
 # -- pieces ------------------------------------------------------------------------------
 def test_the_sandbox_choices_are_the_sandboxes_modes() -> None:
-    from changeloop import sandboxes
+    from typing import get_args
 
+    from changeloop import sandboxes
+    from changeloop.model import SandboxMode
+
+    assert prove_cli.SANDBOX_MODES == get_args(SandboxMode)  # the order --help shows
     assert set(prove_cli.SANDBOX_MODES) == set(sandboxes.MODES)
     assert prove_cli.DEFAULT_SANDBOX == sandboxes.DEFAULT_MODE
 

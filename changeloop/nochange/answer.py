@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -113,26 +114,45 @@ def _workspace_seed(path: Path) -> bytes | None:
     return der[len(_PKCS8_ED25519) :]
 
 
-def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
-    """The record's payload when it verifies with the workspace key, and the key's seed."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+def _read(state: Path, change_id: str) -> tuple[bytes, bytes, dict[str, Any]]:
+    """The record's bytes, payload and parsed payload, *not yet verified* (:func:`_verify`).
 
-    from changeloop.dsse import pae, parse_envelope
-
+    Parsed here with the standard library alone: the DSSE module imports the
+    cryptography it needs to verify (~7 ms), and the content identities start before.
+    """
     path = record_path(state, change_id)
-    seed = _workspace_seed(state / "keys" / "local.key")
-    if path is None or seed is None:
-        raise _Miss("no workspace key in the form this changeloop writes, or no record name")
+    if path is None:
+        raise _Miss("no record name for this change")
     try:
         raw = fsio.read_regular_stat(
             path, limit=RECORD_LIMIT, what="no-change record", follow_symlinks=False
         )[0]
     except FileRefused as exc:
         raise _Miss(str(exc)) from exc
-    envelope = parse_envelope(raw)
-    if envelope.payload_type != PAYLOAD_TYPE:
+    envelope = json.loads(raw)
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
         raise _Miss("not a no-change record")
+    payload = base64.b64decode(envelope["payload"], validate=True)
+    doc = json.loads(payload)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise _Miss("a record of another schema")
+    return raw, payload, doc
+
+
+def _verify(state: Path, raw: bytes, payload: bytes) -> bytes:
+    """The workspace key's seed, when the envelope ``raw`` (whose payload :func:`_read`
+    parsed as ``payload``) verifies with it; else a ``_Miss``."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from changeloop.dsse import pae, parse_envelope
+
+    seed = _workspace_seed(state / "keys" / "local.key")
+    if seed is None:
+        raise _Miss("no workspace key in the form this changeloop writes")
+    envelope = parse_envelope(raw)  # strict: one reading of the bytes, or a refusal
+    if envelope.payload_type != PAYLOAD_TYPE or envelope.payload != payload:
+        raise _Miss("the record reads two ways")
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
     message = pae(envelope.payload_type, envelope.payload)
     for signature in envelope.signatures:
@@ -140,10 +160,7 @@ def _verified(state: Path, change_id: str) -> tuple[dict[str, Any], bytes]:
             public.verify(signature.sig, message)
         except InvalidSignature:
             continue
-        doc = json.loads(envelope.payload)
-        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-            return doc, seed
-        raise _Miss("a record of another schema")
+        return seed
     raise _Miss("the record does not verify with the workspace key")
 
 
@@ -155,26 +172,79 @@ def _answer(  # noqa: PLR0917 (one caller)
     seen: dict[str, str],
     known: dict[str, KnownInputs],
 ) -> Answer | None:
-    from changeloop.state import StateDir, ensure_gitignored
+    from changeloop.state import STATE, StateDir
 
-    state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-    doc, seed = _verified(state.path, change_id)
-    known.update(_known_inputs(doc, base))
+    # The content identities (git, ~55 ms for 20,000 files, waiting on processes) run on
+    # threads of their own while everything else is checked. The workspace root's starts
+    # first, before the state checks, when the record (looked at, not believed) names it:
+    # the root is ours, not the record's, and its content is what the full path stages
+    # too. The other repositories start once the state checks passed; only their paths
+    # are taken from the record before its signature is checked (git there, with a
+    # temporary index, writes objects and nothing else). No tree computed is used unless
+    # the record verifies.
+    content = _Content(base["options"]["sandbox"])
+    early: tuple[bytes, bytes, dict[str, Any]] | None = None
+    try:  # any failure here is said again, in its place, once the state checks passed
+        early = _read(root / STATE, change_id)
+        content.start(early[2], only=root)
+    except (_Miss, ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError):
+        early = None
+    try:
+        state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
+        raw, payload, doc = early if early is not None else _read(state.path, change_id)
+        content.start(doc)
+        seed = _verify(state.path, raw, payload)
+    except Exception:
+        content.wait()  # nothing it computed is used
+        raise
+    try:
+        return _decide(root, change_id, state, doc, seed, base, jobs, seen, content)
+    except Exception:
+        # Only a miss hands the inputs digests on (run.carried, ~4 ms of imports a hit skips).
+        known.update(_known_inputs(doc, base))
+        raise
+
+
+def _decide(  # noqa: PLR0917 (one caller)
+    root: Path,
+    change_id: str,
+    state: Any,
+    doc: dict[str, Any],
+    seed: bytes,
+    base: Mapping[str, Any],
+    jobs: int,
+    seen: dict[str, str],
+    content: _Content,
+) -> Answer:
+    """The verified record's answer when its key still holds, else a ``_Miss``.
+
+    While ``content`` computes the content identities, this thread checks the rest
+    (cache entries, environment parts, ``latest/``, ``envFrom``); the content's verdict
+    comes first either way (an edited input is the usual miss), and its trees are handed
+    on to the full path (``seen``) whatever missed.
+    """
+    from changeloop.state import ensure_gitignored, new_run_id
+
     if doc["key"] != base:
+        content.hand_on(seen)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise _Miss(f"{', '.join(changed)} changed")
-    # Content first: an edited input is the usual miss, and its tree is handed on to the
-    # full path anyway; the 100 cache stats and latest/ reads are then not spent.
-    _same_content(doc["repositories"], base["options"]["sandbox"], seen)
-    _still(doc, state.path, seed)
-    recorded = doc["answer"]
-    latest = state.latest(change_id)
-    for provider in recorded["providers"]:
-        for receipt in provider["receipts"]:
-            if not _same_digest(latest / receipt["file"], receipt["sha256"]):
-                raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
+    try:
+        _still(doc, state.path, seed)
+        _same_latest(state.latest(change_id), change_id, doc["answer"])
+        run_id = new_run_id()
+        found = _prepared(doc, run_id)  # what to print, made while git runs
+        content.verdict()
+    except Exception:  # not an interruption: that one ends the run at once
+        content.hand_on(seen)
+        content.verdict()  # the content's miss is the one said, when it missed too
+        raise
+    # Only now: laid out while git ran, a run directory cost a miss more than it saved a
+    # hit (its removal waits on the file system's journal; bench/README.md, issue 15 hF).
     ensure_gitignored(root)
-    return _materialize(state, change_id, doc, jobs)
+    laid = _lay_out(state, change_id, doc, run_id)
+    _write_run(change_id, doc, jobs, laid)
+    return found
 
 
 def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
@@ -238,18 +308,114 @@ def _same_digest(path: Path, digest: str) -> bool:
     return hashlib.sha256(data).hexdigest() == digest
 
 
-def _same_content(repositories: Mapping[str, Any], sandbox: str, seen: dict[str, str]) -> None:
-    """One content identity per repository, and no link in it leaving the repository."""
+def _same_latest(latest: Path, change_id: str, recorded: Mapping[str, Any]) -> None:
+    """Every receipt of ``latest/`` the answer lists still has the recorded bytes."""
+    for provider in recorded["providers"]:
+        for receipt in provider["receipts"]:
+            if not _same_digest(latest / receipt["file"], receipt["sha256"]):
+                raise _Miss(f"receipts/{change_id}/{receipt['file']} changed")
+
+
+class _Content:
+    """The content identities of a record's repositories, computed on threads of their own
+    (:meth:`start`); their outcome is taken on the calling thread (:meth:`verdict`,
+    :meth:`hand_on`), in the record's order of repositories."""
+
+    def __init__(self, sandbox: str) -> None:
+        self._untracked = sandbox != "worktree"
+        self._order: list[str] = []  # repository names in the record's order
+        self._started: set[str] = set()
+        self._recorded: dict[str, str] = {}  # checkout path -> recorded tree
+        self._trees: dict[str, str] = {}  # checkout path -> tree computed
+        self._errors: dict[str, BaseException] = {}  # name -> its miss or error
+        self._threads: list[Any] = []
+
+    def start(self, doc: Mapping[str, Any], *, only: Path | None = None) -> None:
+        """Start the repositories of ``doc`` not started yet (with ``only``: the one whose
+        checkout is that directory, if any)."""
+        import threading
+
+        repositories = doc["repositories"]
+        if not isinstance(repositories, Mapping) or not all(
+            isinstance(r, Mapping) and isinstance(r.get("path"), str) for r in repositories.values()
+        ):
+            raise TypeError("the record's repositories are not what this changeloop writes")
+        self._order = list(repositories)
+        todo = []
+        for name, repo in repositories.items():
+            if name in self._started:
+                continue
+            if only is not None and not _same_dir(repo["path"], only):
+                continue
+            self._started.add(name)
+            self._recorded[str(Path(repo["path"]))] = repo["tree"]
+            todo.append((name, repo))
+        if todo:
+            worker = threading.Thread(
+                target=self._run, args=(todo,), name="changeloop-content", daemon=True
+            )
+            try:
+                worker.start()
+            except RuntimeError:  # no thread to be had: the same work, here and now
+                self._run(todo)
+                return
+            self._threads.append(worker)
+
+    def _run(self, todo: list[tuple[str, Any]]) -> None:
+        for name, repo in todo:
+            try:
+                _same_content(name, repo, self._untracked, self._trees)
+            except BaseException as exc:  # re-raised on the joining thread
+                self._errors[name] = exc
+                return  # the next ones are not needed: this one decided
+
+    def wait(self) -> None:
+        for worker in self._threads:
+            worker.join()
+
+    def verdict(self) -> None:
+        """Wait; the first repository's miss or error (in the record's order), raised here."""
+        self.wait()
+        for name in self._order:
+            if name in self._errors:
+                raise self._errors[name]
+
+    def hand_on(self, seen: dict[str, str]) -> None:
+        """Wait; the trees computed, for the full path to start from (a miss). A tree equal
+        to the recorded one was not written (``content_tree(expected=)``); it is handed on
+        only when its object is still in the repository (``git gc`` may have pruned it)."""
+        from changeloop.identity import git
+
+        self.wait()
+        for path, tree in self._trees.items():
+            if tree == self._recorded.get(path):
+                probe = git(["cat-file", "-e", f"{tree}^{{tree}}"], cwd=Path(path), check=False)
+                if probe.returncode != 0:
+                    continue
+            seen[path] = tree
+
+
+def _same_dir(recorded: Any, directory: Path) -> bool:
+    """Whether the record's checkout path ``recorded`` is ``directory``."""
+    try:
+        return Path(recorded).samefile(directory)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _same_content(
+    name: str, repo: Mapping[str, Any], untracked: bool, seen: dict[str, str]
+) -> None:
+    """The repository's content identity (into ``seen``), and no link in it leaving it."""
     from changeloop.identity import content_tree
 
-    for name, repo in repositories.items():
-        path = Path(repo["path"])
-        tree = content_tree(path, include_untracked=sandbox != "worktree")
-        seen[str(path)] = tree
-        if tree != repo["tree"]:
-            raise _Miss(f"the content of repository {name} changed")
-        if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
-            raise _Miss(f"a link of repository {name} now leaves it")
+    path = Path(repo["path"])
+    tree = content_tree(path, include_untracked=untracked, expected=repo["tree"])
+    seen[str(path)] = tree
+    if tree != repo["tree"]:
+        raise _Miss(f"the content of repository {name} changed")
+    if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
+        raise _Miss(f"a link of repository {name} now leaves it")
 
 
 def _links_leave(path: Path, links: Sequence[str]) -> bool:
@@ -258,20 +424,44 @@ def _links_leave(path: Path, links: Sequence[str]) -> bool:
     return bool(external_symlinks(path, links))
 
 
-def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) -> Answer:
-    """A new ``runs/<id>/`` holding the receipts (hard links of ``latest/``) and run.json.
+class _Laid(NamedTuple):
+    """A run directory holding the recorded receipts, before the decision is known."""
 
-    The printed answer goes through a masker of this run's ``envFrom`` values, as
-    the full path's does (the run id is new text).
-    """
-    from changeloop.masking import Masker
+    run_id: str
+    run_dir: Path
+    paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
+
+
+def _lay_out(state: Any, change_id: str, doc: Mapping[str, Any], run_id: str) -> _Laid:
+    """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
+    ``latest/``'s identical bytes); removed again if that fails (the full path runs)."""
+    run_id, run_dir = state.new_run_dir(run_id)
+    try:
+        latest = state.latest(change_id)
+        paths: dict[str, list[str]] = {}
+        for p in doc["answer"]["providers"]:
+            name = p["name"]
+            folder = run_dir / name
+            folder.mkdir(parents=True, exist_ok=True)
+            listed = paths[name] = []
+            for receipt in p["receipts"]:
+                target = folder / receipt["file"]
+                _link_or_copy(latest / receipt["file"], target)
+                listed.append(str(target.relative_to(state.root)))
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return _Laid(run_id, run_dir, paths)
+
+
+def _write_run(change_id: str, doc: Mapping[str, Any], jobs: int, laid: _Laid) -> None:
+    """The run's ``run.json`` beside the receipts :func:`_lay_out` put there: every provider
+    ``cached``, and ``"decision": "no-change"``."""
     from changeloop.runlog import RunLog
 
     recorded = doc["answer"]
-    run_id, run_dir = state.new_run_dir()
-    latest = state.latest(change_id)
     log = RunLog(
-        run_id=run_id,
+        run_id=laid.run_id,
         change=change_id,
         slots=jobs,
         sandbox=doc["key"]["options"]["sandbox"],
@@ -285,18 +475,23 @@ def _materialize(state: Any, change_id: str, doc: Mapping[str, Any], jobs: int) 
     settled: dict[str, tuple[str, int, str | None, list[str]]] = {}
     for p in recorded["providers"]:
         name = p["name"]
-        folder = run_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for receipt in p["receipts"]:
-            target = folder / receipt["file"]
-            _link_or_copy(latest / receipt["file"], target)
-            paths.append(str(target.relative_to(state.root)))
         record = log.providers[name]
         record.slot, record.start, record.end = 0, now, now
-        settled[name] = ("cached", 0, None, paths)
+        settled[name] = ("cached", 0, None, laid.paths[name])
     log.settle(settled)
-    log.write(run_dir, durable=False)  # a copy of what the signed record already holds
+    log.write(laid.run_dir, durable=False)  # a copy of what the signed record already holds
+
+
+def _prepared(doc: Mapping[str, Any], run_id: str) -> Answer:
+    """What to print, made while the content is still being checked (used only if it holds).
+
+    The printed answer goes through a masker of this run's ``envFrom`` values, as
+    the full path's does (the run id is new text).
+    """
+    from changeloop import runlog  # noqa: F401 (imported now, used once the content holds)
+    from changeloop.masking import Masker
+
+    recorded = doc["answer"]
     placeholder = recorded["placeholder"]
     masker = Masker(os.environ[n] for n in doc["envFrom"] if os.environ.get(n))
     return Answer(
