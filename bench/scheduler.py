@@ -131,7 +131,10 @@ def overhead_prove(tmp: Path) -> Proved | None:
     argv += ["--sandbox", "none", "--no-cache", "--root", str(root)]
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=root, stdout=out, stderr=out)
+        # Compiled modules are cached (PYTHONDONTWRITEBYTECODE dropped), as for an installed
+        # changeloop: otherwise every module without a .pyc is compiled again on each run.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        proc = subprocess.Popen(argv, cwd=root, stdout=out, stderr=out, env=env)
         _pid, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
