@@ -17,6 +17,7 @@ import pytest
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
+from changeloop.fsio import durability
 from changeloop.providers.reports import read_report
 from changeloop.receipts import write_atomic as receipts_write_atomic
 
@@ -171,7 +172,7 @@ def test_symlink_under_names_the_first_link_below_the_base(tmp_path: Path) -> No
 
 def _syncfs_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the round's whole-file-system syncs; each still reaches the real syncfs."""
-    real = fsio._whole_filesystem_sync()
+    real = durability.whole_filesystem_sync()
     if real is None:
         pytest.skip("no syncfs on this platform: every round fsyncs file by file")
     calls: list[int] = []
@@ -180,7 +181,7 @@ def _syncfs_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(fd)
         return real(fd)
 
-    monkeypatch.setattr(fsio, "_SYNCFS", [spy])
+    monkeypatch.setattr(durability, "_SYNCFS", [spy])
     return calls
 
 
@@ -201,7 +202,7 @@ def test_a_large_round_syncs_its_file_system_twice_instead_of_every_file(
 ) -> None:
     """Once before the renames (the bytes), once after (the names): no per-file fsync."""
     syncs, fsyncs = _syncfs_spy(monkeypatch), _fsync_spy(monkeypatch)
-    count = fsio.SYNCFS_FROM + 4
+    count = durability.SYNCFS_FROM + 4
     groups = [[fsio.Pending(tmp_path / f"d{n % 3}" / f"{n}.json", b"%d" % n)] for n in range(count)]
     assert fsio.commit(groups) == [None] * count
     assert len(syncs) == 2 and fsyncs == []
@@ -228,15 +229,15 @@ def test_a_failed_file_system_sync_renames_nothing_and_leaves_no_temporary(
     import ctypes
     import errno
 
-    if fsio._whole_filesystem_sync() is None:
+    if durability.whole_filesystem_sync() is None:
         pytest.skip("no syncfs on this platform")
 
     def failing(_fd: int) -> int:
         ctypes.set_errno(errno.EIO)
         return -1
 
-    monkeypatch.setattr(fsio, "_SYNCFS", [failing])
-    count = fsio.SYNCFS_FROM
+    monkeypatch.setattr(durability, "_SYNCFS", [failing])
+    count = durability.SYNCFS_FROM
     for n in range(count):
         (tmp_path / f"{n}.json").write_bytes(b"old")
     errors = fsio.commit([[fsio.Pending(tmp_path / f"{n}.json", b"new")] for n in range(count)])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from changeloop import fsio
-from changeloop.fsio import Pending
+from changeloop.fsio import Pending, writes
 from changeloop.run.commit import GroupCommit
 
 
@@ -126,13 +126,13 @@ def test_a_supersedable_name_is_written_once_per_round_with_the_last_bytes(
     ]
     groups += [[Pending(receipt, b"first")], [Pending(receipt, b"second")]]
     created: list[str] = []
-    original = fsio._exclusive_temp
+    original = writes._exclusive_temp
 
     def counting(directory: Path, name: str, mode: int) -> tuple[int, Path]:
         created.append(name)
         return original(directory, name, mode)
 
-    monkeypatch.setattr(fsio, "_exclusive_temp", counting)  # counts, then does the real thing
+    monkeypatch.setattr(writes, "_exclusive_temp", counting)  # counts, then does the real thing
     assert fsio.commit(groups) == [None] * 7
     assert entry.read_bytes() == b"cache 4"
     assert created.count("entry.json") == 1  # one temporary for five writes of the name

@@ -1,24 +1,11 @@
-"""Files on disk without surprises: exclusive atomic writes and bounded regular reads.
+"""Exclusive atomic writes: never through a planted symlink, never half a file.
 
 Writes never follow a planted symlink (DESIGN.md §2.6): each file is first
 written to a temporary file created *exclusively* (``O_CREAT|O_EXCL|
 O_NOFOLLOW``) in the destination directory, then renamed over the name — a
 rename replaces a symlink standing at the name instead of writing through it.
-Durability follows DESIGN.md §13: write all, fsync all, rename all, fsync the
-directory, so a kill -9 leaves the old file or the new one, never half of one.
-
-Reads of files that wiring names (keys, reports, contracts) go through
-:func:`read_regular`: it opens without blocking (a FIFO cannot hang a run),
-insists on a regular file (``/dev/zero`` cannot grow memory) and reads at most
-``limit`` bytes.
-
-Usage::
-
-    write_atomic(path, data)                       # one file
-    write_all([(a, data_a), (b, data_b)])          # a batch, one fsync round
-    commit([[Pending(a, data_a)], [Pending(b, data_b, durable=False)]])  # groups, errors back
-    create_new(key_path, pem, mode=0o600)          # never over an existing name
-    data = read_regular(path, limit=64 * KIB, what="public key")
+Durability follows DESIGN.md §13 (see :mod:`changeloop.fsio.durability`): a
+kill -9 leaves the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -29,36 +16,17 @@ import os
 import secrets
 import shutil
 import stat
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from changeloop.errors import FileRefused
+from changeloop.fsio import durability
 
-__all__ = [
-    "KIB",
-    "MIB",
-    "Pending",
-    "commit",
-    "create_new",
-    "read_regular",
-    "read_regular_stat",
-    "symlink_under",
-    "write_all",
-    "write_atomic",
-]
+__all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic"]
 
-KIB = 1024
-MIB = 1024 * KIB
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Files of a round held open between their write and their fsync (bounded descriptors).
 SETTLE_CHUNK = 64
-# From this many durable files a round syncs whole file systems instead of each file.
-SYNCFS_FROM = 16
-# POSIX_FADV_DONTNEED starts a dirty file's writeback on Linux without waiting for it;
-# where os has no posix_fadvise (macOS) each fsync simply does all the work.
-_WRITEBACK: int | None = getattr(os, "POSIX_FADV_DONTNEED", None)
 
 
 def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
@@ -79,20 +47,6 @@ def _write_fd(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make renames in ``directory`` durable (best effort where directories cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -128,9 +82,9 @@ def commit(
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
 
-    A round of :data:`SYNCFS_FROM` durable files or more replaces the fsyncs with
+    A round of :data:`durability.SYNCFS_FROM` durable files or more replaces the fsyncs with
     one ``syncfs`` per file system before the renames and one after (Linux): the
-    same order, one journal commit each (see :func:`_whole_filesystem_sync`).
+    same order, one journal commit each (see :func:`durability.whole_filesystem_sync`).
 
     A supersedable name several groups of the round write is written once, with
     the last group's bytes (a thousand providers sharing one cache entry create
@@ -161,8 +115,8 @@ def commit(
         if item.durable and (not item.supersedable or last[item.path] == (g, i))
     )
     # A large round is made durable by one syncfs per file system (Linux), a small
-    # one file by file: see _whole_filesystem_sync.
-    sync = _whole_filesystem_sync() if durable >= SYNCFS_FROM else None
+    # one file by file: see durability.whole_filesystem_sync.
+    sync = durability.whole_filesystem_sync() if durable >= durability.SYNCFS_FROM else None
     written: list[tuple[int, _Staged]] = []  # written, not yet fsynced and closed
     try:
         for index, group in enumerate(groups):
@@ -183,7 +137,7 @@ def commit(
                 _settle(written, staged, errors, fsync=sync is None)
         _settle(written, staged, errors, fsync=sync is None)
         if sync is not None:
-            failure = _sync_filesystems(
+            failure = durability.sync_filesystems(
                 sync, (e.item.path.parent for files in staged for e in files if e.item.durable)
             )
             if failure is not None:  # what was written may not be on disk: rename nothing
@@ -209,10 +163,10 @@ def commit(
             _discard(files)
     directories = _distinct(item.path.parent for item in renamed if item.durable)
     if sync is not None:
-        _sync_filesystems(sync, directories)  # best effort, as fsync_dir is
+        durability.sync_filesystems(sync, directories)  # best effort, as fsync_dir is
     else:
         for directory in directories:
-            fsync_dir(directory)
+            durability.fsync_dir(directory)
     return errors
 
 
@@ -257,90 +211,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         os.link(tmp, path, follow_symlinks=False)  # fails with EEXIST, never follows
     finally:
         _unlink_quietly(tmp)
-    fsync_dir(path.parent)
-
-
-def read_regular_stat(
-    path: Path, *, limit: int, what: str, follow_symlinks: bool = True
-) -> tuple[bytes, os.stat_result]:
-    """:func:`read_regular`, also returning the opened file's status (mode bits, owner)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    if not follow_symlinks:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError as exc:
-        raise FileRefused(path, what, "does not exist", missing=True) from exc
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow_symlinks:
-            raise FileRefused(path, what, "is a symlink, not a regular file") from exc
-        raise FileRefused(path, what, f"cannot be read: {exc.strerror or exc}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileRefused(path, what, f"is {_kind(info.st_mode)}, not a regular file")
-        if info.st_size > limit:
-            raise FileRefused(path, what, f"is larger than {_size(limit)} ({_size(info.st_size)})")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, min(1 * MIB, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:  # grew while we read it (or lies about its size)
-                raise FileRefused(path, what, f"is larger than {_size(limit)}")
-        return b"".join(chunks), info
-    except OSError as exc:
-        raise FileRefused(path, what, f"cannot be read: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-
-
-def read_regular(path: Path, *, limit: int, what: str) -> bytes:
-    """The bytes of the regular file ``path`` (at most ``limit``); else :class:`FileRefused`.
-
-    ``what`` names the file in the refusal ("public key", "report"…). A FIFO,
-    a device or a directory is refused without blocking on it.
-    """
-    return read_regular_stat(path, limit=limit, what=what)[0]
-
-
-def symlink_under(path: Path, base: Path) -> Path | None:
-    """The first of ``path`` and its parents below ``base`` that is a symlink, or None."""
-    try:
-        relative = path.relative_to(base)
-    except ValueError:
-        return None
-    current = base
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink():
-            return current
-    return None
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _size(count: int) -> str:
-    if count >= MIB:
-        return f"{count / MIB:.0f} MiB"
-    if count >= KIB:
-        return f"{count / KIB:.0f} KiB"
-    return f"{count} bytes"
+    durability.fsync_dir(path.parent)
 
 
 def _distinct(paths: Iterable[Path]) -> list[Path]:
@@ -359,9 +230,9 @@ def _fill(entry: _Staged, *, writeback: bool) -> None:
     if entry.item.mode & 0o077 == 0:
         os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
     _write_fd(fd, entry.item.data)
-    if writeback and entry.item.durable and _WRITEBACK is not None:
+    if writeback and entry.item.durable and durability.WRITEBACK is not None:
         with contextlib.suppress(OSError):  # only a hint: the fsync below is what counts
-            os.posix_fadvise(fd, 0, 0, _WRITEBACK)
+            os.posix_fadvise(fd, 0, 0, durability.WRITEBACK)
 
 
 def _settle(
@@ -386,59 +257,6 @@ def _settle(
         entry.fd = None
         os.close(fd)
     written.clear()
-
-
-_SYNCFS: list[Callable[[int], int] | None] = []  # resolved once: libc's syncfs, or None
-
-
-def _whole_filesystem_sync() -> Callable[[int], int] | None:
-    """libc's ``syncfs`` on Linux, else None (every file is then fsynced on its own).
-
-    One ``syncfs`` makes everything written to a file system durable with one
-    journal commit. A round of a thousand receipts fsynced one by one commits
-    the ext4 journal again and again, and every mkdir or open the event loop
-    makes meanwhile waits for those commits (4x slower, bench/README.md
-    "Issue 15"). The price: it also writes out other programs' dirty data on
-    that file system, which is why a small round keeps its per-file fsyncs.
-    """
-    if not _SYNCFS:
-        call: Callable[[int], int] | None = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes  # only a large round needs it
-
-                libc = ctypes.CDLL(None, use_errno=True)
-                function = libc.syncfs
-                function.argtypes = [ctypes.c_int]
-                function.restype = ctypes.c_int
-                call = function
-            except (OSError, AttributeError):  # no libc symbol: file-by-file fsync
-                call = None
-        _SYNCFS.append(call)
-    return _SYNCFS[0]
-
-
-def _sync_filesystems(sync: Callable[[int], int], directories: Iterable[Path]) -> OSError | None:
-    """``sync`` once per file system holding one of ``directories``; the first failure."""
-    synced: set[int] = set()
-    for directory in _distinct(directories):
-        try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            return exc
-        try:
-            device = os.fstat(fd).st_dev
-            if device in synced:
-                continue
-            if sync(fd) != 0:
-                import ctypes  # loaded already by _whole_filesystem_sync
-
-                code = ctypes.get_errno()
-                return OSError(code, os.strerror(code), str(directory))
-            synced.add(device)
-        finally:
-            os.close(fd)
-    return None
 
 
 def _rename(entry: _Staged) -> None:

@@ -1,0 +1,34 @@
+"""Files on disk without surprises: exclusive atomic writes and bounded regular reads.
+
+- :mod:`~changeloop.fsio.writes`: a temporary file created exclusively, then
+  renamed over the name (never through a planted symlink, DESIGN.md §2.6);
+  groups of files committed in rounds.
+- :mod:`~changeloop.fsio.durability`: how a round outlives a power cut
+  (DESIGN.md §13).
+- :mod:`~changeloop.fsio.reads`: regular files read without blocking and with
+  a size cap.
+
+Usage::
+
+    write_atomic(path, data)                       # one file
+    write_all([(a, data_a), (b, data_b)])          # a batch, one fsync round
+    commit([[Pending(a, data_a)], [Pending(b, data_b, durable=False)]])  # groups, errors back
+    create_new(key_path, pem, mode=0o600)          # never over an existing name
+    data = read_regular(path, limit=64 * KIB, what="public key")
+"""
+
+from changeloop.fsio.reads import KIB, MIB, read_regular, read_regular_stat, symlink_under
+from changeloop.fsio.writes import Pending, commit, create_new, write_all, write_atomic
+
+__all__ = [
+    "KIB",
+    "MIB",
+    "Pending",
+    "commit",
+    "create_new",
+    "read_regular",
+    "read_regular_stat",
+    "symlink_under",
+    "write_all",
+    "write_atomic",
+]

@@ -1,0 +1,94 @@
+"""Making a round of writes durable: per file and directory, or per file system.
+
+DESIGN.md §13 orders a round as write all, fsync all, rename all, fsync the
+directories. A small round does exactly that (with every file's writeback
+started before the first fsync); a large one replaces the fsyncs with one
+``syncfs`` per file system before the renames and one after
+(docs/decisions.md "Durability in rounds").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+__all__ = [
+    "SYNCFS_FROM",
+    "WRITEBACK",
+    "fsync_dir",
+    "sync_filesystems",
+    "whole_filesystem_sync",
+]
+
+# From this many durable files a round syncs whole file systems instead of each file.
+SYNCFS_FROM = 16
+# POSIX_FADV_DONTNEED starts a dirty file's writeback on Linux without waiting for it;
+# where os has no posix_fadvise (macOS) each fsync simply does all the work.
+WRITEBACK: int | None = getattr(os, "POSIX_FADV_DONTNEED", None)
+_SYNCFS: list[Callable[[int], int] | None] = []  # resolved once: libc's syncfs, or None
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames in ``directory`` durable (best effort where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def whole_filesystem_sync() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` on Linux, else None (every file is then fsynced on its own).
+
+    One ``syncfs`` makes everything written to a file system durable with one
+    journal commit. A round of a thousand receipts fsynced one by one commits
+    the ext4 journal again and again, and every mkdir or open the event loop
+    makes meanwhile waits for those commits (4x slower, bench/README.md
+    "Issue 15"). The price: it also writes out other programs' dirty data on
+    that file system, which is why a small round keeps its per-file fsyncs.
+    """
+    if not _SYNCFS:
+        call: Callable[[int], int] | None = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes  # only a large round needs it
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                function = libc.syncfs
+                function.argtypes = [ctypes.c_int]
+                function.restype = ctypes.c_int
+                call = function
+            except (OSError, AttributeError):  # no libc symbol: file-by-file fsync
+                call = None
+        _SYNCFS.append(call)
+    return _SYNCFS[0]
+
+
+def sync_filesystems(sync: Callable[[int], int], directories: Iterable[Path]) -> OSError | None:
+    """``sync`` once per file system holding one of ``directories``; the first failure."""
+    synced: set[int] = set()
+    for directory in dict.fromkeys(directories):
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            return exc
+        try:
+            device = os.fstat(fd).st_dev
+            if device in synced:
+                continue
+            if sync(fd) != 0:
+                import ctypes  # loaded already by whole_filesystem_sync
+
+                code = ctypes.get_errno()
+                return OSError(code, os.strerror(code), str(directory))
+            synced.add(device)
+        finally:
+            os.close(fd)
+    return None
