@@ -38,6 +38,11 @@ SPLIT = (
     "run/order.py",
     "run/recording.py",
     "run/provider_services.py",
+    "run/sink.py",
+    "run/cache_reuse.py",
+    "run/symlink_findings.py",
+    "processes.py",
+    "running_process.py",
 )
 
 # job -> (the module it lives in, a module it must not live in any more)
@@ -67,6 +72,11 @@ HOMES = (
     ("ServiceWorkdirs", "run/provider_services.py", "engine.py"),
     ("ports_taken", "run/provider_services.py", "engine.py"),
     ("service_repositories", "run/provider_services.py", "engine.py"),
+    ("verified_passes", "run/cache_reuse.py", "run/sink.py"),
+    ("cached_outcome", "run/cache_reuse.py", "run/sink.py"),
+    ("with_symlink_findings", "run/symlink_findings.py", "run/sink.py"),
+    ("RunningProcess", "running_process.py", "processes.py"),
+    ("run_process", "processes.py", "running_process.py"),
 )
 
 # The engine's former glue, under its old private names: gone, not kept beside the new homes.
