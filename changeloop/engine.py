@@ -12,6 +12,12 @@ byte, or → its repository's sandbox and ``setup`` are made ready once → its
 services are leased → the adapter runs (its command through the executor) →
 each outcome is sealed into a receipt and written atomically. A provider that
 never finished (Ctrl-C) leaves no receipt.
+
+The stages are made in ``run/stages.py``; the glue around the providers' lives
+has its own modules: ``run/cache_from.py`` (``--cache-from``), ``run/run_json.py``
+(``run.json``), ``run/order.py`` (likely cached first), ``run/recording.py`` (what
+a job leaves for the receipt), ``run/provider_services.py`` (services' sandboxes
+and ports).
 """
 
 from __future__ import annotations
@@ -27,18 +33,17 @@ from typing import Any
 import anyio
 
 from changeloop import shared_cache
-from changeloop.cache import NEVER_CACHED, entry_path
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
-from changeloop.keys import load_private_key, workspace_key
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
 from changeloop.nochange import Observed
 from changeloop.providers import registry
 from changeloop.providers.base import Finding, Outcome, RunContext
 from changeloop.run.carried import KnownInputs
-from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor, Job, JobResult
+from changeloop.run.order import likely_cached
+from changeloop.run.provider_services import ServiceWorkdirs, ports_taken, service_repositories
+from changeloop.run.recording import RecordingExecutor
 from changeloop.run.records import (
     EventSink,
     ProveOptions,
@@ -46,13 +51,13 @@ from changeloop.run.records import (
     ReceiptEntry,
     RunEvent,
 )
+from changeloop.run.run_json import record_run, slots
 from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.setup import run_setup
-from changeloop.run.sink import ReceiptSink, Timing, every_capability
-from changeloop.runlog import RunLog
+from changeloop.run.sink import Timing, every_capability
+from changeloop.run.stages import RunStages, compose
 from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
-from changeloop.services.ports import port_holder
 from changeloop.spawn import environ
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import Verdict, decide
@@ -81,32 +86,6 @@ class ProveResult:
     observed: Observed | None = None  # what the run read beyond the plan (changeloop.nochange)
 
 
-@dataclass
-class _Run:
-    """The stages of one run, as composed by :func:`prove` (none writes another's state)."""
-
-    plan: Plan
-    options: ProveOptions
-    run_id: str
-    run_dir: Path
-    state: StateDir
-    boxes: Sandboxes
-    fingerprinter: Fingerprinter
-    sink: ReceiptSink
-    executor: Executor
-    emit: EventSink
-    runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
-    key: Any  # the key that signs this run's receipts
-    fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
-    shared: shared_cache.SharedCache | None = None  # --cache-from DIR
-
-    def fingerprint(self, provider: Provider) -> str:
-        if provider.name not in self.fingerprints:
-            fp = self.fingerprinter.fingerprint(provider, self.fingerprints)
-            self.fingerprints[provider.name] = fp
-        return self.fingerprints[provider.name]
-
-
 async def prove(
     plan: Plan,
     options: ProveOptions,
@@ -129,7 +108,7 @@ async def prove(
             trees=options.trees,
         )
         async with boxes:
-            run = _compose(plan, options, state, boxes, on_event, executor=executor, known=known)
+            run = compose(plan, options, state, boxes, on_event, executor=executor, known=known)
             try:
                 results = await _schedule(run)
             except BaseException:
@@ -142,7 +121,7 @@ async def prove(
         elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
             run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
     await run.sink.drain()  # the receipts are written in group commits (run/commit.py)
-    _record_run(run)
+    record_run(run.runlog, run.sink.reports, run.sink.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
         written = shared_cache.publish(
@@ -162,7 +141,7 @@ async def prove(
     )
 
 
-def _observed(run: _Run) -> Observed:
+def _observed(run: RunStages) -> Observed:
     """What the no-change record keys this run's answer on (changeloop.nochange)."""
     trees = {repo: ident.tree for repo, ident in run.boxes.identities().items()}
     return Observed(
@@ -177,145 +156,13 @@ def _observed(run: _Run) -> Observed:
     )
 
 
-def _compose(
-    plan: Plan,
-    options: ProveOptions,
-    state: StateDir,
-    boxes: Sandboxes,
-    on_event: EventSink | None,
-    *,
-    executor: Executor,
-    known: Mapping[str, KnownInputs] | None = None,
-) -> _Run:
-    run_id, run_dir = state.new_run_dir()
-    key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
-    # One masker for the run: every string written passes through it (DESIGN §2.6).
-    masker = Masker.from_plan(plan)
-    fingerprinter = Fingerprinter(
-        plan,
-        boxes.identity,
-        sandbox=options.sandbox,
-        issuer=options.issuer,
-        hmac_key=hmac_key(key),
-        state_path=state.path,
-        known=known,
-    )
-    view = on_event or (lambda _e: None)
-
-    def emit(event: RunEvent) -> None:
-        view(RunEvent(event.provider, event.kind, masker.optional(event.detail)))
-
-    fingerprints: dict[str, str] = {}
-    sink = ReceiptSink(
-        plan,
-        state=state,
-        run_dir=run_dir,
-        key=key,
-        masker=masker,
-        sandbox=options.sandbox,
-        issuer=options.issuer,
-        url=options.url,
-        identity=boxes.identity,
-        fingerprint=lambda p: run.fingerprint(p),  # noqa: PLW0108 (run is bound below)
-        wiring=fingerprinter.wiring,
-        external_symlinks=fingerprinter.external_symlinks,
-    )
-    run = _Run(
-        plan,
-        options,
-        run_id,
-        run_dir,
-        state,
-        boxes,
-        fingerprinter,
-        sink,
-        executor,
-        emit,
-        _runlog(plan, options, run_id, _slots(executor, options)),
-        key,
-        fingerprints,
-    )
-    if options.cache_from is not None:
-        run.shared = _shared_cache(run, options.cache_from, boxes, key, state)
-    return run
-
-
-def _shared_cache(
-    run: _Run, directory: Path, boxes: Sandboxes, key: Any, state: StateDir
-) -> shared_cache.SharedCache:
-    """``--cache-from``: receipts another machine signed, trusted by the change's ``ci`` keys."""
-    make = partial(
-        Fingerprinter, run.plan, boxes.identity, hmac_key=hmac_key(key), state_path=state.path
-    )
-    return shared_cache.SharedCache(
-        directory,
-        run.plan,
-        shared_cache.trusted_ci_keys(run.plan),
-        _issuer_fingerprints(run, make),
-    )
-
-
-def _issuer_fingerprints(run: _Run, make: Any) -> Any:
-    """(provider, issuer) -> its fingerprint as a run issued by ``issuer`` computes it."""
-    memo: dict[str, tuple[Fingerprinter, dict[str, str]]] = {}
-
-    def of(provider: Provider, issuer: str) -> str:
-        if issuer == run.options.issuer:
-            return run.fingerprint(provider)
-        if issuer not in memo:
-            fpr = make(sandbox=run.options.sandbox, issuer=issuer)
-            memo[issuer] = (fpr, {})
-        fpr, done = memo[issuer]
-        for dep in provider.depends_on:
-            if dep not in done and dep in run.plan.providers:
-                of(run.plan.providers[dep], issuer)
-        if provider.name not in done:
-            done[provider.name] = fpr.fingerprint(provider, done)
-        return done[provider.name]
-
-    return of
-
-
-def _slots(executor: Executor, options: ProveOptions) -> int:
-    """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
-    return getattr(executor, "capacity", None) or max(1, options.jobs)
-
-
-def _runlog(plan: Plan, options: ProveOptions, run_id: str, slots: int) -> RunLog:
-    return RunLog(
-        run_id=run_id,
-        change=plan.change.id,
-        slots=slots,
-        sandbox=options.sandbox,
-        providers=[
-            (p.name, p.adapter, p.repository, p.depends_on) for p in plan.providers.values()
-        ],
-    )
-
-
-def _record_run(run: _Run) -> None:
-    """Write ``runs/<id>/run.json`` (slots, start/end, states) for the report's timeline."""
-    masker = run.sink.masker
-    run.runlog.settle(
-        {
-            name: (r.state, r.duration_ms, masker.optional(r.reason), [e.path for e in r.receipts])
-            for name, r in run.sink.reports.items()
-        }
-    )
-    for name, report in run.sink.reports.items():  # reused from --cache-from (§10)
-        record = run.runlog.providers.get(name)
-        if record is not None and report.origin == "shared":
-            record.origin = "shared"
-    run.runlog.write(run.run_dir)
-
-
-async def _schedule(run: _Run) -> dict[str, TaskResult]:
+async def _schedule(run: RunStages) -> dict[str, TaskResult]:
     plan, options = run.plan, run.options
     estimates = run.state.load_durations(plan.change.id)
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
     await anyio.to_thread.run_sync(_identify_all, run)
-    hits = _likely_cached(run)
+    hits = likely_cached(plan, run.state.cache, run.fingerprint) if options.use_cache else set()
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
         for p in plan.providers.values()
@@ -324,7 +171,7 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
     try:
         async with ServiceManager(
             plan,
-            workdirs=_Workdirs(run),
+            workdirs=ServiceWorkdirs(plan, run.boxes),
             env=dict(os.environ),
             secrets=run.sink.masker.secrets,
             log_dir=run.run_dir / "services",
@@ -343,7 +190,7 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
                 tasks,
                 run_task,
                 # a cluster runs as many jobs at once as its workers have threads
-                slots=_slots(run.executor, options),
+                slots=slots(run.executor, options),
                 fail_fast=options.fail_fast,
                 on_event=forward,
             )
@@ -355,57 +202,13 @@ async def _schedule(run: _Run) -> dict[str, TaskResult]:
             run.state.save_durations(plan.change.id, run.sink.durations())
 
 
-def _likely_cached(run: _Run) -> set[str]:
-    """Providers with a cache entry for their fingerprint: estimated to take no time, so the
-    scheduler starts the ones that will run first and reuses the rest while they run.
-
-    Only an ordering hint: whether a pass is reused is still decided by ``_cached``. Only
-    providers without dependencies are looked at (a fingerprint names its upstream's), and
-    only in repositories without ``setup`` (whose commands may install a tool the
-    environment part resolves: such fingerprints keep being computed where they were).
-    """
-    if not run.options.use_cache:
-        return set()
-    plan, cache_dir = run.plan, run.state.cache
-    hits = set()
-    for provider in plan.providers.values():
-        if provider.depends_on or provider.adapter in NEVER_CACHED:
-            continue
-        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
-        if any(plan.repositories[r].setup for r in repos):
-            continue
-        try:
-            fp = run.fingerprint(provider)
-        except (ChangeloopError, OSError):
-            continue  # raised again where the provider's run computes it
-        if entry_path(cache_dir, fp).is_file():
-            hits.add(provider.name)
-    return hits
-
-
-def _identify_all(run: _Run) -> None:
+def _identify_all(run: RunStages) -> None:
     for provider in run.plan.providers.values():
         for repo in registry.ADAPTERS[provider.adapter].repositories(provider, run.plan):
             run.boxes.identity(repo)
 
 
-class _Workdirs(Mapping[str, Path]):
-    """Services start in their repository's sandbox, which exists by then."""
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-
-    def __getitem__(self, repo: str) -> Path:
-        return self._run.boxes.made(repo) or self._run.plan.repositories[repo].path
-
-    def __iter__(self) -> Any:
-        return iter(self._run.plan.repositories)
-
-    def __len__(self) -> int:
-        return len(self._run.plan.repositories)
-
-
-async def _run_provider(run: _Run, provider: Provider, services: ServiceManager) -> bool:
+async def _run_provider(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
     if _cached(run, provider, services):
         services.release_unused(provider.services)
@@ -425,12 +228,12 @@ async def _run_provider(run: _Run, provider: Provider, services: ServiceManager)
     return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
 
 
-def _cached(run: _Run, provider: Provider, services: ServiceManager) -> bool:
+def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
     fp = run.fingerprint(provider)
     if not (
         run.options.use_cache
         and not run.fingerprinter.identity_open(provider)
-        and not _ports_taken(run.plan, provider, services)
+        and not ports_taken(run.plan, provider, services)
     ):
         return False
     if run.sink.reuse(provider, fp):
@@ -442,13 +245,13 @@ def _cached(run: _Run, provider: Provider, services: ServiceManager) -> bool:
     return True
 
 
-async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
+async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outcome]:
     """Its sandboxes made and set up, its environment complete: a context, or why not."""
     adapter = registry.ADAPTERS[provider.adapter]
     repos = adapter.repositories(provider, run.plan)
     # Its services start in their repositories' sandboxes, which must exist (and be
     # set up) first; otherwise a service would run in the user's own checkout.
-    ready = [*(repos if adapter.RUNS_COMMAND else ()), *_service_repositories(run.plan, provider)]
+    ready = [*(repos if adapter.RUNS_COMMAND else ()), *service_repositories(run.plan, provider)]
     for repo in dict.fromkeys(ready):
         if not await run.boxes.ready(repo, partial(_setup, run)):
             reason = f"setup of repository {repo} failed; see the setup receipt"
@@ -460,7 +263,7 @@ async def _prepare(run: _Run, provider: Provider) -> RunContext | list[Outcome]:
     return _context(run, provider, repos)
 
 
-def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContext:
+def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunContext:
     adapter = registry.ADAPTERS[provider.adapter]
     plan = run.plan
     if adapter.RUNS_COMMAND:
@@ -488,14 +291,14 @@ def _context(run: _Run, provider: Provider, repos: tuple[str, ...]) -> RunContex
         # is masked in every log, not only the values this provider named.
         secrets=run.sink.masker.secrets,
         now=datetime.now(UTC),
-        executor=_Recording(run.executor),
+        executor=RecordingExecutor(run.executor),
         wiring=run.fingerprinter.wiring(provider),
         sandbox_mode=run.options.sandbox,
     )
 
 
 async def _execute(
-    run: _Run, ctx: RunContext, services: ServiceManager
+    run: RunStages, ctx: RunContext, services: ServiceManager
 ) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
     provider = ctx.provider
     adapter = registry.ADAPTERS[provider.adapter]
@@ -515,7 +318,7 @@ async def _execute(
         why = adapter.missing_reason(ctx)
         text = why or f"provider {provider.name} issued no receipt"
         run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
-    assert isinstance(ctx.executor, _Recording)
+    assert isinstance(ctx.executor, RecordingExecutor)
     failure = ctx.executor.failure
     if failure is not None:  # the remote side could not give the command a fair run
         status, kind, message = failure
@@ -524,32 +327,6 @@ async def _execute(
     for repo, traced in ctx.executor.traced:  # the adapter's read stays pure (§9)
         run.sink.remember_traced(repo, traced)
     return outcomes, ctx.executor.last
-
-
-class _Recording:
-    """The run's executor, remembering the last job's log digest and tail for the receipt,
-    and the grounding trace records its jobs returned (§11: mutation and --dry-run read them)."""
-
-    def __init__(self, inner: Executor) -> None:
-        self._inner = inner
-        self.last: tuple[str, str, dict[str, str] | None] | None = None
-        self.failure: tuple[str, str, str] | None = None
-        self.traced: list[tuple[str, dict[str, dict[str, Any]]]] = []
-
-    async def run(self, job: Job) -> JobResult:
-        result = await self._inner.run(job)
-        where = {"kind": "dask", "worker": result.worker} if result.worker else None
-        self.last = (result.log_sha256, result.log_tail, where)
-        self.failure = self.failure or result.failure
-        if not result.files:
-            return result  # no file collected, so no trace record (and no ~8 ms of imports)
-        # grounding pulls in the report readers: only once a job returned files
-        from changeloop.grounding.citations import records_of
-
-        traced = records_of(result.files)
-        if traced:
-            self.traced.append((job.sandbox.repository, traced))
-        return result
 
 
 async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -> list[Outcome]:
@@ -563,11 +340,11 @@ async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -
     return every_capability(provider, "inconclusive", reason)
 
 
-def _remote(run: _Run) -> bool:
+def _remote(run: RunStages) -> bool:
     return bool(getattr(run.executor, "remote", False))
 
 
-async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
+async def _setup(run: RunStages, repo: str, workdir: Path) -> bool:
     # On a cluster too: its commands run as jobs (on one worker), so a failure is the same
     # setup receipt; every other worker repeats them before its first job (§10)
     return await run_setup(
@@ -580,26 +357,6 @@ async def _setup(run: _Run, repo: str, workdir: Path) -> bool:
         sink=run.sink,
         run_dir=run.run_dir,
     )
-
-
-def _service_repositories(plan: Plan, provider: Provider) -> list[str]:
-    names = (plan.services[s].repository for s in provider.services if s in plan.services)
-    return [repo for repo in names if repo is not None and repo in plan.repositories]
-
-
-def _ports_taken(plan: Plan, provider: Provider, services: ServiceManager) -> bool:
-    """A leftover server on a service's port is reported even when a cached pass exists.
-
-    A port held by a service this run started is ours, not a leftover.
-    """
-    for name in provider.services:
-        if services.started(name):
-            continue
-        service = plan.services.get(name)
-        port = service.readiness.port if service and service.readiness else None
-        if port is not None and port_holder(port) is not None:
-            return True
-    return False
 
 
 def nothing_to_prove(plan: Plan) -> Problem | None:

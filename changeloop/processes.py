@@ -19,21 +19,23 @@ the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES
 
 When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, its processes carry
 ``CHANGELOOP_OWNER`` from the start, and a group still running after
-:data:`RECORD_AFTER_S` is recorded there (``pgroups/<pgid>.json``, with its
-leader's start time) until it ends: if changeloop itself is killed with -9, the
-next ``prove`` ends them (``sweep.sweep``: by record, and by the marker
-for anything started in the instant before its record). A command that is over
-sooner (most are) costs no record file at all.
+``running_process.RECORD_AFTER_S`` is recorded there (``pgroups/<pgid>.json``,
+with its leader's start time) until it ends: if changeloop itself is killed
+with -9, the next ``prove`` ends them (``sweep.sweep``: by record, and by the
+marker for anything started in the instant before its record). A command that
+is over sooner (most are) costs no record file at all.
 
 Limit: a descendant that calls ``setsid()`` itself leaves our group and is not
 ours to find by group (its inherited ``CHANGELOOP_OWNER`` still finds it after a
 crash); if it keeps the output pipe open we stop reading after
-:data:`DRAIN_S` seconds and say so in the log instead of hanging.
+``running_process.DRAIN_S`` seconds and say so in the log instead of hanging.
+
+The started command itself, its pipes and its group's record, is
+``running_process.RunningProcess``; this module starts it and runs it to the end.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import time
@@ -49,17 +51,12 @@ from changeloop.process_groups import (
     OWNER_ENV,
     claim_run,
     end_group,
-    forget_group,
     owner_marker,
-    record_group,
     run_dir_of,
 )
 from changeloop.process_output import Output
-from changeloop.spawn import Child, environ, start_child
-
-DRAIN_S = 2.0  # how long we keep reading after the group is gone (see module doc)
-# A group is recorded for the sweep once it has run this long (see module doc).
-RECORD_AFTER_S = 0.05
+from changeloop.running_process import RunningProcess
+from changeloop.spawn import environ, start_child
 
 
 @dataclass(frozen=True)
@@ -97,156 +94,6 @@ def _spawn_reason(argv: Sequence[str], cwd: Path, exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return f"permission denied: {argv[0]}"
     return f"cannot start {argv[0]}: {exc.strerror or exc}"
-
-
-class RunningProcess:
-    """A started command whose output is being pumped to its log files.
-
-    Used directly for long-running services (``start_process``) and internally
-    by :func:`run_process`; both end the whole group the same way. Exit is
-    awaited on a pidfd and the pipes are read by event-loop reader callbacks
-    from the moment the command starts: no asyncio transports, no
-    child-watcher thread, no task per pipe (bench/README.md "Scheduler").
-    """
-
-    def __init__(
-        self,
-        child: Child,
-        fds: tuple[int, int],
-        output: Output,
-        argv: Sequence[str],
-        run_dir: Path | None = None,
-    ) -> None:
-        self._child = child
-        self._run_dir = run_dir
-        self._record: Path | None = None  # .changeloop/runs/<id>/pgroups/<pgid>.json
-        self.output = output
-        self.argv = tuple(argv)
-        self.pid = child.pid  # == the process group id (a session of its own)
-        self.log_path = output.log_path
-        self.stdout_path = output.stdout_path
-        self._loop = asyncio.get_running_loop()
-        self._open: dict[int, str] = {}  # pipe fd -> stream name, until its end is read
-        self._drained = asyncio.Event()
-        self._exited: asyncio.Future[None] | None = None
-        self.write_error: OSError | None = None  # the log could not be written
-        try:
-            self._pidfd: int | None = os.pidfd_open(child.pid)
-        except (AttributeError, OSError):  # pragma: no cover - not Linux ≥ 5.3
-            self._pidfd = None
-        for fd, name in zip(fds, ("stdout", "stderr"), strict=True):
-            self._open[fd] = name
-            self._loop.add_reader(fd, self._readable, fd)
-        # The group's record is written once it has run RECORD_AFTER_S: most commands
-        # are over by then and need none (see record_later).
-        self._record_timer: asyncio.TimerHandle | None = None
-        if run_dir is not None:
-            self._record_timer = self._loop.call_later(RECORD_AFTER_S, self._record_now)
-
-    @property
-    def returncode(self) -> int | None:
-        return self._child.returncode
-
-    async def wait(self) -> int:
-        """Wait for the main child to exit (and reap it); its group may still hold members."""
-        if self._child.returncode is None:
-            if self._pidfd is not None:
-                if self._exited is None:  # one reader on the pidfd, shared by every waiter
-                    self._exited = self._loop.create_future()
-                    self._loop.add_reader(self._pidfd, self._on_exit)
-                await asyncio.shield(self._exited)  # a cancelled waiter leaves it to the others
-            else:  # pragma: no cover
-                delay = 0.001
-                while self._child.poll() is None:
-                    await anyio.sleep(delay)
-                    delay = min(delay * 2, 0.05)
-        return self._child.wait()
-
-    async def terminate(self, grace_s: float = 5.0) -> int:
-        """End the whole group (TERM, grace, KILL), finish the logs, return the exit code.
-
-        Shielded: ending a group is cleanup that must finish even when the
-        caller is being cancelled.
-        """
-        with anyio.CancelScope(shield=True):
-            await end_group(self.pid, grace_s)
-            code = await self.wait()
-            await self._finish_output()
-            self._forget()
-        return code
-
-    def tail(self, stream: str = "log") -> str:
-        """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
-        return self.output.tails[stream].text()
-
-    def _record_now(self) -> None:
-        """Record the group for a later sweep (process_groups.record_group).
-
-        Only while its leader is unreaped: a reaped pid may belong to another
-        process by now, and a record naming it could get that one killed.
-        """
-        self._record_timer = None
-        if self._run_dir is not None and self._child.returncode is None:
-            self._record = record_group(self._run_dir, self.pid, self.argv)
-
-    def _forget(self) -> None:
-        if self._record_timer is not None:
-            self._record_timer.cancel()
-            self._record_timer = None
-        forget_group(self._record)
-        self._record = None
-
-    def _readable(self, fd: int) -> None:
-        try:
-            data = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:  # the pipe broke: nothing more will come
-            data = b""
-        if not data:
-            self._close(fd)
-        elif self.write_error is None:  # after a failed write the pipe is still drained
-            try:
-                self.output.write(self._open[fd], data)
-            except OSError as exc:  # a full disk: run_process raises it once the group ended
-                self.write_error = exc
-
-    def _close(self, fd: int) -> None:
-        self._loop.remove_reader(fd)
-        os.close(fd)
-        del self._open[fd]
-        if not self._open:
-            self._drained.set()
-
-    def _on_exit(self) -> None:
-        assert self._pidfd is not None and self._exited is not None
-        self._loop.remove_reader(self._pidfd)
-        if not self._exited.done():
-            self._exited.set_result(None)
-
-    async def _pump_all(self) -> None:
-        """Until both pipes reached their end (the readers run on their own)."""
-        await self._drained.wait()
-
-    async def _finish_output(self) -> None:
-        """Read to EOF (bounded by DRAIN_S), then close the log files."""
-        if self._open:
-            with anyio.move_on_after(DRAIN_S):
-                await self._drained.wait()
-        if self._open:
-            for fd in list(self._open):
-                self._close(fd)
-            self.output.note(
-                f"stopped reading output after {DRAIN_S:g}s: a process outside the group"
-                " still holds it open"
-            )
-        if self._pidfd is not None:
-            if self._exited is not None and not self._exited.done():
-                self._loop.remove_reader(self._pidfd)
-                self._exited.cancel()
-            os.close(self._pidfd)
-            self._pidfd = None
-        self.output.close()
 
 
 _DEVNULL: dict[int, int] = {}  # pid -> a /dev/null fd kept open for every child's stdin

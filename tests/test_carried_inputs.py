@@ -197,7 +197,7 @@ def test_the_provider_that_will_run_is_started_first(
     ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Providers with a cache entry for their fingerprint are estimated at no time
-    (engine._likely_cached): the one that must run starts before them and they are
+    (run.order.likely_cached): the one that must run starts before them and they are
     reused while it runs."""
     _prove(ws, capsys)
     _write(ws, "src/c/c.py", "C = 2\n")

@@ -7,14 +7,17 @@ written to the run directory and ``latest/``, and a provider's all-pass
 envelopes go to the cache from the bytes in hand. A cached pass is reused byte
 for byte. The per-provider reports and the notes for unproven capabilities
 are the sink's; others read them.
+
+Its parts: ``run/symlink_findings.py`` (the links-leaving-a-repository warnings),
+``run/cache_reuse.py`` (a cache entry read back and verified), ``run/commit.py``
+(the writer thread).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,14 +25,12 @@ from typing import Any
 import anyio
 
 from changeloop import cache
-from changeloop.dsse import parse_envelope, verify_signatures
-from changeloop.errors import ChangeloopError
 from changeloop.fsio import Pending
 from changeloop.jcs import canonicalize
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
 from changeloop.providers import registry
-from changeloop.providers.base import Finding, Outcome, TestCounts, mark_listed_claims
+from changeloop.providers.base import Finding, Outcome, mark_listed_claims
 from changeloop.receipts import (
     ReceiptFacts,
     build_statement,
@@ -37,12 +38,13 @@ from changeloop.receipts import (
     seal,
     sha256_hex,
 )
+from changeloop.run.cache_reuse import cached_outcome, same_bytes, verified_passes
 from changeloop.run.commit import GroupCommit
 from changeloop.run.records import ProviderReport, ReceiptEntry
+from changeloop.run.symlink_findings import with_symlink_findings
 from changeloop.state import StateDir
 from changeloop.verdict import ReceiptView
 
-MAX_SYMLINK_FINDINGS = 20
 _CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
 
 
@@ -196,7 +198,9 @@ class ReceiptSink:
         outcome = mark_listed_claims(provider, self.masker.outcome(outcome))
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self._plan)
-        outcome = self._with_symlink_findings(outcome, repos)
+        outcome = with_symlink_findings(
+            outcome, repos, self._plan, self._external_symlinks, self.masker
+        )
         command = outcome.command or adapter.effective_command(provider)
         configuration = dict(self._config_digests)
         if command:
@@ -235,7 +239,7 @@ class ReceiptSink:
         Only what this run's key signed is reused (a cache entry edited on disk,
         or signed with another key, runs the provider again).
         """
-        parsed = self._verified_cache(fp)
+        parsed = verified_passes(self._state.cache, fp, self._public_key)
         if parsed is None:
             return False
         self.adopt(provider, parsed, origin="local")
@@ -246,14 +250,7 @@ class ReceiptSink:
     ) -> None:
         """Store verified pass envelopes as this run's receipts, byte for byte (state cached)."""
         for envelope, payload, ext in parsed:
-            outcome = Outcome(
-                capability=ext["capability"],
-                status="pass",
-                provider=ext["provider"],
-                claims=ext.get("claims") or {},
-                input_mode=ext.get("inputMode"),
-                tests=_counts(ext.get("tests")),
-            )
+            outcome = cached_outcome(ext)
             receipt_id = "sha256:" + hashlib.sha256(payload).hexdigest()
             self._store(provider, outcome, receipt_id, envelope, cached=True)
         self._submit(provider)
@@ -261,26 +258,6 @@ class ReceiptSink:
         self._report(provider).origin = origin
 
     # -- inside ----------------------------------------------------------------
-    def _verified_cache(self, fp: str) -> list[tuple[bytes, bytes, dict[str, Any]]] | None:
-        # cache.load's own status/adapter check, made here on the one decode the
-        # signature check needs anyway
-        envelopes = cache.load_unchecked(self._state.cache, fp)
-        if not envelopes:
-            return None
-        parsed = []
-        for envelope in envelopes:
-            try:
-                payload, _key = verify_signatures(parse_envelope(envelope), [self._public_key])
-                ext = json.loads(payload)["predicate"]["changeloop"]
-            except (ChangeloopError, ValueError, KeyError, TypeError, RecursionError):
-                return None
-            if not isinstance(ext, dict) or ext.get("adapter") in cache.NEVER_CACHED:
-                return None
-            if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
-                return None
-            parsed.append((envelope, payload, ext))
-        return parsed
-
     def _report(self, provider: Provider) -> ProviderReport:
         if provider.name not in self._reports:  # a repository's setup pseudo-provider
             self._reports[provider.name] = ProviderReport(
@@ -303,7 +280,7 @@ class ReceiptSink:
         # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
         self._staged.append(Pending(run_path, envelope, durable=not cached))
         latest = self._latest / filename
-        if not (cached and _same_bytes(latest, envelope)):
+        if not (cached and same_bytes(latest, envelope)):
             self._staged.append(Pending(latest, envelope, durable=not cached))
         view = ReceiptView(
             provider=name,
@@ -336,7 +313,7 @@ class ReceiptSink:
         """A provider's all-pass envelopes to the cache, in the same round as its receipts.
 
         Not fsynced: an entry lost or torn by a power cut fails its signature check
-        on read and is a miss (``_verified_cache``), never a pass.
+        on read and is a miss (``cache_reuse.verified_passes``), never a pass.
         """
         if provider.adapter in cache.NEVER_CACHED:
             return  # re-judged on every run
@@ -363,36 +340,6 @@ class ReceiptSink:
                 capability, f"{capability}: provider {tag} could not run: {reason}", replace_=True
             )
 
-    def _with_symlink_findings(self, outcome: Outcome, repos: Sequence[str]) -> Outcome:
-        found = [
-            Finding(
-                kind="external-symlink",
-                message=self.masker.text(
-                    f"{repo}: {link} resolves outside the repository ({target}); what it points"
-                    " at is not part of the content identity, so this result is never reused"
-                    " from the cache"
-                ),
-                severity="warning",
-                file=link,
-            )
-            for repo in repos
-            if repo in self._plan.repositories
-            for link, target in sorted(self._external_symlinks(repo).items())
-        ]
-        if not found:
-            return outcome
-        if len(found) > MAX_SYMLINK_FINDINGS:
-            more = len(found) - MAX_SYMLINK_FINDINGS
-            found = [
-                *found[:MAX_SYMLINK_FINDINGS],
-                Finding(
-                    kind="external-symlink",
-                    message=f"… and {more} more link(s) resolving outside their repository",
-                    severity="warning",
-                ),
-            ]
-        return replace(outcome, findings=(*outcome.findings, *found))
-
 
 def every_capability(
     provider: Provider, status: Status, reason: str, findings: tuple[Finding, ...] = ()
@@ -403,18 +350,3 @@ def every_capability(
         Outcome(capability=c, status=status, reason=reason, findings=findings)
         for c in adapter.capabilities(provider)
     ]
-
-
-def _same_bytes(path: Path, data: bytes) -> bool:
-    try:
-        return path.stat().st_size == len(data) and path.read_bytes() == data
-    except OSError:
-        return False
-
-
-def _counts(value: Any) -> TestCounts | None:
-    """A cached receipt's ``tests`` back as counts (None when absent or malformed)."""
-    keys = ("discovered", "passed", "failed", "skipped")
-    if not isinstance(value, dict) or not all(type(value.get(k)) is int for k in keys):
-        return None
-    return TestCounts(**{k: value[k] for k in keys})

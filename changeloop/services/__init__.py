@@ -42,8 +42,9 @@ import anyio.abc
 
 from changeloop.model import Plan, Service
 from changeloop.process_groups import claim_run, close_run, run_dir_of
-from changeloop.processes import RunningProcess, SpawnError, start_process
+from changeloop.processes import SpawnError, start_process
 from changeloop.providers.base import Finding
+from changeloop.running_process import RunningProcess
 from changeloop.services.ports import port_holder
 from changeloop.services.probe import ATTEMPT_S, Probe, expectation, probe_once
 from changeloop.sweep import sweep

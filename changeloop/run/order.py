@@ -1,0 +1,43 @@
+"""The scheduler's ordering hint: which providers will likely be reused from the cache.
+
+A provider whose pass is likely cached is estimated to take no time, so the
+critical-path-first scheduler starts the ones that will really run first and
+reuses the rest while they run. Only a hint: whether a pass is reused is
+decided when the provider's turn comes (``engine._cached``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from changeloop.cache import NEVER_CACHED, entry_path
+from changeloop.errors import ChangeloopError
+from changeloop.model import Plan, Provider
+from changeloop.providers import registry
+
+__all__ = ["likely_cached"]
+
+
+def likely_cached(plan: Plan, cache_dir: Path, fingerprint: Callable[[Provider], str]) -> set[str]:
+    """Providers with a cache entry for their fingerprint.
+
+    Only providers without dependencies are looked at (a fingerprint names its
+    upstream's), and only in repositories without ``setup`` (whose commands may
+    install a tool the environment part resolves: such fingerprints keep being
+    computed where they were).
+    """
+    hits = set()
+    for provider in plan.providers.values():
+        if provider.depends_on or provider.adapter in NEVER_CACHED:
+            continue
+        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        if any(plan.repositories[r].setup for r in repos):
+            continue
+        try:
+            fp = fingerprint(provider)
+        except (ChangeloopError, OSError):
+            continue  # raised again where the provider's run computes it
+        if entry_path(cache_dir, fp).is_file():
+            hits.add(provider.name)
+    return hits

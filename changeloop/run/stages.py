@@ -1,0 +1,130 @@
+"""The stages of one ``prove`` run, made once before anything is scheduled (DESIGN.md §9).
+
+``compose`` builds them from the plan and the options: the signing key, the
+one masker, the ``Fingerprinter``, the ``ReceiptSink``, the run's log and, for
+``--cache-from``, the shared cache. ``changeloop.engine`` then drives them;
+none writes into another's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from changeloop.keys import load_private_key, workspace_key
+from changeloop.masking import Masker
+from changeloop.model import Plan, Provider
+from changeloop.run.cache_from import open_cache_from
+from changeloop.run.carried import KnownInputs
+from changeloop.run.fingerprinter import Fingerprinter, hmac_key
+from changeloop.run.job import Executor
+from changeloop.run.records import EventSink, ProveOptions, RunEvent
+from changeloop.run.run_json import new_runlog, slots
+from changeloop.run.sandboxes import Sandboxes
+from changeloop.run.sink import ReceiptSink
+from changeloop.runlog import RunLog
+from changeloop.shared_cache import SharedCache
+from changeloop.state import StateDir
+
+__all__ = ["RunStages", "compose"]
+
+
+@dataclass
+class RunStages:
+    """The stages of one run, as composed by :func:`compose` (none writes another's state)."""
+
+    plan: Plan
+    options: ProveOptions
+    run_id: str
+    run_dir: Path
+    state: StateDir
+    boxes: Sandboxes
+    fingerprinter: Fingerprinter
+    sink: ReceiptSink
+    executor: Executor
+    emit: EventSink
+    runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
+    key: Any  # the key that signs this run's receipts
+    fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
+    shared: SharedCache | None = None  # --cache-from DIR
+
+    def fingerprint(self, provider: Provider) -> str:
+        if provider.name not in self.fingerprints:
+            fp = self.fingerprinter.fingerprint(provider, self.fingerprints)
+            self.fingerprints[provider.name] = fp
+        return self.fingerprints[provider.name]
+
+
+def compose(
+    plan: Plan,
+    options: ProveOptions,
+    state: StateDir,
+    boxes: Sandboxes,
+    on_event: EventSink | None,
+    *,
+    executor: Executor,
+    known: Mapping[str, KnownInputs] | None = None,
+) -> RunStages:
+    """A new run directory and every stage of the run, wired to one another."""
+    run_id, run_dir = state.new_run_dir()
+    key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
+    # One masker for the run: every string written passes through it (DESIGN §2.6).
+    masker = Masker.from_plan(plan)
+    fingerprinter = Fingerprinter(
+        plan,
+        boxes.identity,
+        sandbox=options.sandbox,
+        issuer=options.issuer,
+        hmac_key=hmac_key(key),
+        state_path=state.path,
+        known=known,
+    )
+    view = on_event or (lambda _e: None)
+
+    def emit(event: RunEvent) -> None:
+        view(RunEvent(event.provider, event.kind, masker.optional(event.detail)))
+
+    fingerprints: dict[str, str] = {}
+    sink = ReceiptSink(
+        plan,
+        state=state,
+        run_dir=run_dir,
+        key=key,
+        masker=masker,
+        sandbox=options.sandbox,
+        issuer=options.issuer,
+        url=options.url,
+        identity=boxes.identity,
+        fingerprint=lambda p: run.fingerprint(p),  # noqa: PLW0108 (run is bound below)
+        wiring=fingerprinter.wiring,
+        external_symlinks=fingerprinter.external_symlinks,
+    )
+    run = RunStages(
+        plan,
+        options,
+        run_id,
+        run_dir,
+        state,
+        boxes,
+        fingerprinter,
+        sink,
+        executor,
+        emit,
+        new_runlog(plan, options, run_id, slots(executor, options)),
+        key,
+        fingerprints,
+    )
+    if options.cache_from is not None:
+        run.shared = open_cache_from(
+            options.cache_from,
+            plan,
+            fingerprint=run.fingerprint,
+            issuer=options.issuer,
+            sandbox=options.sandbox,
+            identity=boxes.identity,
+            hmac_key=hmac_key(key),
+            state_path=state.path,
+        )
+    return run
