@@ -1,0 +1,61 @@
+"""The ``prove`` verb, the no-change answer and content identity stay split by job.
+
+``cli/prove.py``, ``nochange/answer.py`` and ``identity.py`` once held two or
+three jobs each in 420-570 lines (docs/ARCHITECTURE.md, "Module map"). A part
+growing past the limit again, or a job drifting back into its old module,
+fails here; callers keep importing ``load_plan`` from ``changeloop.cli.prove``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from repo_paths import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "changeloop"
+LIMIT = 400  # lines: above this a module is split along its jobs
+
+SPLIT = (
+    "cli/prove.py",
+    "cli/prove_plan.py",
+    "cli/prove_nochange.py",
+    "cli/prove_full.py",
+)
+
+# job -> (the module it lives in, a module it must not live in any more)
+HOMES = (
+    ("run", "cli/prove.py", "cli/prove_full.py"),
+    ("load_plan", "cli/prove_plan.py", "cli/prove.py"),
+    ("dry_run", "cli/prove_plan.py", "cli/prove.py"),
+    ("answer_from_record", "cli/prove_nochange.py", "cli/prove.py"),
+    ("remember", "cli/prove_nochange.py", "cli/prove_full.py"),
+    ("prove_full", "cli/prove_full.py", "cli/prove.py"),
+)
+
+
+def _defined(relpath: str) -> set[str]:
+    tree = ast.parse((PACKAGE / relpath).read_text(encoding="utf-8"))
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+@pytest.mark.parametrize("relpath", SPLIT)
+def test_split_module_stays_small(relpath: str) -> None:
+    lines = len((PACKAGE / relpath).read_text(encoding="utf-8").splitlines())
+    assert lines <= LIMIT, f"changeloop/{relpath} has {lines} lines; split it along its jobs"
+
+
+@pytest.mark.parametrize(("name", "home", "former"), HOMES)
+def test_each_job_is_defined_in_its_own_module(name: str, home: str, former: str) -> None:
+    assert name in _defined(home), f"{name} belongs in changeloop/{home}"
+    assert name not in _defined(former), f"{name} is defined again in changeloop/{former}"
+
+
+def test_callers_still_import_load_plan_from_the_verb() -> None:
+    from changeloop.cli import prove, prove_plan
+
+    assert prove.load_plan is prove_plan.load_plan
