@@ -3,7 +3,8 @@
 ``cli/prove.py``, ``nochange/answer.py`` and ``identity.py`` once held two or
 three jobs each in 420-570 lines (docs/ARCHITECTURE.md, "Module map"). A part
 growing past the limit again, or a job drifting back into its old module,
-fails here; callers keep importing ``load_plan`` from ``changeloop.cli.prove``.
+fails here; callers keep importing ``load_plan`` from ``changeloop.cli.prove`` and
+the git helpers from ``changeloop.identity``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ SPLIT = (
     "nochange/content.py",
     "nochange/materialize.py",
     "nochange/miss.py",
+    "identity.py",
+    "gitrepo.py",
+    "loose_tree.py",
 )
 
 # job -> (the module it lives in, a module it must not live in any more)
@@ -43,6 +47,11 @@ HOMES = (
     ("lay_out", "nochange/materialize.py", "nochange/answer.py"),
     ("write_run", "nochange/materialize.py", "nochange/answer.py"),
     ("Miss", "nochange/miss.py", "nochange/answer.py"),
+    ("content_tree", "identity.py", "gitrepo.py"),
+    ("git", "gitrepo.py", "identity.py"),
+    ("layout", "gitrepo.py", "identity.py"),
+    ("GitLayout", "gitrepo.py", "identity.py"),
+    ("top_without", "loose_tree.py", "identity.py"),
 )
 
 
@@ -76,6 +85,16 @@ def test_the_no_change_package_still_offers_what_callers_import() -> None:
     # the package's ``answer`` is the function, which hides the module of that name
     assert nochange.answer is importlib.import_module("changeloop.nochange.answer").answer
     assert nochange.EXPLAIN == miss.EXPLAIN == "CHANGELOOP_EXPLAIN_NOCHANGE"
+
+
+def test_identity_still_offers_the_git_helpers_its_callers_import() -> None:
+    from changeloop import gitrepo, identity
+
+    assert identity.git is gitrepo.git
+    assert identity.git_env is gitrepo.git_env
+    assert identity.layout is gitrepo.layout
+    assert identity.GitLayout is gitrepo.GitLayout
+    assert identity.GIT_REDIRECTS is gitrepo.GIT_REDIRECTS
 
 
 def test_callers_still_import_load_plan_from_the_verb() -> None:
