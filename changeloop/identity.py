@@ -14,148 +14,47 @@ Usage::
 All per-file work happens inside git (one short chain of git processes); the
 temporary index is seeded from a copy of the user's index so that unchanged
 files are not re-hashed (git's stat cache).
+
+The parts around it: :mod:`~changeloop.gitrepo` runs git and locates a repository;
+:mod:`~changeloop.loose_tree` hashes a tree id in-process when the no-change check
+already knows the answer it expects. Both are re-exported here for their callers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
-import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from changeloop.errors import ChangeloopError, Problem
+from changeloop.errors import ChangeloopError
+from changeloop.gitrepo import GIT_REDIRECTS, GitLayout, git, git_env, layout
+from changeloop.loose_tree import top_without
 
 if TYPE_CHECKING:  # the model's dataclasses (~7 ms) are not imported for a tree id alone
     from changeloop.model import ContentIdentity
 
-__all__ = ["GitLayout", "content_identity", "git", "git_env", "layout"]
+__all__ = [
+    "GIT_REDIRECTS",
+    "OPENSPEC",
+    "GitLayout",
+    "content_identity",
+    "content_tree",
+    "git",
+    "git_env",
+    "identity_from_tree",
+    "identity_of_tree",
+    "identity_refusal",
+    "layout",
+    "seed_index",
+    "stage",
+    "virtualenv_excludes",
+]
 
 OPENSPEC = "openspec"
-# Variables that would redirect git away from the repository we name with -C.
-# Variables that point git somewhere other than the working directory's repository.
-GIT_REDIRECTS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_PREFIX",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-)
-
-
-def git_env(
-    index_file: Path | None = None, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The caller's environment minus git redirections, plus our own settings."""
-    env = {k: v for k, v in os.environ.items() if k not in GIT_REDIRECTS}
-    # Never let a read-only helper refresh the user's index as a side effect.
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["LC_ALL"] = "C"
-    if index_file is not None:
-        env["GIT_INDEX_FILE"] = str(index_file)
-    if extra:
-        env.update(extra)
-    return env
-
-
-def git(
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-    input_bytes: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run one git command; a failure becomes a ``ChangeloopError`` naming it."""
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env=dict(env) if env is not None else git_env(),
-        input=input_bytes,
-        capture_output=True,
-        check=False,
-    )
-    if check and proc.returncode != 0:
-        raise ChangeloopError(
-            Problem(
-                code="git_failed",
-                message=f"git {' '.join(args)} failed in {cwd}: "
-                f"{proc.stderr.decode(errors='replace').strip()}",
-                fix="check that the repository path is a readable git work tree",
-            ),
-            exit_code=1,
-        )
-    return proc
-
-
-@dataclass(frozen=True)
-class GitLayout:
-    """Where a repository path sits inside its git work tree."""
-
-    toplevel: Path
-    prefix: str  # "" or "sub/dir/" (with the trailing slash, as git prints it)
-    index: Path  # the user's index file (may not exist yet)
-    git_dir: Path  # the common git directory (objects, worktrees/)
-    head: str | None  # HEAD commit, None in a repository with no commits
-    object_format: str = "sha1"  # "sha1" or "sha256": a sandbox's repository must match
-
-
-def layout(repo: Path, *, head: bool = True) -> GitLayout:
-    """Locate ``repo`` inside its git work tree; refuse a path that is not one.
-
-    ``head=False`` skips looking up HEAD (one git process): for a tree id alone.
-    """
-    if not repo.is_dir():
-        raise ChangeloopError(
-            Problem(
-                code="repository_missing",
-                message=f"repository path {repo} does not exist or is not a directory",
-                fix="fix the path under `repositories:` in evidence.yaml",
-            )
-        )
-    proc = git(
-        [
-            "rev-parse",
-            "--show-toplevel",
-            "--show-prefix",
-            "--git-path",
-            "index",
-            "--git-common-dir",
-            "--show-object-format",
-        ],
-        cwd=repo,
-        check=False,
-    )
-    lines = proc.stdout.decode().splitlines()
-    if proc.returncode != 0 or len(lines) < 5:
-        raise ChangeloopError(
-            Problem(
-                code="not_a_git_work_tree",
-                message=f"repository path {repo} is not inside a git work tree",
-                fix=f"run `git init` in {repo}, or point `repositories:` at a git checkout",
-            )
-        )
-    top, prefix, index, common, object_format = lines[:5]
-    commit = None
-    if head:
-        head_proc = git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=repo, check=False)
-        commit = head_proc.stdout.decode().strip() or None
-    return GitLayout(
-        toplevel=Path(top),
-        prefix=prefix,
-        index=(repo / index).resolve(),
-        git_dir=(repo / common).resolve(),
-        head=commit,
-        object_format=object_format,
-    )
 
 
 def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
@@ -340,7 +239,8 @@ def content_tree(repo: Path, *, include_untracked: bool, expected: str | None = 
     git processes): what the no-change decision compares (changeloop.nochange).
 
     ``expected``: the id the caller compares with. When the content still has it, the
-    top-level ``openspec`` is left out by hashing the tree in-process (:func:`_top_without`)
+    top-level ``openspec`` is left out by hashing the tree in-process
+    (:func:`~changeloop.loose_tree.top_without`)
     and nothing is written — the object was written when that id was recorded, and an
     equal id needs no object. Any other outcome writes the tree through git as before, so
     a caller handing it on (to :func:`identity_of_tree`) can read it.
@@ -355,56 +255,12 @@ def content_tree(repo: Path, *, include_untracked: bool, expected: str | None = 
             env = git_env(tmp_index)
             full_tree = _staged_tree(repo, lay, env, tmp_index, include_untracked)
             if expected is not None and not lay.prefix:
-                quick = _top_without(lay, full_tree, OPENSPEC)
+                quick = top_without(lay, full_tree, OPENSPEC)
                 if quick is not None and quick == expected:
                     return quick
             return _without_openspec(repo, env, full_tree, lay.prefix)[0]
         except ChangeloopError as exc:
             raise identity_refusal(exc, repo) from exc
-
-
-_OBJECT_LIMIT = 16 * 1024 * 1024  # a top-level tree is a few KiB; anything bigger: ask git
-
-
-def _top_without(lay: GitLayout, tree: str, name: str) -> str | None:
-    """The id of ``tree`` with its top-level entry ``name`` left out, hashed here from the
-    loose object ``git write-tree`` left in the object store; None when it is not a loose
-    object there (packed, in an alternate store) or does not hash to ``tree`` (then git
-    answers, as before). The same bytes ``git mktree`` would write: removing one entry
-    keeps git's order, and a tree's id is the hash of its header and entries."""
-    path = lay.git_dir / "objects" / tree[:2] / tree[2:]
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(_OBJECT_LIMIT + 1)
-        if len(raw) > _OBJECT_LIMIT:
-            return None
-        data = zlib.decompress(raw)
-    except (OSError, zlib.error):
-        return None
-    try:
-        if hashlib.new(lay.object_format, data).hexdigest() != tree:
-            return None
-    except ValueError:  # an object format this Python cannot hash
-        return None
-    header, _nul, body = data.partition(b"\0")
-    if header != b"tree %d" % len(body):
-        return None
-    size = len(bytes.fromhex(tree))  # the binary id's length: 20 (sha1) or 32 (sha256)
-    kept: list[bytes] = []
-    at = 0
-    while at < len(body):
-        space = body.find(b" ", at)
-        nul = body.find(b"\0", space + 1)
-        end = nul + 1 + size
-        if space < 0 or nul < 0 or end > len(body):
-            return None
-        if body[space + 1 : nul] != os.fsencode(name):
-            kept.append(body[at:end])
-        at = end
-    if sum(map(len, kept)) == len(body):
-        return tree
-    out = b"".join(kept)
-    return hashlib.new(lay.object_format, b"tree %d\0" % len(out) + out).hexdigest()
 
 
 def identity_refusal(exc: ChangeloopError, repo: Path) -> ChangeloopError:

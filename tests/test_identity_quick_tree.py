@@ -18,13 +18,13 @@ import pytest
 from changeloop.identity import (
     OPENSPEC,
     _staged_tree,
-    _top_without,
     _without_openspec,
     content_identity,
     content_tree,
     git_env,
     layout,
 )
+from changeloop.loose_tree import top_without
 
 FILES = {
     "a.py": "A = 1\n",
@@ -90,10 +90,10 @@ def test_the_in_process_hash_is_mktrees(tmp_path: Path, object_format: str) -> N
     index = tmp_path / "index"
     env = git_env(index)
     full = _staged_tree(repo.resolve(), lay, env, index, True)
-    quick = _top_without(lay, full, OPENSPEC)
+    quick = top_without(lay, full, OPENSPEC)
     assert quick is not None and quick != full  # openspec/ was there and left out
     assert quick == _without_openspec(repo, env, full, "")[0]
-    assert _top_without(lay, full, "no-such-entry") == full
+    assert top_without(lay, full, "no-such-entry") == full
 
 
 def test_a_changed_content_writes_its_tree_for_the_full_path(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_a_packed_top_level_tree_is_answered_by_git(tmp_path: Path) -> None:
     index = tmp_path / "index"
     full = _staged_tree(repo.resolve(), lay, git_env(index), index, True)
     assert not (lay.git_dir / "objects" / full[:2] / full[2:]).exists()
-    assert _top_without(lay, full, OPENSPEC) is None
+    assert top_without(lay, full, OPENSPEC) is None
     assert content_tree(repo, include_untracked=True, expected=truth) == truth
 
 
@@ -129,4 +129,4 @@ def test_a_loose_object_that_does_not_hash_to_its_name_is_not_believed(tmp_path:
     path = lay.git_dir / "objects" / full[:2] / full[2:]
     path.chmod(0o644)
     path.write_bytes(zlib.compress(b"tree 0\0"))  # the empty tree, under another name
-    assert _top_without(lay, full, OPENSPEC) is None
+    assert top_without(lay, full, OPENSPEC) is None

@@ -18,11 +18,16 @@ What the key holds, and why each part is enough, is in docs/nochange.md.
 
 Layout: :mod:`~changeloop.nochange.key` (the key and its digests),
 :mod:`~changeloop.nochange.record` (:func:`remember`) and
-:mod:`~changeloop.nochange.answer` (:func:`answer`).
+:mod:`~changeloop.nochange.answer` (:func:`answer`, the order of its checks), whose
+parts are :mod:`~changeloop.nochange.signed` (reading and verifying the record),
+:mod:`~changeloop.nochange.content` (the content identities on threads of their own),
+:mod:`~changeloop.nochange.materialize` (the answered run's ``runs/<id>/``) and
+:mod:`~changeloop.nochange.miss` (why the record did not answer).
 """
 
-from changeloop.nochange.answer import EXPLAIN, Answer, answer
+from changeloop.nochange.answer import Answer, answer
 from changeloop.nochange.key import config_digests, option_key, record_path
+from changeloop.nochange.miss import EXPLAIN
 from changeloop.nochange.record import Observed, eligible_options, remember
 
 __all__ = [
