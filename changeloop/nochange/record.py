@@ -261,7 +261,8 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
 
 def _service_ports(plan: Plan) -> list[int]:
     """Ports of the services the providers use: a leftover server there is reported even
-    when every provider is cached (run.provider_services.ports_taken), so the fast path checks them."""
+    when every provider is cached (run.provider_services.ports_taken), so the fast path
+    checks them."""
     ports: set[int] = set()
     for provider in plan.providers.values():
         for name in provider.services:
