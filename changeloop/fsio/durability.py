@@ -47,11 +47,12 @@ def fsync_dir(directory: Path) -> None:
 def whole_filesystem_sync() -> Callable[[int], int] | None:
     """libc's ``syncfs`` on Linux, else None (every file is then fsynced on its own).
 
-    One ``syncfs`` makes everything written to a file system durable with one
-    journal commit. A round of a thousand receipts fsynced one by one commits
-    the ext4 journal again and again, and every mkdir or open the event loop
-    makes meanwhile waits for those commits (4x slower, bench/README.md
-    "Issue 15"). The price: it also writes out other programs' dirty data on
+    One ``syncfs`` makes everything written to a file system durable in one
+    pass. A round of a thousand receipts fsynced one by one wrote their
+    directories' metadata out again and again (ext4 syncs a new file's parent
+    directories with it; a journaled ext4 commits its journal instead), and
+    every mkdir or open the event loop made meanwhile waited for those writes
+    (3-4x slower, bench/README.md "Issue 15"). The price: it also writes out other programs' dirty data on
     that file system, which is why a small round keeps its per-file fsyncs.
     """
     if not _SYNCFS:
