@@ -52,8 +52,9 @@ def whole_filesystem_sync() -> Callable[[int], int] | None:
     directories' metadata out again and again (ext4 syncs a new file's parent
     directories with it; a journaled ext4 commits its journal instead), and
     every mkdir or open the event loop made meanwhile waited for those writes
-    (3-4x slower, bench/README.md "Issue 15"). The price: it also writes out other programs' dirty data on
-    that file system, which is why a small round keeps its per-file fsyncs.
+    (3-4x slower, bench/README.md "Issue 15"). The price: it also writes out
+    other programs' dirty data on that file system, which is why a small round
+    keeps its per-file fsyncs.
     """
     if not _SYNCFS:
         call: Callable[[int], int] | None = None
