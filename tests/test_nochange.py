@@ -506,7 +506,7 @@ def test_a_valid_configuration_is_remembered_and_any_edit_is_validated_again(
 ) -> None:
     """config.schema's memo: the same data against the same schema is not validated twice,
     other data always is; a damaged or planted memo is no memo."""
-    from changeloop.config.schema import MEMO_FILE
+    from changeloop.config.validation_memo import MEMO_FILE
 
     _prove(ws, capsys)
     memo = ws / ".changeloop" / MEMO_FILE

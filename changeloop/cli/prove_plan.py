@@ -27,7 +27,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     soon as they are known, so an error document still says what it was about.
     """
     from changeloop import preflight, workspace
-    from changeloop.config.schema import validated_memo
+    from changeloop.config.validation_memo import validated_memo
     from changeloop.detect import derived_explained, load_context
     from changeloop.detect.derive import derivation_possible
     from changeloop.plan import build_plan

@@ -9,17 +9,14 @@ file's terms — which key, at which line and column, and the one-line fix::
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import shlex
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from changeloop import fsio, schemas
+from changeloop import schemas
+from changeloop.config import validation_memo
 from changeloop.config.yamlio import Document, YamlPath
-from changeloop.errors import ConfigError, FileRefused, Problem
+from changeloop.errors import ConfigError, Problem
 
 if TYPE_CHECKING:  # jsonschema is imported only to validate (~30 ms at start-up)
     from jsonschema import ValidationError
@@ -246,13 +243,13 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
 
 def schema_problems(doc: Document, schema_file: str, *, family: str, version: int) -> list[Problem]:
     """Every schema error as a Problem, one per offending node, sorted by position."""
-    key = _memo_key(doc.data, schema_file)
-    if key is not None and key in _VALID.known:
+    key, passed = validation_memo.lookup(doc.data, schema_file)
+    if passed:
         errors: Sequence[ValidationError] = []  # these very data passed this very schema
     else:
         errors = list(schemas.validator(schema_file).iter_errors(doc.data))
         if key is not None and not errors:
-            _VALID.added.add(key)
+            validation_memo.remember(key)
     problems: dict[tuple[str, str | None, int | None, int | None], Problem] = {}
     for problem in bound_problems(doc):
         loc = problem.location
@@ -337,68 +334,3 @@ def position(problem: Problem) -> tuple[str, int, int, str]:
     if loc is None:
         return ("", 0, 0, problem.message)
     return (loc.path, loc.line or 0, loc.column or 0, problem.message)
-
-
-# -- a memo of documents that passed their schema ----------------------------------------
-# ``prove`` re-reads the same evidence.yaml and execution.yaml on every run; their
-# JSON Schema validation (and importing jsonschema for it) is a fixed cost of each
-# re-prove. ``validated_memo`` remembers, in ``.changeloop/validated.json``, the
-# digests of (changeloop version, schema text, the parsed data) that passed: the same
-# data against the same schema passes again. Only passes are remembered; a digest of
-# anything else validates as before.
-MEMO_FILE = "validated.json"
-_MEMO_LIMIT = 256  # digests kept (most recent last)
-
-
-class _Memo:
-    def __init__(self) -> None:
-        self.known: frozenset[str] = frozenset()
-        self.added: set[str] = set()
-
-
-_VALID = _Memo()
-
-
-def _memo_key(data: Any, schema_file: str) -> str | None:
-    from changeloop import __version__
-
-    try:
-        text = json.dumps(
-            [__version__, schema_file, schemas.load(schema_file), data],
-            sort_keys=True,
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-    except (TypeError, ValueError, RecursionError):
-        return None  # not plain JSON data: always validated
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@contextlib.contextmanager
-def validated_memo(state: Path | None) -> Iterator[None]:
-    """Within the block, schema validation consults and feeds ``state``/validated.json.
-
-    ``state`` is ``.changeloop/`` after ``state.check_state`` accepted it (None: no
-    memo). Reading is bounded and never follows a symlink; a damaged file is no memo.
-    """
-    if state is None:
-        yield
-        return
-    path = state / MEMO_FILE
-    try:
-        raw = fsio.read_regular_stat(path, limit=fsio.MIB, what="memo", follow_symlinks=False)[0]
-        listed = json.loads(raw)
-        known = [k for k in listed if isinstance(k, str)] if isinstance(listed, list) else []
-    except (FileRefused, ValueError, RecursionError):
-        known = []
-    _VALID.known, _VALID.added = frozenset(known), set()
-    try:
-        yield
-    finally:
-        added = sorted(_VALID.added - _VALID.known)
-        _VALID.known, _VALID.added = frozenset(), set()
-        if added:
-            kept = [k for k in known if k not in added][-(_MEMO_LIMIT - len(added)) :] + added
-            with contextlib.suppress(OSError):
-                state.mkdir(exist_ok=True)
-                fsio.write_atomic(path, json.dumps(kept[-_MEMO_LIMIT:]).encode(), durable=False)
