@@ -9,7 +9,10 @@ slice of the tree (``src/pkgNNN/**``...). After a first run fills the cache:
      before the record existed, and the document the check compares against;
   3. one file matched by one provider's ``inputs`` changed → exactly that provider
      runs, ≤ 300 ms plus its own runtime;
-  4. ``changeloop --help`` ≤ 150 ms.
+  4. nothing changed again, after that edit's re-prove (the usual case; reported
+     beside 1., which is measured right after the first 100-provider run, not in
+     its place, and not counted in "all targets");
+  5. ``changeloop --help`` ≤ 150 ms.
 
 Every command is started with this interpreter itself (``sys.executable -m
 changeloop``, and the console script beside it for ``--help``), never through a
@@ -110,6 +113,29 @@ def best_of(repeat: int, argv: list[str], cwd: Path) -> float:
     return min(timed(argv, cwd)[0] for _ in range(repeat))
 
 
+def nothing_changed(repo: Path, repeat: int, label: str) -> tuple[bool, dict[str, Any]]:
+    """``repeat`` re-proves with nothing changed: printed, and whether the goal held."""
+    walls, docs = [], []
+    for _ in range(repeat):
+        wall, doc = prove(repo)
+        walls.append(wall)
+        docs.append(doc)
+        for line in MISSES:
+            print(f"  ({line})")
+    best, fast = min(walls), docs[-1]
+    median = sorted(walls)[len(walls) // 2]
+    st, how = states(fast), {decision(repo, d) for d in docs}
+    # best AND median: one lucky run does not meet the goal
+    fast_enough = best <= NOTHING_GOAL and median <= NOTHING_GOAL
+    print(
+        f"{label}: {best * 1000:.0f} ms (best of {repeat}; median "
+        f"{median * 1000:.0f} ms; goal best and median <= 150 ms: "
+        f"{verdict(fast_enough)}), {st}, ran={st.get('ran', 0)} (goal 0), "
+        f"answered by: {sorted(how)}; every run: {[round(w * 1000) for w in walls]} ms"
+    )
+    return fast_enough and st.get("ran", 0) == 0 and how == {"no-change"}, fast
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=20_000)
@@ -125,26 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         wall, doc = prove(repo)
         print(f"first run: {wall * 1000:.0f} ms, {states(doc)}, status={doc.get('status')}")
 
-        walls, docs = [], []
-        for _ in range(args.repeat):
-            wall, doc = prove(repo)
-            walls.append(wall)
-            docs.append(doc)
-            for line in MISSES:
-                print(f"  ({line})")
-        best, fast = min(walls), docs[-1]
-        median = sorted(walls)[len(walls) // 2]
-        st, how = states(fast), {decision(repo, d) for d in docs}
-        # best AND median: one lucky run does not meet the goal
-        fast_enough = best <= NOTHING_GOAL and median <= NOTHING_GOAL
-        ok = fast_enough and st.get("ran", 0) == 0 and how == {"no-change"}
+        ok, fast = nothing_changed(repo, args.repeat, "nothing changed")
         met &= ok
-        print(
-            f"nothing changed: {best * 1000:.0f} ms (best of {args.repeat}; median "
-            f"{median * 1000:.0f} ms; goal best and median <= 150 ms: "
-            f"{verdict(fast_enough)}), {st}, ran={st.get('ran', 0)} (goal 0), "
-            f"answered by: {sorted(how)}; every run: {[round(w * 1000) for w in walls]} ms"
-        )
 
         full_walls, full = [], {}
         for _ in range(min(args.repeat, 3)):
@@ -180,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{verdict(ok)}); exactly ['p005'] ran every time: {'yes' if exact else 'NO'}; "
             f"every run (wall, p005) ms: {rows}"
         )
+
+        # The usual case: an edit was proven, then nothing changes. Reported beside the
+        # target above (measured right after the first, 100-provider run), not instead of
+        # it, and not counted in "all targets".
+        nothing_changed(repo, args.repeat, "nothing changed after an edit's re-prove")
 
         script = Path(sys.executable).with_name("changeloop")
         helps = {"python -m changeloop --help": [sys.executable, "-m", "changeloop", "--help"]}
