@@ -9,7 +9,9 @@ checks what is on disk afterwards.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -171,14 +173,14 @@ def test_symlink_under_names_the_first_link_below_the_base(tmp_path: Path) -> No
 
 
 def _syncfs_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the round's whole-file-system syncs; each still reaches the real syncfs."""
+    """The devices of the round's whole-file-system syncs; each still reaches the real syncfs."""
     real = durability.whole_filesystem_sync()
     if real is None:
         pytest.skip("no syncfs on this platform: every round fsyncs file by file")
     calls: list[int] = []
 
     def spy(fd: int) -> int:
-        calls.append(fd)
+        calls.append(os.fstat(fd).st_dev)  # which file system this call syncs
         return real(fd)
 
     monkeypatch.setattr(durability, "_SYNCFS", [spy])
@@ -247,3 +249,29 @@ def test_a_failed_file_system_sync_renames_nothing_and_leaves_no_temporary(
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.json" for n in range(count))
     assert {p.read_bytes() for p in tmp_path.iterdir()} == {b"old"}
+
+
+def test_a_round_over_two_file_systems_syncs_each_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Receipts on one file system and a copy on another (tmpfs): each is synced, once per
+    phase, and both get their files."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no second file system (tmpfs at /dev/shm) here")
+    syncs = _syncfs_spy(monkeypatch)
+    far = Path(tempfile.mkdtemp(dir=other, prefix="changeloop-fsio-"))
+    try:
+        count = durability.SYNCFS_FROM
+        groups = [
+            [fsio.Pending(tmp_path / f"{n}.json", b"near"), fsio.Pending(far / f"{n}.json", b"far")]
+            for n in range(count)
+        ]
+        assert fsio.commit(groups) == [None] * count
+        # each file system once before the renames and once after
+        assert sorted(syncs) == sorted([tmp_path.stat().st_dev, other.stat().st_dev] * 2)
+        assert {p.read_bytes() for p in tmp_path.glob("*.json")} == {b"near"}
+        assert {p.read_bytes() for p in far.glob("*.json")} == {b"far"}
+        assert len(list(far.iterdir())) == count  # no temporary left on either side
+    finally:
+        shutil.rmtree(far, ignore_errors=True)
