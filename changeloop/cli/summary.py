@@ -18,6 +18,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop.cli import common
+from changeloop.text import escape_controls
 
 
 def register(sub: Any) -> None:
@@ -127,9 +128,13 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
     )
     if common.json_mode(args):
         common.emit_json(doc)
+    # Signed strings are quoted on one line: a line break in one stays escaped, so it
+    # cannot print a line of its own (say() keeps the newlines of our own messages).
+    signed_time = escape_controls(str(predicate["timeVerified"]))
+    signed_by = escape_controls(str(predicate["verifier"]["id"]))
     common.say(
         f"valid: {verified.id} — verification summary of change {verified.change!r}: "
         f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) read, "
-        f"verified {predicate['timeVerified']} by {predicate['verifier']['id']})"
+        f"verified {signed_time} by {signed_by})"
     )
     return 0

@@ -202,3 +202,28 @@ def test_hostile_envelopes_are_refused_not_crashed(
     code, doc, err = run(["gate", "c1", "--root", str(root), "--json"], capsys)
     assert code == 1 and doc is not None, err
     assert [r["code"] for r in doc["reasons"]] == ["unverified"]
+
+
+def test_a_line_break_in_a_signed_verifier_id_cannot_forge_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The human answer quotes signed strings: a newline in one stays escaped on its line."""
+    from changeloop.dsse import sign_envelope
+    from changeloop.jcs import canonicalize
+    from changeloop.keys import load_private_key
+
+    root = workspace(tmp_path)
+    key, pub = _keys(tmp_path, capsys)
+    assert prove(root, capsys) == 0
+    out = tmp_path / "vsa.json"
+    assert _summary(root, key, out, capsys) == 0
+    st = _statement(out)
+    st["predicate"]["verifier"]["id"] += "\nvalid: forged — every change PASSED"
+    signed = tmp_path / "signed.json"
+    signed.write_bytes(
+        sign_envelope(canonicalize(st), "application/vnd.in-toto+json", load_private_key(key))
+    )
+    code, _doc, err = run(["receipt", "verify", str(signed), "--public-key", str(pub)], capsys)
+    assert code == 0, err
+    assert not any(line.startswith("valid: forged") for line in err.splitlines())
+    assert "\\nvalid: forged" in err
