@@ -50,3 +50,25 @@ def statements(root: Path, change: str) -> dict[str, dict[str, Any]]:
     for path in sorted((root / ".changeloop" / "receipts" / change).glob("*.json")):
         out[path.name] = json.loads(base64.b64decode(json.loads(path.read_bytes())["payload"]))
     return out
+
+
+def interval_providers(log: Path, count: int, seconds: float, extra: str = "") -> str:
+    """``count`` command providers that each hold ``seconds`` and append their
+    ``start end`` interval to ``log`` (``p0`` carries the claim ``hello``); ``extra`` is
+    added to every provider's flow mapping (e.g. ``", resources: [gpu]"``)."""
+    hold = (
+        f"import time; a = time.time(); time.sleep({seconds}); b = time.time(); "
+        f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
+    )
+    return "version: 1\nproviders:\n" + "".join(
+        f"  p{i}: {{adapter: command, command: {py_argv(hold)}{extra}"
+        + (", claims: [hello]}\n" if i == 0 else "}\n")
+        for i in range(count)
+    )
+
+
+def intervals(log: Path) -> list[tuple[float, float]]:
+    """The ``(start, end)`` pairs :func:`interval_providers` logged, in start order."""
+    return sorted(
+        (float(a), float(b)) for a, b in (line.split() for line in log.read_text().splitlines())
+    )

@@ -24,7 +24,15 @@ from typing import Any
 
 import distributed
 import pytest
-from dask_helpers import PY, dask_args, local_cluster, py_argv, statements
+from dask_helpers import (
+    PY,
+    dask_args,
+    interval_providers,
+    intervals,
+    local_cluster,
+    py_argv,
+    statements,
+)
 from prove_helpers import (
     make_change,
     make_repo,
@@ -176,25 +184,12 @@ def test_exclusive_resources_never_overlap_across_workers(
 ) -> None:
     monkeypatch.setenv("CHANGELOOP_DASK_SCHEDULER", cluster.scheduler_address)
     log = tmp_path / "intervals.txt"
-    hold = (
-        "import os, time; a = time.time(); time.sleep(0.3); b = time.time(); "
-        f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
-    )
-    providers = "".join(
-        f"  p{i}: {{adapter: command, command: {py_argv(hold)}, resources: [gpu]"
-        + (", claims: [hello]}\n" if i == 0 else "}\n")
-        for i in range(4)
-    )
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 1\n"})
-    make_change(
-        root,
-        "c1",
-        EVIDENCE.replace("[use]", "[p0]"),
-        "version: 1\nproviders:\n" + providers,
-    )
+    providers = interval_providers(log, 4, 0.3, extra=", resources: [gpu]")
+    make_change(root, "c1", EVIDENCE.replace("[use]", "[p0]"), providers)
     code, doc = prove_json(root, "c1", "--executor", "dask", capsys=capsys)  # address from env
     assert code == 0, doc
-    spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    spans = intervals(log)
     assert len(spans) == 4
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start, spans

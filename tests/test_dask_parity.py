@@ -22,7 +22,15 @@ from typing import Any
 
 import distributed
 import pytest
-from dask_helpers import PY, dask_args, local_cluster, py_argv, statements
+from dask_helpers import (
+    PY,
+    dask_args,
+    interval_providers,
+    intervals,
+    local_cluster,
+    py_argv,
+    statements,
+)
 from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json
 
@@ -210,22 +218,11 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
 ) -> None:
     """``--jobs 2`` on three workers: never more than two commands at once (interval log)."""
     log = tmp_path / "intervals.txt"
-    hold = (
-        "import time; a = time.time(); time.sleep(0.4); b = time.time(); "
-        f"open({str(log)!r}, 'a').write(f'{{a}} {{b}}\\n')"
-    )
-    providers = "".join(
-        f"  p{i}: {{adapter: command, command: {py_argv(hold)}"
-        + (", claims: [hello]}\n" if i == 0 else "}\n")
-        for i in range(6)
-    )
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 13\n"})
-    make_change(
-        root, "c1", EVIDENCE.replace("[use]", "[p0]"), "version: 1\nproviders:\n" + providers
-    )
+    make_change(root, "c1", EVIDENCE.replace("[use]", "[p0]"), interval_providers(log, 6, 0.4))
     code, doc = prove_json(root, "c1", "--jobs", "2", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
-    spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    spans = intervals(log)
     assert len(spans) == 6
     most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
     assert most <= 2, spans
