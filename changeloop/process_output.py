@@ -13,17 +13,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from changeloop.fsio.writes import write_fd
+
 TAIL_LINES = 40
 TAIL_BYTES = 4096
 MASK = b"***"
 # A log is a new file in a run directory of ours: never written through a planted symlink.
 _LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 class Redactor:
@@ -111,19 +107,19 @@ class Output:
         clean = red.feed(data) + (red.flush() if final else b"")
         if not clean:
             return
-        _write_all(self._log, clean)
+        write_fd(self._log, clean)
         self._sha.update(clean)
         self.tails["log"].add(clean)
         self.tails[stream].add(clean)
         if stream == "stdout":
-            _write_all(self._out, clean)
+            write_fd(self._out, clean)
 
     def note(self, text: str) -> None:
         """A line of changeloop's own, e.g. why the process ended."""
         self.write("stderr", b"", final=True)
         self.write("stdout", b"", final=True)
         line = f"[changeloop] {text}\n".encode()
-        _write_all(self._log, line)
+        write_fd(self._log, line)
         self._sha.update(line)
         self.tails["log"].add(line)
 

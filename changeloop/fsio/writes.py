@@ -22,7 +22,7 @@ from pathlib import Path
 
 from changeloop.fsio import durability
 
-__all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic"]
+__all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic", "write_fd"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Files of a round held open between their write and their fsync (bounded descriptors).
@@ -43,7 +43,8 @@ def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory / name))
 
 
-def _write_fd(fd: int, data: bytes) -> None:
+def write_fd(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (``os.write`` may take only part of it)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -200,7 +201,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     fd, tmp = _exclusive_temp(path.parent, path.name, mode)
     try:
         os.fchmod(fd, mode)
-        _write_fd(fd, data)
+        write_fd(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -229,7 +230,7 @@ def _fill(entry: _Staged, *, writeback: bool) -> None:
     assert fd is not None
     if entry.item.mode & 0o077 == 0:
         os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
-    _write_fd(fd, entry.item.data)
+    write_fd(fd, entry.item.data)
     if writeback and entry.item.durable and durability.WRITEBACK is not None:
         with contextlib.suppress(OSError):  # only a hint: the fsync below is what counts
             os.posix_fadvise(fd, 0, 0, durability.WRITEBACK)
