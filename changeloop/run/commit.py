@@ -73,7 +73,11 @@ class GroupCommit:
                     target=self._work, name="changeloop-commit", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            # Wake the writer only when it waits for a first group or a round is full: while
+            # a round fills it sleeps until its deadline anyway, and a wake-up per provider
+            # cost the event loop a futex round trip and the writer the GIL each time.
+            if len(self._queue) == 1 or len(self._queue) >= BATCH_GROUPS:
+                self._cond.notify_all()
 
     def wait(self) -> list[tuple[str, OSError]]:
         """Block until every group submitted so far is on disk; the failures since last asked."""
