@@ -257,13 +257,29 @@ def report_prove(proved: Proved, t_make: float) -> None:
     print(f"      load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
+def python_floor(tmp: Path) -> float:
+    """Wall time of bench/python_floor.py (a new process, as prove is): the same files and
+    a signed receipt per command from one flat Python loop that checks nothing."""
+    floor = Path(__file__).resolve().parent / "python_floor.py"
+    argv = [sys.executable, str(floor), str(tmp / "floor"), str(N), str(SLOTS)]
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
 def prove_row(tmp: Path) -> None:
-    """make, prove, make: the prove row against the make runs just around it."""
+    """make, prove, floor, make: the prove row and the Python floor against make around them."""
     (tmp / "make").mkdir(parents=True, exist_ok=True)
     before = overhead_make(tmp / "make")
     proved = overhead_prove(tmp / "prove")
+    floor = python_floor(tmp)
+    t_make = (before + overhead_make(tmp / "make")) / 2
     if proved is not None:
-        report_prove(proved, (before + overhead_make(tmp / "make")) / 2)
+        report_prove(proved, t_make)
+    print(
+        f"      Python floor (bench/python_floor.py: same files, a signed receipt, no checks)"
+        f" {floor * 1000 / N:.3f} ms/provider, {floor / t_make:.2f}× make"
+    )
 
 
 def prove_rows(tmp: Path, runs: int) -> int:
