@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from changeloop.contracts.node_tools import declared_packages, node_bin, package_version
+
 if TYPE_CHECKING:
     from changeloop.detect import ChangeContext
     from changeloop.detect.doctor import DoctorFinding
@@ -143,29 +145,6 @@ def has_subcommand(text: str, name: str) -> bool:
 
 
 # -- resolving the tool the project would run --------------------------------
-def _node_bin(repo: Path, root: Path, name: str) -> Path | None:
-    """``node_modules/.bin/<name>`` from the repository up to the workspace root (like npx)."""
-    here = repo.resolve()
-    stop = root.resolve()
-    while True:
-        candidate = here / "node_modules" / ".bin" / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-        if here in (stop, here.parent) or stop not in here.parents:
-            return None
-        here = here.parent
-
-
-def _package_version(bin_path: Path, package: str) -> str | None:
-    modules = bin_path.parent.parent  # node_modules/
-    try:
-        data = json.loads((modules / package / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    version = data.get("version") if isinstance(data, dict) else None
-    return version if isinstance(version, str) else None
-
-
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -210,7 +189,7 @@ class _Resolved:
 def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Resolved:
     how = contract.resolve
     if "nodeBin" in how:
-        found = _node_bin(repo, root, how["nodeBin"])
+        found = node_bin(repo, root, how["nodeBin"])
         if found is None:
             return _Resolved(None, f"no node_modules/.bin/{how['nodeBin']} for this repository")
         package = how.get("package", how["nodeBin"])
@@ -218,7 +197,7 @@ def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Reso
         return _Resolved(
             [str(found)],
             str(found),
-            _package_version(found, package),
+            package_version(found, package),
             manifest if manifest.is_file() else found.resolve(),
         )
     if "pythonModule" in how:
@@ -257,10 +236,13 @@ def _stamp(path: Path | None) -> dict[str, Any] | None:
 
 
 def _relevant(contract: Contract, repo: Path, root: Path) -> bool:
-    """A node tool matters when the repository resolves it; others when a manifest calls
-    for them (then a tool that does not resolve is reported ``absent``)."""
+    """A tool matters when a manifest calls for it (then one that does not resolve is
+    reported ``absent``): a node tool when the repository resolves it or its package.json
+    depends on its package, others when a file of ``when`` exists."""
     if "nodeBin" in contract.resolve:
-        return _node_bin(repo, root, contract.resolve["nodeBin"]) is not None
+        package = contract.resolve.get("package", contract.resolve["nodeBin"])
+        found = node_bin(repo, root, contract.resolve["nodeBin"]) is not None
+        return found or package in declared_packages(repo)
     return not contract.when or any((repo / name).exists() for name in contract.when)
 
 

@@ -240,3 +240,18 @@ def test_unknown_change_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
     make_change(root, "c1", "version: 3\nrequires: [test]\n")
     code, doc, _ = _check(root, capsys, "--change", "nope")
     assert code == 2 and doc["errors"]
+
+
+def test_a_tool_the_manifest_calls_for_but_that_does_not_resolve_is_absent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/verbs/adapters.md: vitest in devDependencies, no node_modules yet -> `absent`."""
+    manifest = {"name": "web", "devDependencies": {"vitest": "^2.0.0"}}
+    root = make_repo(tmp_path / "ws", {"package.json": json.dumps(manifest)})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    code, doc, _ = _check(root, capsys)
+    vitest = _by_tool(doc).get("vitest")
+    assert vitest is not None and vitest["status"] == "absent", doc
+    assert "node_modules/.bin/vitest" in vitest["message"]
+    assert code == 0 and doc["status"] == "ok"  # absent is not drift
+    assert "jest" not in _by_tool(doc)  # a package the manifest does not name is not checked
