@@ -55,7 +55,8 @@ def preflight_findings(
     execution: Execution | None,
     derived: Mapping[str, Provider],
 ) -> list[DoctorFinding]:
-    """Every refusal of prove's preflight, as an unresolved (severity error) finding."""
+    """Every refusal of prove's preflight, as an unresolved (severity error) finding,
+    and each of its located warnings (severity warning, not counted)."""
     from changeloop import preflight
     from changeloop.plan import build_plan
 
@@ -64,7 +65,9 @@ def preflight_findings(
         problems = preflight.check(plan)
     except ChangeloopError as exc:
         return [_finding(p, default=evidence.path) for p in exc.problems]
-    return [_finding(p, default=evidence.path) for p in problems]
+    out: list[DoctorFinding] = [_finding(p, default=evidence.path) for p in problems]
+    warned = preflight.located_warnings(plan)
+    return out + [_finding(w, default=evidence.path, severity="warning") for w in warned]
 
 
 def _finding(problem: Problem, *, default: Path, severity: str = "error") -> PreflightFinding:

@@ -42,7 +42,7 @@ STATIC = """\
 
 def _workspace(tmp_path: Path, evidence: str, execution: str) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root)
+    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
     change = root / "openspec" / "changes" / "add-greeting"
     (change / "evidence.yaml").write_text(evidence, encoding="utf-8")
     (change / "execution.yaml").write_text(execution, encoding="utf-8")
@@ -131,7 +131,8 @@ def test_doctor_reports_what_prove_refuses(
     code = main(["evidence", "doctor", "add-greeting", "--root", str(root), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1, doc
-    found = [f for f in doc["findings"] if f["path"].endswith(file)] if doc["findings"] else []
+    found = [f for f in doc["findings"] if f["kind"] == "preflight-refused"]
+    assert all(f["path"].endswith(file) for f in found), found
     assert found, doc
     assert doc["unresolved"] >= len(refused)
     # every refusal prove gave is there, with its code, line and fix
@@ -164,7 +165,7 @@ def test_doctor_on_the_example_as_shipped_stays_clean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root)
+    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
     repo_helpers.make_repo(root, {}, commit=True)
     capsys.readouterr()
     code = main(["evidence", "doctor", "add-greeting", "--root", str(root), "--json"])

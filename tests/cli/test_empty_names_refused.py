@@ -21,7 +21,7 @@ from changeloop.cli.main import main
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root)
+    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
     repo_helpers.make_repo(root, {}, commit=True)
     return root
 
