@@ -4,12 +4,14 @@
 ran every provider before it could not seal. The verbs declare the flags; the rule that
 such a name is never blank (and a capability matches the schemas' name pattern) is one
 rule, applied to every verb's parser by :func:`type_names` from ``cli/main.py``.
+Output paths are checked the same way, before the work: :func:`file_in_the_way`.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the schemas' `name` (capabilities)
 
@@ -45,3 +47,12 @@ def type_names(parser: argparse.ArgumentParser) -> None:
         for flag in action.option_strings:
             if flag in _NAME_TYPES and action.type is None:
                 action.type = _NAME_TYPES[flag]
+
+
+def file_in_the_way(directory: Path) -> Path | None:
+    """The existing path that is not a directory where ``directory`` (or one of its
+    parents) must be one, if any: writing there would fail only after the work."""
+    for candidate in (directory, *directory.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return None if candidate.is_dir() else candidate
+    return None

@@ -1,0 +1,64 @@
+"""An output path that cannot be written as asked is refused before anything runs (exit 2).
+
+``prove --publish <a regular file>`` used to run every provider, then lose the
+verdict to "filesystem error: Not a directory"; ``summary --out <dir>`` and
+``receipt sign --out <dir>`` exited 1 after doing the work.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import repo_helpers
+from repo_paths import EXAMPLES
+
+from changeloop.cli.main import main
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
+    repo_helpers.make_repo(root, {}, commit=True)
+    return root
+
+
+@pytest.fixture
+def key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    assert main(["keygen", "--out", str(tmp_path / "keys")]) == 0
+    capsys.readouterr()
+    return tmp_path / "keys" / "changeloop.key"
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_prove_publish_into_a_regular_file_runs_nothing(
+    ws: Path, key: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "file").write_text("not a directory\n")
+    target = tmp_path / where
+    argv = ["prove", "add-greeting", "--root", str(ws), "--sign-key", str(key)]
+    code = main([*argv, "--publish", str(target), "--json"])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    doc = json.loads(captured.out)
+    [error] = doc["errors"]
+    assert error["code"] == "publish_not_a_directory"
+    assert error["path"] == str(tmp_path / "file")
+    assert "is a file, not a directory" in error["message"] and error["fix"]
+    assert doc["providers"] == [] and doc["status"] == "not-proven"
+    assert not (ws / ".changeloop" / "runs").exists() or not any(
+        (ws / ".changeloop" / "runs").iterdir()
+    )  # nothing ran
+    assert (tmp_path / "file").read_text() == "not a directory\n"
+
+
+def test_prove_publish_into_a_new_directory_still_publishes(
+    ws: Path, key: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "new" / "cache"
+    argv = ["prove", "add-greeting", "--root", str(ws), "--sign-key", str(key)]
+    assert main([*argv, "--publish", str(target), "--json"]) == 0, capsys.readouterr().err
+    assert list(target.glob("*/*.json"))
