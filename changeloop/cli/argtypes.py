@@ -13,6 +13,8 @@ import argparse
 import re
 from pathlib import Path
 
+from changeloop.errors import ChangeloopError, Location, Problem
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the schemas' `name` (capabilities)
 
 
@@ -56,3 +58,26 @@ def file_in_the_way(directory: Path) -> Path | None:
         if candidate.exists() or candidate.is_symlink():
             return None if candidate.is_dir() else candidate
     return None
+
+
+def refuse_out_file(flag: str, path: Path | None) -> None:
+    """``--out FILE`` that is a directory, or lies under a file: exit 2 before the work
+    (writing it afterwards fails with exit 1 and the work lost)."""
+    if path is None:
+        return
+    if path.is_dir():
+        where, message = path, f"{flag} names a directory; it must name a file to write"
+    else:
+        blocked = file_in_the_way(path.parent)
+        if blocked is None:
+            return
+        where, message = blocked, f"{flag} {path} lies under it, and it is a file, not a directory"
+    raise ChangeloopError(
+        Problem(
+            code="out_not_writable",
+            message=message,
+            location=Location(str(where)),
+            fix=f"give {flag} a file path whose parent is a directory"
+            f" (e.g. {flag} {path.name or 'out'}.json inside it)",
+        )
+    )

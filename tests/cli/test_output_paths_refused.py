@@ -62,3 +62,48 @@ def test_prove_publish_into_a_new_directory_still_publishes(
     argv = ["prove", "add-greeting", "--root", str(ws), "--sign-key", str(key)]
     assert main([*argv, "--publish", str(target), "--json"]) == 0, capsys.readouterr().err
     assert list(target.glob("*/*.json"))
+
+
+def _summary(ws: Path, key: Path, out: Path) -> list[str]:
+    return ["summary", "add-greeting", "--root", str(ws), "--sign-key", str(key), "--out", str(out)]
+
+
+def _sign(ws: Path, key: Path, out: Path) -> list[str]:
+    return [
+        *("receipt", "sign", "--root", str(ws), "--change", "add-greeting"),
+        *("--claims", "greeting", "--key", str(key), "--issuer", "ci", "--out", str(out)),
+    ]
+
+
+@pytest.mark.parametrize("verb", [_summary, _sign])
+@pytest.mark.parametrize("where", ["dir", "file/r.json"])
+def test_out_that_cannot_be_a_file_is_refused_up_front(
+    ws: Path,
+    key: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    verb: object,
+    where: str,
+) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x\n")
+    assert callable(verb)
+    code = main([*verb(ws, key, tmp_path / where), "--json"])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    [error] = json.loads(captured.out)["errors"]
+    assert error["code"] == "out_not_writable" and "--out" in error["message"]
+    assert error["path"] == str(tmp_path / where.partition("/")[0])
+    assert error["fix"]
+    assert list((tmp_path / "dir").iterdir()) == []
+    assert "bug" not in captured.err
+
+
+@pytest.mark.parametrize("verb", [_summary, _sign])
+def test_out_to_a_new_file_still_writes(
+    ws: Path, key: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: object
+) -> None:
+    assert callable(verb)
+    out = tmp_path / "r.json"
+    assert main([*verb(ws, key, out), "--json"]) in (0, 1), capsys.readouterr().err
+    assert out.read_bytes().startswith(b"{")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 def run_sign(args: argparse.Namespace) -> int:
     from changeloop import workspace
+    from changeloop.cli.argtypes import refuse_out_file
     from changeloop.identity import content_identity
     from changeloop.jcs import canonicalize
     from changeloop.keys import load_private_key
@@ -43,6 +44,7 @@ def run_sign(args: argparse.Namespace) -> int:
         write_atomic,
     )
 
+    refuse_out_file("--out", args.out)
     key = load_private_key(args.key)
     claims = [c.strip() for c in args.claims.split(",") if c.strip()]
     if args.status == "fail" and not args.reason:
