@@ -203,6 +203,14 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
             location=doc.location(path, key=True),
             fix=f"add {', '.join(missing)}",
         )
+    if keyword == "minItems" and path[-1:] == ("requires",) and path[:1] == ("claims",):
+        return Problem(
+            code="claim_requires_nothing",
+            message=f"{_dotted(path)} must name at least one capability",
+            location=doc.location(path),
+            fix="list the capabilities whose receipts must credit the claim, e.g."
+            " `requires: [test]`",
+        )
     if keyword == "enum":
         options = ", ".join(str(v) for v in wanted)
         return Problem(
