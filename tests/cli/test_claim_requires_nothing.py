@@ -53,9 +53,7 @@ def test_empty_claim_requires_is_refused_with_file_and_line(
     assert not (ws / ".changeloop" / "runs").exists()
 
 
-def test_a_claim_without_requires_still_loads(
-    ws: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_claim_without_requires_still_loads(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (ws / "openspec/changes/add-greeting/evidence.yaml").write_text(
         EVIDENCE.replace("    requires: []\n", "")
     )
