@@ -14,6 +14,7 @@ wiring rule), so doctor and prove never disagree about what is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ def _finding(problem: Problem, *, default: Path, severity: str = "error") -> Pre
     line = f" +{where.line}" if where is not None and where.line is not None else ""
     return PreflightFinding(
         REFUSED if severity == "error" else WARNED,
-        f"{where}: {problem.message}" if where is not None else problem.message,
+        dataclasses.replace(problem, fix=None).render(),  # "file:line:col: message"
         problem.fix or "correct it as the message says, then run `changeloop evidence doctor`",
         None if problem.code in NOT_AN_EDIT else f"{editor}{line} {shlex.quote(path)}",
         severity=severity,
