@@ -52,8 +52,13 @@ class Problem:
         return out
 
     def render(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        text = f"{where}{self.message}"
+        """``where: message``; a message that starts with its own path says it once
+        (``keys/a.key already exists``; ``q.json:2:1 is not valid JSON``)."""
+        loc = self.location
+        if loc is not None and self.message.startswith(loc.path + " "):
+            text = f"{loc}{self.message[len(loc.path) :]}"
+        else:
+            text = f"{loc}: {self.message}" if loc is not None else self.message
         if self.fix:
             text += f"\n  fix: {self.fix}"
         return text

@@ -52,8 +52,11 @@ def load_change_config(root: Path, change: ChangeRef) -> tuple[Evidence, Executi
                 code="evidence_missing",
                 message=f"change {change.id!r} has no {EVIDENCE_FILE} ({shown})",
                 location=Location(shown),
-                fix=f"create {shown} with `version: 3` and the claims to prove, "
-                f"or run `changeloop evidence init {change.id}`",
+                # `evidence init` cannot write it: it reads it (it writes execution.yaml)
+                fix=f"create {shown} with `version: 3` and the claims to prove, e.g.:\n"
+                "      version: 3\n"
+                "      claims:\n"
+                '        my-claim: {statement: "what must be true", requires: [test]}',
             )
         )
     problems: list[Problem] = []

@@ -65,7 +65,7 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
     return out
 
 
-@common.with_shape(lambda a: {"version": "1", "status": "drift", "tools": []})  # noqa: ARG005 (with_shape passes the args)
+@common.with_shape(lambda a: {"version": "1", "status": "refused", "tools": []})  # noqa: ARG005 (with_shape passes the args)
 def run(args: argparse.Namespace) -> int:
     from changeloop import workspace
     from changeloop.contracts import check_repository, save_record

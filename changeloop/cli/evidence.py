@@ -198,12 +198,27 @@ def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, s
     common.say(f"  changeloop prove {ctx.change.id}")
 
 
+def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
+    """What prove's preflight would refuse, on the plan prove would build (DESIGN.md §6).
+
+    Derived wiring joins the plan only where prove lets it (``derivation_possible``,
+    as in ``cli/prove_plan.load_plan``).
+    """
+    from changeloop.detect.derive import derivation_possible
+    from changeloop.preflight.findings import preflight_findings
+
+    possible = derivation_possible(ctx.evidence, ctx.execution, ctx.repositories)
+    return preflight_findings(
+        ctx.root, ctx.change, ctx.evidence, ctx.execution, derived if possible else {}
+    )
+
+
 def _doctor(args: argparse.Namespace, ctx: Any) -> int:
     from changeloop.detect import derived_explained
     from changeloop.detect.doctor import diagnose, next_steps
 
     derived = {name: provider for name, (provider, _) in derived_explained(ctx).items()}
-    findings = diagnose(ctx, derived)
+    findings = diagnose(ctx, derived) + _preflight(ctx, derived)
     count = sum(1 for f in findings if f.severity == "error")
     if common.json_mode(args):
         common.emit_json(

@@ -52,12 +52,16 @@ def run(args: argparse.Namespace) -> int:
     if common.json_mode(args):
         common.emit_json(result.to_json())
     common.say(f"change {plan.change.id}: {result.status}")
+    said = set()
     for cid, claim in result.claims.items():
         common.say(f"  claim {cid}: {claim.status}")
         for reason in claim.reasons:
             common.say(f"    {reason.code}: {reason.message}")
-    for reason in result.reasons:
-        common.say(f"  {reason.code}: {reason.message}")
+            said.add(reason)
+    for reason in result.reasons:  # a reason already said under a claim is not repeated
+        if reason not in said:
+            common.say(f"  {reason.code}: {reason.message}")
+            said.add(reason)
     if not result.read:
         common.say("  no receipt found: run `changeloop prove " + plan.change.id + "` first")
     return 0 if result.proven else 1

@@ -97,7 +97,7 @@ import tempfile  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from changeloop import __version__  # noqa: E402
-from changeloop.cli import common  # noqa: E402
+from changeloop.cli import argtypes, common  # noqa: E402
 from changeloop.errors import ChangeloopError, Location, Problem  # noqa: E402
 
 VERBS = (
@@ -161,6 +161,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name in VERBS if verb is None else (verb,):
         importlib.import_module(f"changeloop.cli.{name}").register(sub)
+    argtypes.type_names(parser)
     return parser
 
 

@@ -128,12 +128,26 @@ def prove_full(
 
 
 def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
-    """--publish without --sign-key, or a --cache-from that is not a directory: refused."""
+    """--publish without --sign-key or into a file, or a --cache-from that is not a
+    directory: refused before anything runs."""
+    from changeloop.cli.argtypes import file_in_the_way
+    from changeloop.errors import Location
+
     if args.publish is not None and args.sign_key is None:
         return Problem(
             code="publish_needs_sign_key",
             message="--publish shares receipts signed with --sign-key; none was given",
             fix="add --sign-key PATH (the CI key an external provider's ci: trusts)",
+        )
+    blocked = file_in_the_way(args.publish) if args.publish is not None else None
+    if blocked is not None:
+        return Problem(
+            code="publish_not_a_directory",
+            message="--publish names it, and it is a file, not a directory"
+            if blocked == args.publish
+            else f"--publish {args.publish} lies under it, and it is a file, not a directory",
+            location=Location(str(blocked)),
+            fix="name a directory (it is created if missing) for the CI run's shared cache",
         )
     if args.cache_from is not None and not args.cache_from.is_dir():
         return Problem(

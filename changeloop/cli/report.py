@@ -63,8 +63,29 @@ def run(args: argparse.Namespace) -> int:
 
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)
+    if args.run is not None:
+        _refuse_run_without_runs(plan.root, plan.change.id, args.run)
     path, report = write_report(plan, out=args.out, run_id=args.run, public_keys=keys)
     return announce(args, plan.root, path, report)
+
+
+def _refuse_run_without_runs(root: Path, change: str, run_id: str) -> None:
+    """``--run`` where no run is recorded: there is nothing to choose from, so say how to
+    make one (report/runs.py answers an unknown id among recorded runs)."""
+    from changeloop.errors import ChangeloopError, Problem
+    from changeloop.state import StateDir
+
+    runs = StateDir(root).runs
+    if runs.is_dir() and any(p.is_dir() for p in runs.iterdir()):
+        return
+    raise ChangeloopError(
+        Problem(
+            code="unknown_run",
+            message=f"no run {run_id!r}: no run is recorded yet in this workspace",
+            fix=f"run `changeloop prove {change}` first (it records a run), then"
+            f" `changeloop report {change}`; omit --run to report the latest run",
+        )
+    )
 
 
 def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> int:

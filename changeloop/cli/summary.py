@@ -55,12 +55,14 @@ def register(sub: Any) -> None:
 @common.with_shape(lambda a: {"version": "1", "change": a.change, "verificationResult": None})
 def run(args: argparse.Namespace) -> int:
     from changeloop import __version__
+    from changeloop.cli.argtypes import refuse_out_file
     from changeloop.cli.prove import load_plan
     from changeloop.gate import evaluate
     from changeloop.keys import load_private_key, load_public_key_file
     from changeloop.receipts import write_atomic
     from changeloop.vsa import build_vsa, seal_vsa
 
+    refuse_out_file("--out", args.out)
     key = load_private_key(args.sign_key)
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeloop import schemas
 from changeloop.config import validation_memo
+from changeloop.config.schema_words import bound_or_choice
 from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
 
@@ -203,6 +204,14 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
             location=doc.location(path, key=True),
             fix=f"add {', '.join(missing)}",
         )
+    if keyword == "minItems" and path[-1:] == ("requires",) and path[:1] == ("claims",):
+        return Problem(
+            code="claim_requires_nothing",
+            message=f"{_dotted(path)} must name at least one capability",
+            location=doc.location(path),
+            fix="list the capabilities whose receipts must credit the claim, e.g."
+            " `requires: [test]`",
+        )
     if keyword == "enum":
         options = ", ".join(str(v) for v in wanted)
         return Problem(
@@ -234,10 +243,14 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
             location=doc.location(path),
             fix="rename it",
         )
+    worded = bound_or_choice(error, _dotted(path), doc.location(path), type_name(instance))
+    if worded is not None:
+        return worded
     return Problem(
         code="invalid_value",
         message=f"{_dotted(path)}: {error.message}",
         location=doc.location(path),
+        fix=f"correct {_dotted(path)} as the message says",
     )
 
 

@@ -135,8 +135,10 @@ def requires_gate(
                 continue
             if status == "missing":
                 why = [s for s in aside if speaks_for(s, capability, repo)]
-                if why:
-                    reasons += [Reason(s.code, s.message) for s in why]
+                if why:  # one envelope spanning several repositories is said once
+                    reasons += [
+                        r for r in (Reason(s.code, s.message) for s in why) if r not in reasons
+                    ]
                 else:
                     reasons.append(
                         Reason("no-receipt", f"requires {capability} in {repo}: no receipt")

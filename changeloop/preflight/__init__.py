@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from changeloop.config.schema import position
 from changeloop.errors import PreflightError, Problem
 from changeloop.model import Plan
+from changeloop.preflight.adapter_keys import misplaced_keys
 from changeloop.preflight.links import links
 from changeloop.preflight.locate import Locator
 from changeloop.preflight.providers import provider_problems
@@ -46,14 +47,20 @@ def check(plan: Plan) -> list[Problem]:
 
 
 def warnings(plan: Plan, environ: Mapping[str, str] | None = None) -> list[str]:
-    """What does not stop a run but weakens it: envFrom values too short to be masked."""
+    """What does not stop a run but weakens it: envFrom values too short to be masked,
+    keys the provider's adapter does not read."""
     from changeloop.masking import MIN_LENGTH, short_values
 
     return [
         f"warning: the value of {name} (envFrom) is shorter than {MIN_LENGTH} characters, too"
         " short to be a secret: it is not masked in logs, reports or receipts"
         for name in short_values(plan, environ)
-    ]
+    ] + [f"warning: {problem.render()}" for problem in located_warnings(plan)]
+
+
+def located_warnings(plan: Plan) -> list[Problem]:
+    """The warnings that point at a line of a file (``evidence doctor`` shows them too)."""
+    return sorted(misplaced_keys(plan), key=position)
 
 
 def enforce(plan: Plan) -> None:

@@ -35,6 +35,7 @@ def run_import(args: argparse.Namespace) -> int:
     change = workspace.find_change(root, args.change)
     target = change.path / "receipts"
     _refuse_symlinked(target, root)
+    _refuse_file(target, display_path(root, target))
     plan = build_plan(root, change)
     keys = [
         Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
@@ -123,6 +124,25 @@ def _refuse_symlinked(target: Path, root: Path) -> None:
                 f" directory {target}",
                 location=Location(str(link)),
                 fix=f"replace the symlink {link} with a real directory, then import again",
+            ),
+            NOTHING_IMPORTED,
+        ],
+        exit_code=1,
+    )
+
+
+def _refuse_file(target: Path, shown: str) -> None:
+    """Refuse a ``receipts`` that is a file before anything is verified (exit 1, nothing copied)."""
+    if target.is_symlink() or not target.exists() or target.is_dir():
+        return
+    raise ChangeloopError(
+        [
+            Problem(
+                code="receipts_not_a_directory",
+                message=f"{shown} is a file, not a directory; receipts are imported into it",
+                location=Location(shown),
+                fix=f"move {shown} away (receipts are kept as files inside that directory),"
+                " then import again",
             ),
             NOTHING_IMPORTED,
         ],

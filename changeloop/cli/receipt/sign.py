@@ -16,12 +16,18 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from changeloop.cli import common
+from changeloop.errors import ChangeloopError, Problem
+
+if TYPE_CHECKING:
+    from changeloop.model import Plan
 
 
 def run_sign(args: argparse.Namespace) -> int:
     from changeloop import workspace
+    from changeloop.cli.argtypes import refuse_out_file
     from changeloop.identity import content_identity
     from changeloop.jcs import canonicalize
     from changeloop.keys import load_private_key
@@ -38,6 +44,7 @@ def run_sign(args: argparse.Namespace) -> int:
         write_atomic,
     )
 
+    refuse_out_file("--out", args.out)
     key = load_private_key(args.key)
     claims = [c.strip() for c in args.claims.split(",") if c.strip()]
     if args.status == "fail" and not args.reason:
@@ -45,6 +52,7 @@ def run_sign(args: argparse.Namespace) -> int:
     root = workspace.find_root(override=common.root_arg(args))
     change = workspace.find_change(root, args.change)
     plan = build_plan(root, change)
+    _check_claims(plan, claims, args.claims)
     externals = {p.name: p.capability for p in plan.providers.values() if p.adapter == "external"}
     if externals and args.capability not in externals.values():
         listed = ", ".join(f"{n} ({c})" for n, c in sorted(externals.items()))
@@ -107,3 +115,28 @@ def run_sign(args: argparse.Namespace) -> int:
             )
     common.say(f"signed {sealed.id} for change {change.id} ({args.status}; content {trees})")
     return 0
+
+
+def _check_claims(plan: Plan, claims: list[str], given: str) -> None:
+    """Refuse (exit 2, nothing signed) claims the change's evidence.yaml does not declare,
+    and an empty ``--claims`` where it declares some: such a receipt would credit nothing."""
+    from changeloop.preflight.locate import Locator
+
+    declared = sorted(plan.evidence.claims)
+    unknown = [c for c in claims if c not in plan.evidence.claims]
+    if not unknown and (claims or not declared):
+        return
+    known = ", ".join(declared) if declared else "none: the change declares no claims"
+    if unknown:
+        names = ", ".join(repr(c) for c in unknown)
+        message = f"--claims names {names}, not a claim of change {plan.change.id}"
+    else:
+        message = f"--claims {given!r} names no claim of change {plan.change.id}"
+    raise ChangeloopError(
+        Problem(
+            code="unknown_claim",
+            message=message,
+            location=Locator(plan).in_evidence("claims", key=True),
+            fix=f"pass --claims with the claims this receipt credits ({known})",
+        )
+    )
