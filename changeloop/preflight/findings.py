@@ -29,6 +29,9 @@ REFUSED = "preflight-refused"
 WARNED = "preflight-warning"
 # Refusals whose fix is a checkout or git itself, not an edit of the file they point at.
 NOT_AN_EDIT = frozenset({"missing_repository", "git_refused", "not_a_git_worktree"})
+# The workspace's own git state is prove's to refuse, not a finding about the change:
+# doctor answers for a change's configuration and tools, in a git work tree or not.
+WORKSPACE_STATE = frozenset({"git_refused", "not_a_git_worktree"})
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,9 @@ def preflight_findings(
         plan = build_plan(root, change, derived=dict(derived), config=(evidence, execution))
         problems = preflight.check(plan)
     except ChangeloopError as exc:
-        return [_finding(p, default=evidence.path) for p in exc.problems]
+        problems = [p for p in exc.problems if p.code not in WORKSPACE_STATE]
+        return [_finding(p, default=evidence.path) for p in problems]
+    problems = [p for p in problems if p.code not in WORKSPACE_STATE]
     out: list[DoctorFinding] = [_finding(p, default=evidence.path) for p in problems]
     warned = preflight.located_warnings(plan)
     return out + [_finding(w, default=evidence.path, severity="warning") for w in warned]
