@@ -103,7 +103,7 @@ def test_sign_to_stdout_writes_the_envelope(
                 "--change",
                 "add-review",
                 "--claims",
-                "auth-boundary",
+                "a,b",
                 "--key",
                 str(keys / "changeloop.key"),
                 "--issuer",

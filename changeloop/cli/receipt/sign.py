@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from changeloop.cli import common
-from changeloop.errors import ChangeloopError, Problem
 
 if TYPE_CHECKING:
     from changeloop.model import Plan
@@ -118,10 +117,13 @@ def run_sign(args: argparse.Namespace) -> int:
 
 
 def _check_claims(plan: Plan, claims: list[str], given: str) -> None:
-    """Refuse (exit 2, nothing signed) claims the change's evidence.yaml does not declare,
-    and an empty ``--claims`` where it declares some: such a receipt would credit nothing."""
-    from changeloop.preflight.locate import Locator
+    """Warn (and still sign) when ``--claims`` names claims the change's evidence.yaml does
+    not declare, or none where it declares some: such a receipt credits nothing here.
 
+    Not a refusal: a signer may sign what it attests (a receipt for another revision
+    of evidence.yaml, or one a verifier must refuse, as a test of that verifier);
+    whoever reads it binds it to the claims (the verification order, docs/receipts.md).
+    """
     declared = sorted(plan.evidence.claims)
     unknown = [c for c in claims if c not in plan.evidence.claims]
     if not unknown and (claims or not declared):
@@ -129,14 +131,7 @@ def _check_claims(plan: Plan, claims: list[str], given: str) -> None:
     known = ", ".join(declared) if declared else "none: the change declares no claims"
     if unknown:
         names = ", ".join(repr(c) for c in unknown)
-        message = f"--claims names {names}, not a claim of change {plan.change.id}"
+        what = f"--claims names {names}, not a claim of change {plan.change.id}"
     else:
-        message = f"--claims {given!r} names no claim of change {plan.change.id}"
-    raise ChangeloopError(
-        Problem(
-            code="unknown_claim",
-            message=message,
-            location=Locator(plan).in_evidence("claims", key=True),
-            fix=f"pass --claims with the claims this receipt credits ({known})",
-        )
-    )
+        what = f"--claims {given!r} names no claim of change {plan.change.id}"
+    common.say(f"warning: {what}; the receipt credits no such claim here (declared: {known})")
