@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 
 
 def register(sub: Any) -> None:
@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
         "adapters",
         help="check the tools the adapters drive against their capability contracts",
         description="Tool capability contracts (changeloop/contracts/*.yaml).",
+        **help_examples.ending("adapters"),
     )
     common.add_common(parser)
     verbs = parser.add_subparsers(dest="adapters_verb", metavar="ACTION")
@@ -35,7 +36,7 @@ def register(sub: Any) -> None:
             "flags and subcommands changeloop's adapters rely on are there. Exit 2 on drift\n"
             "(naming tool, version and what is missing), 0 otherwise."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("adapters check"),
     )
     check.add_argument("--change", metavar="ID", help="only this change's repositories")
     common.add_common(check)

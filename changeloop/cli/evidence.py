@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 from changeloop.errors import ChangeloopError
 
 SUB_VERBS = ("detect", "init", "doctor")
@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
         "evidence",
         help="detect test frameworks, derive wiring (init), explain gaps (doctor)",
         description="Bootstrap a change's wiring from the repositories' own manifests.",
+        **help_examples.ending("evidence"),
     )
     common.add_common(parser)
     verbs = parser.add_subparsers(dest="evidence_verb", metavar="SUBVERB")
@@ -32,7 +33,12 @@ def register(sub: Any) -> None:
         "doctor": "explain everything unresolved; exit 1 when something is",
     }
     for name in SUB_VERBS:
-        p = verbs.add_parser(name, help=helps[name], description=helps[name])
+        p = verbs.add_parser(
+            name,
+            help=helps[name],
+            description=helps[name],
+            **help_examples.ending(f"evidence {name}"),
+        )
         p.add_argument("change", help="change id (openspec/changes/<id>)")
         common.add_common(p)
         if name == "init":

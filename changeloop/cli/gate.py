@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 
 
 def register(sub: Any) -> None:
@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
             "wiring; 1 otherwise, naming per claim why; 2 when the change is refused.\n"
             "Nothing runs: use it as an OpenSpec archive hook or a merge check."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("gate"),
     )
     parser.add_argument("change", metavar="CHANGE")
     common.add_public_keys(

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 from changeloop.errors import ChangeloopError, Location, Problem
 
 
@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
             "(public, SPKI PEM). Keep the .key in a protected CI secret; put the .pub in\n"
             "execution.yaml (ci: {issuer, publicKey}) of the changes that trust it."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("keygen"),
     )
     parser.add_argument(
         "--out",

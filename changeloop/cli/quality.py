@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 
 
 def register(sub: Any) -> None:
@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
         "quality",
         help="run the consumer-quality lanes of quality/foundation-quality.json",
         description="Consumer-quality lanes (quality/foundation-quality.json).",
+        **help_examples.ending("quality"),
     )
     common.add_common(parser)
     verbs = parser.add_subparsers(dest="quality_verb", metavar="ACTION")
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
             "in parallel. Each lane keeps its own pass/fail; the worst decides (exit 0 all\n"
             "passed, 1 one failed or none applies, 2 refused). Nothing is averaged."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("quality run"),
     )
     run_parser.add_argument("--change", required=True, metavar="ID")
     common.add_common(run_parser)

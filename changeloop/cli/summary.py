@@ -17,7 +17,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 from changeloop.text import escape_controls
 
 
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
             "policy = evidence.yaml's digest, inputAttestations = every receipt read.\n"
             "Exit 0 when PASSED, 1 when FAILED (the VSA is written either way), 2 when refused."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("summary"),
     )
     parser.add_argument("change", metavar="CHANGE")
     parser.add_argument(

@@ -15,11 +15,10 @@ share are in ``problems.py``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, help_examples
 from changeloop.cli.receipt.importing import run_import
 from changeloop.cli.receipt.sign import run_sign
 from changeloop.cli.receipt.verify import run_verify
@@ -31,6 +30,7 @@ def register(sub: Any) -> None:
         "receipt",
         help="sign, verify or import receipts",
         description="Sign, verify or import DSSE receipts (in-toto statements, Ed25519).",
+        **help_examples.ending("receipt"),
     )
     common.add_common(parser)
     verbs = parser.add_subparsers(dest="receipt_verb", metavar="ACTION")
@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
             "every repository of the change. A local `external` provider trusting --key's\n"
             "public half accepts it for that content and no other."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("receipt sign"),
     )
     sign.add_argument("--change", required=True, metavar="ID")
     sign.add_argument(
@@ -86,6 +86,7 @@ def register(sub: Any) -> None:
         "verify",
         help="verify a receipt and name the first failed check",
         description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
+        **help_examples.ending("receipt verify"),
     )
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument(
@@ -110,7 +111,7 @@ def register(sub: Any) -> None:
             "--public-key), then copy all of them into openspec/changes/<id>/receipts/.\n"
             "Any refusal exits 1 and copies nothing."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **help_examples.ending("receipt import"),
     )
     imp.add_argument("files", type=Path, nargs="+", metavar="FILE")
     imp.add_argument("--change", required=True, metavar="ID")

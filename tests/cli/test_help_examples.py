@@ -1,0 +1,34 @@
+"""Every verb's --help ends with examples and its exit codes (cli/help_examples.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from changeloop.cli.help_examples import ENDINGS
+from changeloop.cli.main import main
+
+
+@pytest.mark.parametrize("verb", sorted(ENDINGS))
+def test_help_shows_examples_and_exit_codes(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*verb.split(), "--help"]) == 0
+    text = capsys.readouterr().out
+    examples = text.split("examples:\n", 1)[1]
+    assert examples.lstrip().startswith(f"changeloop {verb.split(maxsplit=1)[0]}")
+    assert "exit codes: " in examples
+
+
+def test_every_verb_and_subverb_has_an_ending() -> None:
+    """A verb added later without examples fails here (prove and report have their own)."""
+    from changeloop.cli.main import VERBS, build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if a.dest == "verb"]
+    for verb in VERBS:
+        child = sub.choices[verb]  # type: ignore[index]
+        assert verb in ENDINGS or "examples:" in (child.epilog or ""), verb
+        inner = [a for a in child._actions if isinstance(a, argparse._SubParsersAction)]
+        for action in inner:
+            for name in action.choices:
+                assert f"{verb} {name}" in ENDINGS, f"{verb} {name}"
