@@ -165,6 +165,17 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_SUBVERBS = {"evidence": ("detect", "init", "doctor"), "receipt": ("sign", "verify", "import")}
+
+
+def _help_for(raw: Sequence[str]) -> str:
+    """The command whose --help answers a usage error: the verb (and sub-verb) it was for."""
+    verb, sub, first = _verb_of(raw)
+    sub = sub if verb in _SUBVERBS else first
+    known = {**_SUBVERBS, "quality": ("run",), "adapters": ("check",)}.get(verb or "", ())
+    return " ".join(w for w in ("changeloop", verb, sub if sub in known else None) if w)
+
+
 # -- the verb's --json shape, known without importing the verb ---------------
 def _verb_of(argv: Sequence[str]) -> tuple[str | None, str | None, str | None]:
     """(verb, sub-verb, first positional after it) read from raw argv."""
@@ -276,7 +287,7 @@ def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except _UsageError as exc:
-        problem = Problem(code="usage", message=exc.message, fix="see `changeloop --help`")
+        problem = Problem(code="usage", message=exc.message, fix=f"see `{_help_for(raw)} --help`")
         return _answer(raw, None, ChangeloopError(problem), echo=False)  # argparse said it
     state["args"] = args
     from changeloop.state import one_check_per_invocation

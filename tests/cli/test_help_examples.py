@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -32,3 +33,21 @@ def test_every_verb_and_subverb_has_an_ending() -> None:
         for action in inner:
             for name in action.choices:
                 assert f"{verb} {name}" in ENDINGS, f"{verb} {name}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["receipt", "sign", "--change", "x"], "changeloop receipt sign --help"),
+        (["prove", "--jobs", "x"], "changeloop prove --help"),
+        (["quality", "run"], "changeloop quality run --help"),
+        (["evidence", "detec"], "changeloop evidence --help"),
+        (["nosuch"], "changeloop --help"),
+    ],
+)
+def test_a_usage_error_points_at_the_help_of_what_was_typed(
+    argv: list[str], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--json"]) == 2
+    [error] = json.loads(capsys.readouterr().out)["errors"]
+    assert error["code"] == "usage" and error["fix"] == f"see `{where}`"
