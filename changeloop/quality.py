@@ -134,6 +134,8 @@ def load_quality(root: Path) -> QualityConfig | None:
         ) from exc
     try:
         data = json.loads(text, object_pairs_hook=_strict_pairs(display))
+    except ConfigError as exc:  # a duplicate key: JSON's decoder knows no position, YAML's does
+        raise _located_duplicate(text, path, display) or exc from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             Problem(
@@ -158,6 +160,17 @@ def load_quality(root: Path) -> QualityConfig | None:
         for name, spec in data["lanes"].items()
     }
     return QualityConfig(path=path, lanes=lanes)
+
+
+def _located_duplicate(text: str, path: Path, display: str) -> ConfigError | None:
+    """The duplicate-key refusal with its line and column, from the YAML reader (JSON is
+    YAML, and the one YAML dialect refuses a duplicate key naming both lines)."""
+    try:
+        parse_yaml(text.replace("\t", " "), path, display)
+    except ConfigError as exc:
+        if all(problem.code == "duplicate_key" for problem in exc.problems):
+            return exc
+    return None
 
 
 def _with_marks(text: str, path: Path, display: str, data: Any) -> Document:

@@ -148,7 +148,10 @@ def test_json_syntax_duplicate_keys_versions_and_types(
     path = root / "quality" / "foundation-quality.json"
     cases = {
         '{\n  "version": 1,\n  "lanes": {,}\n}\n': ("json_syntax", 3),
-        '{"version": 1, "version": 1, "lanes": {}}': ("duplicate_key", None),
+        '{"version": 1, "version": 1, "lanes": {}}': ("duplicate_key", 1),
+        # the second 'a' of one object, not the 'a' of another object (DESIGN §2.5: line, column)
+        '{"version": 1,\n "lanes": {"a": {"command": ["x"]},\n  "b": {"command": ["y"]},\n'
+        '  "a": {"command": ["z"]}}}': ("duplicate_key", 4),
         '{"version": 2, "lanes": {"a": {"command": ["x"]}}}': ("version_newer", 1),
         '{"version": 1, "lanes": {"a": {"command": "npm run lint"}}}': ("command_not_list", 1),
         '{"version": 1}': ("missing_key", 1),
