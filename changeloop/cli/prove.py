@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
+from changeloop.cli.collector import paused
 from changeloop.cli.prove_nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove_plan import dry_run, load_plan
 from changeloop.errors import ChangeloopError
@@ -145,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
         if code is not None:
             return code
     try:
-        plan = load_plan(args, shape)
+        with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
+            plan = load_plan(args, shape)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
     except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
@@ -157,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
         return dry_run(args, plan)
-    from changeloop.engine import nothing_to_prove
+    with paused():  # the run's imports: long-lived too
+        from changeloop.engine import nothing_to_prove
 
     empty = nothing_to_prove(plan)
     if empty is not None:
