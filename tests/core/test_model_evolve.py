@@ -15,9 +15,7 @@ from changeloop import model
 from changeloop.model import Provider, evolve
 from changeloop.plan import build_plan
 
-RECORDS = [
-    c for _, c in inspect.getmembers(model, inspect.isclass) if dataclasses.is_dataclass(c)
-]
+RECORDS = [c for _, c in inspect.getmembers(model, inspect.isclass) if dataclasses.is_dataclass(c)]
 
 
 def test_every_record_of_the_model_is_one_evolve_copies_itself() -> None:
