@@ -200,7 +200,11 @@ def _identified_ahead(
 ) -> contextlib.AbstractContextManager[None]:
     """The workspace's content identity started on a thread while the plan loads (~15 ms
     of git processes on the other core), when it is surely the change's one repository:
-    evidence.yaml names no ``repositories`` (the default is the workspace itself)."""
+    evidence.yaml names no ``repositories`` (the default is the workspace itself).
+
+    ``.changeloop/`` is made ignored first, as the run does before it identifies
+    anything: loading the plan writes there (the validation memo), which git must not see.
+    """
     if config is None or args.dry_run:
         return contextlib.nullcontext()
     root, change, _ = config
@@ -215,6 +219,13 @@ def _identified_ahead(
         return contextlib.nullcontext()  # loading the plan says why (or reads it whole)
     if b"repositories" in evidence:
         return contextlib.nullcontext()
+    from changeloop.state import check_state, ensure_gitignored
+
+    try:  # .changeloop/ out of git's view before git looks (the run does this first too)
+        check_state(root)
+        ensure_gitignored(root)
+    except (ChangeloopError, OSError):
+        return contextlib.nullcontext()  # the run refuses the state as it always did
     with paused():
         from changeloop.run.sandboxes import identified_ahead
 

@@ -23,8 +23,11 @@ from changeloop.run import sandboxes
 EXECUTION = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'
 
 
-def _workspace(tmp_path: Path, evidence: str = "version: 3\nrequires: [ok]\n") -> Path:
-    root = make_repo(tmp_path / "ws", {"a.txt": "a\n", ".gitignore": ".changeloop/\n"})
+def _workspace(
+    tmp_path: Path, evidence: str = "version: 3\nrequires: [ok]\n", *, ignored: bool = True
+) -> Path:
+    files = {"a.txt": "a\n", **({".gitignore": ".changeloop/\n"} if ignored else {})}
+    root = make_repo(tmp_path / "ws", files)
     make_change(root, "c", evidence, EXECUTION)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "change")
@@ -63,6 +66,26 @@ def test_the_workspace_is_identified_once_on_its_own_thread(
     assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
     assert sandboxes._AHEAD == {}
     assert not [t for t in threading.enumerate() if t.name == "changeloop-identity"]
+
+
+def test_state_written_while_the_plan_loads_is_never_part_of_the_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No .gitignore: .changeloop/ (the validation memo is written while the plan loads)
+    # must be out of git's view before git is asked for the identity, not just by chance.
+    root = _workspace(tmp_path, ignored=False)
+    ignored_when_asked: list[bool] = []
+
+    def watched(path: Path, **kwargs: Any) -> Any:
+        ignored_when_asked.append((root / ".changeloop" / ".gitignore").is_file())
+        return content_identity(path, **kwargs)
+
+    monkeypatch.setattr("changeloop.run.sandboxes.content_identity", watched)
+    for _ in range(2):
+        code, doc = prove_json(root, "c", "--no-cache", capsys=capsys)
+        assert code == 0
+        assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
+    assert ignored_when_asked == [True, True]
 
 
 def test_declared_repositories_are_identified_by_the_run_only(
