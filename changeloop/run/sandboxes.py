@@ -53,10 +53,11 @@ _AHEAD: dict[tuple[str, bool], _Ahead] = {}
 def identified_ahead(path: Path, *, include_untracked: bool) -> Iterator[None]:
     """Within the block, ``path``'s content identity is being computed for the run.
 
-    What the run does not take is waited for and dropped when the block ends (its
-    temporary index removed), so nothing outlives the ``prove`` that started it.
-    A failure is never reported from here: the run computes the identity again and
-    refuses as it always did.
+    What the run does not take (a refused plan, an interruption) is dropped when the
+    block ends, not waited for: an interrupted ``prove`` answers at once, and the
+    thread (a daemon) ends with its git process, its temporary index in the run's
+    private temporary directory. A failure is never reported from here: the run
+    computes the identity again and refuses as it always did.
     """
     key = (str(path.resolve()), include_untracked)
     ahead = _AHEAD.get(key) or _AHEAD.setdefault(key, _Ahead(Path(key[0]), include_untracked))
@@ -65,7 +66,6 @@ def identified_ahead(path: Path, *, include_untracked: bool) -> Iterator[None]:
     finally:
         if _AHEAD.get(key) is ahead:
             del _AHEAD[key]
-        ahead.result()
 
 
 def _taken(path: Path, untracked: bool) -> ContentIdentity | None:
