@@ -92,6 +92,8 @@ class ChangeContext:
     detections: Mapping[str, list[Detection]]
     # Directories (relative to each repository) the scan could not open and skipped.
     unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # derive.derivation_possible's answer when load_context asked it (only_if_derivable)
+    derivable: bool | None = None
 
 
 def configured_for(execution: Execution | None, repo: str, single: bool) -> list[Provider]:
@@ -134,7 +136,16 @@ def load_context(
         )
         if skipped.paths:
             unreadable[name] = skipped.sorted()
-    return ChangeContext(root, change, evidence, execution, repos, detections, unreadable)
+    return ChangeContext(
+        root,
+        change,
+        evidence,
+        execution,
+        repos,
+        detections,
+        unreadable,
+        derivable=detect if only_if_derivable else None,
+    )
 
 
 def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
