@@ -13,7 +13,6 @@ Configured providers replace derived ones of the same name entirely
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +21,16 @@ from changeloop.config.evidence import load_evidence
 from changeloop.config.execution import default_capability, load_execution
 from changeloop.config.schema import position
 from changeloop.errors import ConfigError, Location, Problem
-from changeloop.model import ChangeRef, Evidence, Execution, Plan, Provider, Repository, Service
+from changeloop.model import (
+    ChangeRef,
+    Evidence,
+    Execution,
+    Plan,
+    Provider,
+    Repository,
+    Service,
+    evolve,
+)
 
 EVIDENCE_FILE = "evidence.yaml"
 EXECUTION_FILE = "execution.yaml"
@@ -98,7 +106,7 @@ def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Prov
             changes["repository"] = only
     if not provider.capability:
         changes["capability"] = default_capability(provider.name, provider.adapter)
-    return dataclasses.replace(provider, **changes) if changes else provider  # type: ignore[arg-type]
+    return evolve(provider, **changes) if changes else provider
 
 
 # Adapters whose result depends on the repository's entry points (DESIGN.md §11).
@@ -110,7 +118,7 @@ def _with_entry_points(provider: Provider, repositories: Mapping[str, Repository
     repo = repositories.get(provider.repository or "")
     if provider.adapter not in GROUNDED_ADAPTERS or repo is None or not repo.entry_points:
         return provider
-    return dataclasses.replace(provider, entry_points=repo.entry_points)
+    return evolve(provider, entry_points=repo.entry_points)
 
 
 def _with_resources(provider: Provider, plan: Plan) -> Provider:
@@ -126,7 +134,7 @@ def _with_resources(provider: Provider, plan: Plan) -> Provider:
     if resources is None:
         return provider
     extra = tuple(p for p in ports if p not in resources)
-    return dataclasses.replace(provider, resources=tuple(resources) + extra)
+    return evolve(provider, resources=tuple(resources) + extra)
 
 
 def _defaults(provider: Provider, plan: Plan) -> tuple[str, ...] | None:
@@ -173,7 +181,7 @@ def build_plan(
     only = _only(repositories)
     for name, service in (execution.services if execution else {}).items():
         adopt = service.repository is None and only is not None
-        services[name] = dataclasses.replace(service, repository=only) if adopt else service
+        services[name] = evolve(service, repository=only) if adopt else service
     draft = Plan(
         root=root,
         change=change,
@@ -184,4 +192,4 @@ def build_plan(
         services=services,
     )
     final = {name: _with_resources(p, draft) for name, p in providers.items()}
-    return dataclasses.replace(draft, providers=final)
+    return evolve(draft, providers=final)

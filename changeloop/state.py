@@ -120,7 +120,9 @@ class StateDir:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             clear_non_file(target)
-            fsio.write_atomic(target, json.dumps(data, sort_keys=True).encode("utf-8"))
+            # no fsync: a hint lost (or torn) by a power cut reads as none (_read_durations)
+            payload = json.dumps(data, sort_keys=True).encode("utf-8")
+            fsio.write_atomic(target, payload, durable=False)
         except OSError:
             return
 

@@ -52,8 +52,9 @@ def _proven(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict
 # -- damaged state: ignored and rebuilt ----------------------------------------
 @pytest.mark.parametrize(
     "damage",
-    [b"[1, 2]", b'{"c1": [1]}', b'{"c1": {"test": "slow"}, "c2": 5}', DEEP, b"\xff\xfe\x00"],
-    ids=["list", "wrong-shape", "wrong-values", "deeply-nested", "not-utf8"],
+    # empty: what a power cut may leave of durations written without fsync (hints)
+    [b"[1, 2]", b'{"c1": [1]}', b'{"c1": {"test": "slow"}, "c2": 5}', DEEP, b"\xff\xfe\x00", b""],
+    ids=["list", "wrong-shape", "wrong-values", "deeply-nested", "not-utf8", "empty"],
 )
 def test_damaged_durations_are_rebuilt(
     tmp_path: Path, damage: bytes, capsys: pytest.CaptureFixture[str]

@@ -8,6 +8,7 @@ green.
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -113,7 +114,15 @@ class _Masked:
 
 
 def render_board(result: ProveResult, stream: TextIO) -> None:
-    out = _Masked(stream, result.masker)
+    """The board, masked and written at once (line by line, a thousand providers cost
+    two thousand writes to a line-buffered stderr)."""
+    out = io.StringIO()
+    _board(result, out)
+    _Masked(stream, result.masker).write(out.getvalue())
+    stream.flush()
+
+
+def _board(result: ProveResult, out: TextIO) -> None:
     verdict = result.verdict
     plan = result.plan
     out.write(f"\nchange {plan.change.id}: {verdict.status.upper()}\n")
@@ -147,7 +156,6 @@ def render_board(result: ProveResult, stream: TextIO) -> None:
         out.write("\nNext steps:\n")
         out.write(f"  changeloop evidence doctor {plan.change.id}\n")
         out.write(f"  ls {result.run_dir.relative_to(plan.root)}  # logs and reports\n")
-    out.flush()
 
 
 MAX_REASON = 400

@@ -12,11 +12,14 @@ for the verbs that load a plan too), the full run :mod:`~changeloop.cli.prove_fu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
+from changeloop.cli.collector import paused
 from changeloop.cli.prove_nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove_plan import dry_run, load_plan
 from changeloop.errors import ChangeloopError
@@ -144,8 +147,20 @@ def run(args: argparse.Namespace) -> int:
         code = answer_from_record(args, *config, jobs=jobs_wanted(args), seen=seen, known=known)
         if code is not None:
             return code
+    with _identified_ahead(args, config, seen):
+        return _plan_and_run(args, shape, config, seen, known)
+
+
+def _plan_and_run(
+    args: argparse.Namespace,
+    shape: dict[str, Any],
+    config: tuple[Path, Any, dict[str, str | None]] | None,
+    seen: dict[str, str],
+    known: dict[str, Any],
+) -> int:
     try:
-        plan = load_plan(args, shape)
+        with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
+            plan = load_plan(args, shape)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
     except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
@@ -157,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
         return dry_run(args, plan)
-    from changeloop.engine import nothing_to_prove
+    with paused():  # the run's imports: long-lived too
+        from changeloop.engine import nothing_to_prove
 
     empty = nothing_to_prove(plan)
     if empty is not None:
@@ -175,6 +191,45 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove_full import prove_full
 
     return prove_full(args, plan, config[2] if config else None, seen, known)
+
+
+def _identified_ahead(
+    args: argparse.Namespace,
+    config: tuple[Path, Any, dict[str, str | None]] | None,
+    seen: Mapping[str, str],
+) -> contextlib.AbstractContextManager[None]:
+    """The workspace's content identity started on a thread while the plan loads (~15 ms
+    of git processes on the other core), when it is surely the change's one repository:
+    evidence.yaml names no ``repositories`` (the default is the workspace itself).
+
+    ``.changeloop/`` is made ignored first, as the run does before it identifies
+    anything: loading the plan writes there (the validation memo), which git must not see.
+    """
+    if config is None or args.dry_run:
+        return contextlib.nullcontext()
+    root, change, _ = config
+    if str(root.resolve()) in seen:  # the no-change check has its tree: cheaper still
+        return contextlib.nullcontext()
+    from changeloop.errors import FileRefused
+    from changeloop.fsio import KIB, read_regular
+
+    try:
+        evidence = read_regular(change.path / "evidence.yaml", limit=64 * KIB, what="evidence")
+    except FileRefused:
+        return contextlib.nullcontext()  # loading the plan says why (or reads it whole)
+    if b"repositories" in evidence:
+        return contextlib.nullcontext()
+    from changeloop.state import check_state, ensure_gitignored
+
+    try:  # .changeloop/ out of git's view before git looks (the run does this first too)
+        check_state(root)
+        ensure_gitignored(root)
+    except (ChangeloopError, OSError):
+        return contextlib.nullcontext()  # the run refuses the state as it always did
+    with paused():
+        from changeloop.run.sandboxes import identified_ahead
+
+    return identified_ahead(root, include_untracked=args.sandbox != "worktree")
 
 
 _SHUTDOWN_REGISTERED: list[bool] = []

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
+from changeloop.cli.collector import before_run, paused
 from changeloop.cli.common import only_user_error
 from changeloop.cli.prove import EMPTY, jobs_wanted
 from changeloop.cli.prove_nochange import remember
@@ -38,11 +39,12 @@ def prove_full(
     ``seen`` and ``known`` are what the no-change check learnt on its way to a miss
     (content trees, carried inputs digests); the full path starts from them.
     """
-    import anyio
+    with paused():
+        import anyio
 
-    from changeloop.cli.board import Progress, render_board, to_json
-    from changeloop.engine import ProveOptions, ProveResult, prove
-    from changeloop.signals import cancel_on_signals
+        from changeloop.cli.board import Progress, render_board, to_json
+        from changeloop.engine import ProveOptions, ProveResult, prove
+        from changeloop.signals import cancel_on_signals
 
     if args.sign_key is not None:
         from changeloop.keys import load_private_key
@@ -92,6 +94,7 @@ def prove_full(
         interrupted = interruption.interrupted
 
     try:
+        before_run()
         anyio.run(main)
     except ChangeloopError as exc:
         return common.fail(args, exc, refused)

@@ -40,7 +40,10 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     with validated_memo(_checked_state(root)):
         context = load_context(root, change, only_if_derivable=True)
     derived = {}
-    if derivation_possible(context.evidence, context.execution, context.repositories):
+    derivable = context.derivable  # asked once, by load_context
+    if derivable is None:
+        derivable = derivation_possible(context.evidence, context.execution, context.repositories)
+    if derivable:
         derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
     problems = preflight.check(plan)

@@ -12,7 +12,6 @@ never contain — duplicate keys, alias bombs, non-standard tags — and keep th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from changeloop.config.yaml_core import LOADER, TAG
 from changeloop.errors import ConfigError, FileRefused, Location, Problem
 from changeloop.fsio import read_regular
 
@@ -33,8 +33,9 @@ MAX_INTEGER = 2**53 - 1
 
 YamlPath = tuple[str | int, ...]
 
-_TAG = "tag:yaml.org,2002:"
+_TAG = TAG
 _SCALAR_TAGS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
+_STR, _SEQ, _MAP, _MERGE = f"{_TAG}str", f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge"
 
 
 @dataclass(frozen=True)
@@ -132,56 +133,6 @@ def _decode(raw: bytes, display: str) -> str:
         ) from exc
 
 
-# libyaml's composer when PyYAML was built with it (same nodes and marks, ~10x faster)
-_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-# The YAML 1.2 core schema (as OpenSpec reads YAML): only these plain scalars are
-# not strings. ``yes``/``no``/``on``/``off``, ``1_000``, ``1:30`` and dates stay text.
-_CORE: tuple[tuple[str, str, str], ...] = (
-    ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    (
-        "float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        "-+.0123456789",
-    ),
-)
-
-
-class _CoreResolver(yaml.resolver.BaseResolver):
-    """Implicit tags of the YAML 1.2 core schema (nothing else is implicit)."""
-
-    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (PyYAML's class registry)
-
-
-for _kind, _pattern, _first in _CORE:
-    _CoreResolver.add_implicit_resolver(f"{_TAG}{_kind}", re.compile(_pattern), list(_first))
-_CoreResolver.add_implicit_resolver(f"{_TAG}null", re.compile(r"^$"), [""])
-# Not in the core schema: recognised only so that a merge key is refused by name.
-_CoreResolver.add_implicit_resolver(f"{_TAG}merge", re.compile(r"^<<$"), ["<"])
-
-
-class _CoreLoader(_BASE_LOADER):  # type: ignore[misc]
-    """PyYAML's safe composer, resolving plain scalars by the core schema."""
-
-    yaml_implicit_resolvers = _CoreResolver.yaml_implicit_resolvers
-
-
-_LOADER = _CoreLoader
-
-
-def resolves_to_text(value: str, *, yaml11: bool = False) -> bool:
-    """True when ``value``, written as a plain scalar, reads back as the same string.
-
-    ``yaml11``: ask a YAML 1.1 reader instead (PyYAML's, where ``yes`` is true).
-    """
-    resolver = yaml.resolver.Resolver() if yaml11 else _CoreResolver()
-    tag = resolver.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-    return bool(tag == f"{_TAG}str")
-
-
 class _Walker:
     """Turns a composed node graph into plain values, recording marks."""
 
@@ -207,38 +158,21 @@ class _Walker:
 
     def walk(self, node: yaml.Node, path: YamlPath, record: bool = True) -> Any:
         ident = id(node)
-        if ident in self.stack:
-            raise self._err(
-                "recursive_alias",
-                "a YAML alias refers to itself (recursive anchor)",
-                node,
-                fix="replace the alias with the value it stands for",
-            )
         if ident in self.seen:
-            if record:  # the outermost alias: blame the place it is used, not its anchor
-                self.alias_use = self._nearest(path)
-            record = False  # marks point at the anchor, not at every expansion
-            self.revisits += 1
-            if self.revisits > ALIAS_BUDGET:
-                line, column = self.alias_use
-                raise _problem(
-                    "alias_bomb",
-                    f"YAML anchors and aliases expand to more than "
-                    f"{ALIAS_BUDGET} nodes (an alias bomb?)",
-                    self.display,
-                    line=line,
-                    column=column,
-                    fix="write the values out instead of nesting aliases",
-                )
-        self.seen.add(ident)
+            record = self._again(node, ident, path, record)
+        else:
+            self.seen.add(ident)
         if record:
-            self.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+            mark = node.start_mark
+            self.values[path] = (mark.line + 1, mark.column + 1)
         if isinstance(node, yaml.ScalarNode):
+            if node.tag == _STR:  # the usual scalar, read as PyYAML gives it
+                return str(node.value)
             return self._scalar(node, path)
         self.stack.add(ident)
         try:
             if isinstance(node, yaml.SequenceNode):
-                if node.tag != f"{_TAG}seq":
+                if node.tag != _SEQ:
                     raise self._tag(node)
                 return [self.walk(item, (*path, i), record) for i, item in enumerate(node.value)]
             if isinstance(node, yaml.MappingNode):
@@ -246,6 +180,31 @@ class _Walker:
         finally:
             self.stack.discard(ident)
         raise self._tag(node)  # pragma: no cover - PyYAML has only three node kinds
+
+    def _again(self, node: yaml.Node, ident: int, path: YamlPath, record: bool) -> bool:
+        """A node met before (an alias): refused when recursive or past the budget."""
+        if ident in self.stack:
+            raise self._err(
+                "recursive_alias",
+                "a YAML alias refers to itself (recursive anchor)",
+                node,
+                fix="replace the alias with the value it stands for",
+            )
+        if record:  # the outermost alias: blame the place it is used, not its anchor
+            self.alias_use = self._nearest(path)
+        self.revisits += 1
+        if self.revisits > ALIAS_BUDGET:
+            line, column = self.alias_use
+            raise _problem(
+                "alias_bomb",
+                f"YAML anchors and aliases expand to more than "
+                f"{ALIAS_BUDGET} nodes (an alias bomb?)",
+                self.display,
+                line=line,
+                column=column,
+                fix="write the values out instead of nesting aliases",
+            )
+        return False  # marks point at the anchor, not at every expansion
 
     def _nearest(self, path: YamlPath) -> tuple[int, int]:
         for end in range(len(path), -1, -1):
@@ -297,24 +256,27 @@ class _Walker:
         )
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath, record: bool) -> dict[str, Any]:
-        if node.tag != f"{_TAG}map":
+        if node.tag != _MAP:
             raise self._tag(node)
         out: dict[str, Any] = {}
         lines: dict[str, int] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self._err("yaml_key", "a mapping key must be a plain scalar", key_node)
-            if key_node.tag == f"{_TAG}merge":
-                raise self._err(
-                    "yaml_merge",
-                    "YAML merge keys (<<) are not supported",
-                    key_node,
-                    fix="write the merged keys out",
-                )
-            if key_node.tag not in _SCALAR_TAGS:
-                raise self._tag(key_node)
+            tag = key_node.tag
+            if tag != _STR:
+                if tag == _MERGE:
+                    raise self._err(
+                        "yaml_merge",
+                        "YAML merge keys (<<) are not supported",
+                        key_node,
+                        fix="write the merged keys out",
+                    )
+                if tag not in _SCALAR_TAGS:
+                    raise self._tag(key_node)
             key = str(key_node.value)
-            line = key_node.start_mark.line + 1
+            mark = key_node.start_mark
+            line = mark.line + 1
             if key in lines:
                 raise self._err(
                     "duplicate_key",
@@ -323,9 +285,10 @@ class _Walker:
                     fix=f"keep one {key!r}",
                 )
             lines[key] = line
+            child = (*path, key)
             if record:
-                self.keys[(*path, key)] = (line, key_node.start_mark.column + 1)
-            out[key] = self.walk(value_node, (*path, key), record)
+                self.keys[child] = (line, mark.column + 1)
+            out[key] = self.walk(value_node, child, record)
         return out
 
 
@@ -353,7 +316,7 @@ def load_yaml(path: Path, display: str | None = None) -> Document:
 
 def parse_yaml(text: str, path: Path, display: str) -> Document:
     try:
-        nodes = list(yaml.compose_all(text, Loader=_LOADER))
+        nodes = list(yaml.compose_all(text, Loader=LOADER))
     except RecursionError as exc:
         raise _problem("yaml_too_deep", "the YAML nests too deeply", display) from exc
     except yaml.MarkedYAMLError as exc:

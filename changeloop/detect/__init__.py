@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from changeloop.detect import javascript, python, rust
-from changeloop.detect.manifests import Unreadable
 from changeloop.detect.types import Detection, select
 from changeloop.model import ChangeRef, Evidence, Execution, Provider, Repository
+
+if TYPE_CHECKING:  # the readers are imported when a repository is walked (prove rarely does)
+    from changeloop.detect.manifests import Unreadable
 
 __all__ = ["ChangeContext", "Detection", "derived_for", "detect_repository", "load_context"]
 
@@ -51,6 +53,8 @@ def configured_detection(provider: Provider) -> Detection | None:
 
 def candidates(path: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     """Every signal found in the repository itself, before precedence."""
+    from changeloop.detect import javascript, python, rust
+
     return python.detect(path, unreadable) + javascript.detect(path, unreadable) + rust.detect(path)
 
 
@@ -88,6 +92,8 @@ class ChangeContext:
     detections: Mapping[str, list[Detection]]
     # Directories (relative to each repository) the scan could not open and skipped.
     unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # derive.derivation_possible's answer when load_context asked it (only_if_derivable)
+    derivable: bool | None = None
 
 
 def configured_for(execution: Execution | None, repo: str, single: bool) -> list[Provider]:
@@ -121,6 +127,8 @@ def load_context(
         from changeloop.detect.derive import derivation_possible
 
         detect = derivation_possible(evidence, execution, repos)
+    if detect:
+        from changeloop.detect.manifests import Unreadable
     for name, repo in repos.items() if detect else ():
         skipped = Unreadable()
         detections[name] = detect_repository(
@@ -128,7 +136,16 @@ def load_context(
         )
         if skipped.paths:
             unreadable[name] = skipped.sorted()
-    return ChangeContext(root, change, evidence, execution, repos, detections, unreadable)
+    return ChangeContext(
+        root,
+        change,
+        evidence,
+        execution,
+        repos,
+        detections,
+        unreadable,
+        derivable=detect if only_if_derivable else None,
+    )
 
 
 def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:

@@ -15,10 +15,6 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
-from changeloop.detect.runner_commands import playwright_command, test_command
-from changeloop.detect.script_providers import from_scripts
-from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES, static_providers
 from changeloop.detect.types import Detection
 from changeloop.model import Evidence, Execution, Provider, Repository
 
@@ -50,6 +46,12 @@ def derive_explained(
 ) -> dict[str, tuple[Provider, str]]:
     """Derived providers by name for every capability the change requires, each with the
     evidence (file and key) behind it."""
+    # the runners' argv and the project's scripts: imported only when something is derived
+    from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
+    from changeloop.detect.runner_commands import playwright_command, test_command
+    from changeloop.detect.script_providers import from_scripts
+    from changeloop.detect.static_analysis import static_providers
+
     needs = required(evidence, repositories)
     single = len(repositories) == 1
     out: dict[str, tuple[Provider, str]] = {}
@@ -107,13 +109,14 @@ def derive_explained(
 
 def static_analysis_files(evidence: Evidence, repositories: Mapping[str, Repository]) -> list[Path]:
     """Every file whose bytes decide the derived static-analysis providers of the change."""
-    needs = required(evidence, repositories)
-    return [
-        repositories[repo].path / name
-        for repo in needs.get("static-analysis", [])
-        if repo in repositories
-        for name in STATIC_ANALYSIS_FILES
+    needs = [
+        r for r in required(evidence, repositories).get("static-analysis", []) if r in repositories
     ]
+    if not needs:
+        return []  # (the linters' readers are not even imported)
+    from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES
+
+    return [repositories[repo].path / name for repo in needs for name in STATIC_ANALYSIS_FILES]
 
 
 def derivation_possible(

@@ -29,10 +29,12 @@ def check(plan: Plan) -> list[Problem]:
     """Every preflight problem of the plan, sorted by file position (empty = go)."""
     at = Locator(plan)
     problems: list[Problem] = [*repositories(plan, at), *links(plan, at), *services(plan, at)]
-    from changeloop.grounding import entrypoints
     from changeloop.providers import registry
 
-    problems += entrypoints.preflight(plan)  # DESIGN.md §11: a pattern matching nothing
+    if any(repo.entry_points for repo in plan.repositories.values()):
+        from changeloop.grounding import entrypoints  # only to read the code they name
+
+        problems += entrypoints.preflight(plan)  # DESIGN.md §11: a pattern matching nothing
 
     for provider in plan.providers.values():
         mine = list(provider_problems(plan, provider, at))

@@ -1,0 +1,124 @@
+"""run.sandboxes.identified_ahead: prove identifies the workspace while its plan loads, once.
+
+The content identity a run's receipts name is computed on a thread started before
+the plan is loaded, and taken by the run instead of computed again; when evidence.yaml
+names its repositories nothing is started ahead; whatever the run does not take is
+dropped, and a failure there is reported by the run as before.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prove_helpers import git, make_change, make_repo, prove_json
+
+from changeloop.identity import content_identity
+from changeloop.run import sandboxes
+
+EXECUTION = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'
+
+
+def _workspace(
+    tmp_path: Path, evidence: str = "version: 3\nrequires: [ok]\n", *, ignored: bool = True
+) -> Path:
+    files = {"a.txt": "a\n", **({".gitignore": ".changeloop/\n"} if ignored else {})}
+    root = make_repo(tmp_path / "ws", files)
+    make_change(root, "c", evidence, EXECUTION)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "change")
+    return root
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The thread of every content identity computed for the run (the real function runs)."""
+    threads: list[str] = []
+
+    def counted(path: Path, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return content_identity(path, **kwargs)
+
+    monkeypatch.setattr("changeloop.run.sandboxes.content_identity", counted)
+    return threads
+
+
+def _subject_tree(root: Path, doc: dict[str, Any]) -> str:
+    [entry] = [r for p in doc["providers"] for r in p["receipts"]]
+    envelope = json.loads((root / entry["path"]).read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    tree: str = statement["predicate"]["changeloop"]["repositories"]["self"]["tree"]
+    assert [s["digest"]["gitTree"] for s in statement["subject"]] == [tree]
+    return tree
+
+
+def test_the_workspace_is_identified_once_on_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path)
+    threads = _counted(monkeypatch)
+    code, doc = prove_json(root, "c", "--no-cache", capsys=capsys)
+    assert code == 0
+    assert threads == ["changeloop-identity"]
+    assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
+    assert sandboxes._AHEAD == {}
+    assert not [t for t in threading.enumerate() if t.name == "changeloop-identity"]
+
+
+def test_state_written_while_the_plan_loads_is_never_part_of_the_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No .gitignore: .changeloop/ (the validation memo is written while the plan loads)
+    # must be out of git's view before git is asked for the identity, not just by chance.
+    root = _workspace(tmp_path, ignored=False)
+    ignored_when_asked: list[bool] = []
+
+    def watched(path: Path, **kwargs: Any) -> Any:
+        ignored_when_asked.append((root / ".changeloop" / ".gitignore").is_file())
+        return content_identity(path, **kwargs)
+
+    monkeypatch.setattr("changeloop.run.sandboxes.content_identity", watched)
+    for _ in range(2):
+        code, doc = prove_json(root, "c", "--no-cache", capsys=capsys)
+        assert code == 0
+        assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
+    assert ignored_when_asked == [True, True]
+
+
+def test_declared_repositories_are_identified_by_the_run_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path, "version: 3\nrepositories: {self: .}\nrequires: [ok]\n")
+    threads = _counted(monkeypatch)
+    code, _ = prove_json(root, "c", "--no-cache", capsys=capsys)
+    assert code == 0
+    assert len(threads) == 1 and threads != ["changeloop-identity"]
+
+
+def test_what_the_run_never_takes_is_dropped_and_ends_on_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _workspace(tmp_path)
+    execution = root / "openspec" / "changes" / "c" / "execution.yaml"
+    execution.write_text(EXECUTION + "    timeoutMs: soon\n")  # refused: nothing runs
+    threads = _counted(monkeypatch)
+    code, doc = prove_json(root, "c", capsys=capsys)
+    assert code == 2 and "timeoutMs" in json.dumps(doc["errors"])
+    assert threads == ["changeloop-identity"] and sandboxes._AHEAD == {}
+    for thread in [t for t in threading.enumerate() if t.name == "changeloop-identity"]:
+        thread.join(timeout=60)  # not waited for by prove: it ends when its git does
+        assert not thread.is_alive()
+
+
+def test_a_failure_ahead_is_the_run_s_own_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "ws"  # not a git repository: identifying it ahead fails quietly
+    make_change(root, "c", "version: 3\nrequires: [ok]\n", EXECUTION)
+    code, doc = prove_json(root, "c", capsys=capsys)
+    assert code == 2
+    assert [e["code"] for e in doc["errors"]] == ["not_a_git_worktree"]
+    assert sandboxes._AHEAD == {}
