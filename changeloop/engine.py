@@ -182,7 +182,10 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
 
             def forward(event: TaskEvent) -> None:
                 run.runlog.event(event)
-                run.emit(RunEvent(event.task, event.kind, event.detail))
+                detail = event.detail
+                if event.kind == "finished":  # what its receipts say, not only "it returned"
+                    detail = run.sink.finished_word(event.task, detail)
+                run.emit(RunEvent(event.task, event.kind, detail))
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.task].services)
 

@@ -114,6 +114,18 @@ class ReceiptSink:
     def views(self) -> list[ReceiptView]:
         return [e.view for report in self._reports.values() for e in report.receipts]
 
+    def finished_word(self, name: str, scheduler_said: str | None) -> str | None:
+        """How a provider's progress line ends: ``ok`` only when it has receipts and all
+        passed; ``failed``, ``inconclusive``, or ``no receipt`` (an ``external`` provider
+        that found none) otherwise."""
+        report = self._reports.get(name)
+        statuses = {entry.status for entry in report.receipts} if report else set()
+        if not statuses:
+            return scheduler_said if scheduler_said == "failed" else "no receipt"
+        if "fail" in statuses:
+            return "failed"
+        return "inconclusive" if "inconclusive" in statuses else "ok"
+
     def durations(self) -> dict[str, float]:
         return {
             name: r.duration_ms / 1000

@@ -120,3 +120,49 @@ def test_prove_shows_every_provider_once_in_its_progress(tmp_path: Path) -> None
     for i in range(40):
         assert done.stderr.count(f"▶ p{i} running\n") == 1, done.stderr
         assert done.stderr.count(f"■ p{i} finished: ok (") == 1
+
+
+def test_a_finished_line_says_what_the_receipts_say(tmp_path: Path) -> None:
+    """Audit: an inconclusive provider printed "finished: failed", and an external provider
+    that found no receipt "finished: ok"; each line now says what its receipts say."""
+    import subprocess
+    import sys
+
+    from prove_helpers import make_change, make_repo
+    from repo_paths import REPO_ROOT
+
+    pub = {"openspec/changes/c/ci.pub": _public_pem()}  # beside execution.yaml
+    root = make_repo(tmp_path / "ws", {"README.md": "x\n", **pub})
+    execution = (
+        "version: 1\nproviders:\n"
+        '  good: {adapter: command, capability: a, command: ["true"]}\n'
+        '  bad: {adapter: command, capability: b, command: ["false"]}\n'
+        # exits 0 with a stdout that is no runner envelope: inconclusive
+        '  odd: {adapter: command, capability: c, command: ["echo", "hi"], envelope: true}\n'
+        "  review: {adapter: external, capability: review,"
+        " ci: {issuer: ci, publicKeyFile: ci.pub}}\n"
+    )
+    make_change(root, "c", "version: 3\nrequires: [a, b, c, review]\n", execution)
+    done = subprocess.run(
+        [sys.executable, "-m", "changeloop", "prove", "c", "--root", str(root), "--no-cache"],
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    for name, word in (("good", "ok"), ("bad", "failed"), ("odd", "inconclusive")):
+        assert f"■ {name} finished: {word} (" in done.stderr, done.stderr
+    assert "■ review finished: no receipt (" in done.stderr, done.stderr
+
+
+def _public_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    public = Ed25519PrivateKey.generate().public_key()
+    pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem.decode()
