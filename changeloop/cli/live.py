@@ -23,8 +23,11 @@ _STYLE = {
     "cached": "green",
     "ok": "green",
     "failed": "red",
+    "inconclusive": "yellow",
+    "no receipt": "yellow",
     "skipped": "magenta",
 }
+_DONE = ("ok", "failed", "inconclusive", "no receipt", "skipped", "cached")
 
 
 class LiveBoard:
@@ -73,7 +76,7 @@ class LiveBoard:
         self.live.update(self.render())
 
     def render(self) -> Table:
-        done = sum(1 for s in self.state.values() if s in ("ok", "failed", "skipped", "cached"))
+        done = sum(1 for s in self.state.values() if s in _DONE)
         table = Table(title=f"providers {done}/{len(self.state)}", title_justify="left")
         table.add_column("provider")
         table.add_column("state")

@@ -45,3 +45,16 @@ def test_states_and_details_follow_events() -> None:
     assert "failed" in lines["a"]
     assert "skipped" in lines["b"] and "dependency 'a' failed" in lines["b"]
     assert "cached" in lines["c"]
+
+
+def test_inconclusive_and_no_receipt_are_finished_states() -> None:
+    out = io.StringIO()
+    board = LiveBoard(_plan(), Console(file=out, force_terminal=True, width=100))
+    board.event(RunEvent("a", "finished", "inconclusive"))
+    board.event(RunEvent("b", "finished", "no receipt"))
+    board.event(RunEvent("c", "finished", "ok"))
+    text = io.StringIO()
+    Console(file=text, width=100).print(board.render())
+    rendered = text.getvalue()
+    assert "providers 3/3" in rendered
+    assert "inconclusive" in rendered and "no receipt" in rendered
