@@ -58,3 +58,18 @@ def commit_all(path: Path, message: str = "more") -> str:
     git(path, "add", "-A")
     git(path, "commit", "-q", "--allow-empty", "-m", message)
     return git(path, "rev-parse", "HEAD")
+
+
+def basic_example(
+    root: Path, files: Mapping[str, str] | None = None, *, remove: tuple[str, ...] = ()
+) -> Path:
+    """examples/basic as a committed git work tree at ``root`` (without any ``.changeloop/``
+    a run there left), ``files`` written over it and ``remove`` deleted first."""
+    import shutil
+
+    from repo_paths import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
+    for rel in remove:
+        (root / rel).unlink()
+    return make_repo(root, files or {}, commit=True)

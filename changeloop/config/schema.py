@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from changeloop import schemas
 from changeloop.config import schema_pass, validation_memo
-from changeloop.config.schema_words import bound_or_choice
+from changeloop.config.schema_words import TYPE_WORDS, bound_or_choice
 from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
 
@@ -28,16 +28,6 @@ if TYPE_CHECKING:  # jsonschema is imported only to validate (~30 ms at start-up
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 MAX_AGE_S = 100 * 365 * 24 * 3600
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-_JSON_TYPES = {
-    "object": "a mapping",
-    "array": "a list",
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "null": "empty",
-}
 
 
 def type_name(value: Any) -> str:
@@ -189,7 +179,7 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
         )
     if keyword == "type":
         kinds = wanted if isinstance(wanted, list) else [wanted]
-        words = " or ".join(_JSON_TYPES.get(str(w), str(w)) for w in kinds)
+        words = " or ".join(TYPE_WORDS.get(str(w), str(w)) for w in kinds)
         return Problem(
             code="wrong_type",
             message=f"{_dotted(path)} must be {words}, not {type_name(instance)}",

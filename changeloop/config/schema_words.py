@@ -23,7 +23,7 @@ from changeloop.errors import Location, Problem
 if TYPE_CHECKING:
     from jsonschema import ValidationError
 
-_TYPE_WORDS = {
+TYPE_WORDS = {
     "object": "a mapping",
     "array": "a list",
     "string": "a string",
@@ -113,7 +113,7 @@ def _alternatives(error: ValidationError, options: list[Any]) -> tuple[list[str]
             word, example = _PATTERNS[pattern]
             examples.append(example)
         else:
-            word = _TYPE_WORDS.get(str(schema.get("type")), "")
+            word = TYPE_WORDS.get(str(schema.get("type")), "")
             if not word:
                 return [], []
             if "minimum" in schema:

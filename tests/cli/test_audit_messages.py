@@ -4,22 +4,17 @@ to choose from, a file where a directory belongs, a path said twice."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    return repo_helpers.basic_example(tmp_path / "ws")
 
 
 def test_adapters_check_of_an_unknown_change_is_refused_not_drift(

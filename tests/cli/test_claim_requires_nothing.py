@@ -6,12 +6,10 @@ It used to load, then ``prove`` said unproven and ``doctor`` said everything was
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 
@@ -27,11 +25,8 @@ claims:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    (root / "openspec/changes/add-greeting/evidence.yaml").write_text(EVIDENCE)
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    change = "openspec/changes/add-greeting"
+    return repo_helpers.basic_example(tmp_path / "ws", {f"{change}/evidence.yaml": EVIDENCE})
 
 
 @pytest.mark.parametrize(

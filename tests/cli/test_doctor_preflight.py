@@ -8,12 +8,10 @@ naming the file and line with a fix, and exit 1, instead of "0 unresolved".
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 
@@ -41,13 +39,9 @@ STATIC = """\
 
 
 def _workspace(tmp_path: Path, evidence: str, execution: str) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    change = root / "openspec" / "changes" / "add-greeting"
-    (change / "evidence.yaml").write_text(evidence, encoding="utf-8")
-    (change / "execution.yaml").write_text(execution, encoding="utf-8")
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    change = "openspec/changes/add-greeting"
+    files = {f"{change}/evidence.yaml": evidence, f"{change}/execution.yaml": execution}
+    return repo_helpers.basic_example(tmp_path / "ws", files)
 
 
 CASES = {
@@ -164,9 +158,7 @@ def test_doctor_human_output_names_file_line_and_fix(
 def test_doctor_on_the_example_as_shipped_stays_clean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    repo_helpers.make_repo(root, {}, commit=True)
+    root = repo_helpers.basic_example(tmp_path / "ws")
     capsys.readouterr()
     code = main(["evidence", "doctor", "add-greeting", "--root", str(root), "--json"])
     doc = json.loads(capsys.readouterr().out)

@@ -8,12 +8,10 @@ chromium`` (playwright's), ``threshold: 0.9`` (mutation's) and ``contract``
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 from changeloop.preflight.adapter_keys import ADAPTER_KEYS, COMMON_KEYS
@@ -40,11 +38,8 @@ SHOWN = "openspec/changes/add-greeting/execution.yaml"
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    (root / "openspec/changes/add-greeting/execution.yaml").write_text(EXECUTION)
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    change = "openspec/changes/add-greeting"
+    return repo_helpers.basic_example(tmp_path / "ws", {f"{change}/execution.yaml": EXECUTION})
 
 
 def test_prove_warns_about_each_key_and_still_proves(

@@ -7,25 +7,21 @@ It used to say "or run `changeloop evidence init <id>`", and ``evidence init <id
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    for name in ("evidence.yaml", "execution.yaml"):  # a change with its proposal only
-        (root / "openspec/changes/add-greeting" / name).unlink()
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    change = "openspec/changes/add-greeting"
+    # a change with its proposal only
+    gone = (f"{change}/evidence.yaml", f"{change}/execution.yaml")
+    return repo_helpers.basic_example(tmp_path / "ws", remove=gone)
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,10 @@ no fix.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import repo_helpers
-from repo_paths import EXAMPLES
 
 from changeloop.cli.main import main
 
@@ -23,10 +21,7 @@ JARGON = ("is not valid under", "less than the minimum", "non-empty", "is too sh
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "basic", root, ignore=shutil.ignore_patterns(".changeloop"))
-    repo_helpers.make_repo(root, {}, commit=True)
-    return root
+    return repo_helpers.basic_example(tmp_path / "ws")
 
 
 def _refusal(ws: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
