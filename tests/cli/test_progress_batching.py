@@ -10,6 +10,8 @@ order, and the rest written by ``flush()``.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -97,25 +99,14 @@ def test_the_last_provider_and_flush_write_what_is_left() -> None:
 
 def test_prove_shows_every_provider_once_in_its_progress(tmp_path: Path) -> None:
     """End to end: a real prove's progress on stderr has both lines of every provider."""
-    import subprocess
-    import sys
-
     from prove_helpers import make_change, make_repo
-    from repo_paths import REPO_ROOT
 
     root = make_repo(tmp_path / "ws", {"README.md": "x\n"})
     providers = "".join(
         f'  p{i}: {{adapter: command, capability: noop, command: ["true"]}}\n' for i in range(40)
     )
     make_change(root, "c", "version: 3\nrequires: [noop]\n", f"version: 1\nproviders:\n{providers}")
-    done = subprocess.run(
-        [sys.executable, "-m", "changeloop", "prove", "c", "--root", str(root), "--no-cache"],
-        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _prove(root)
     assert done.returncode == 0, done.stderr
     for i in range(40):
         assert done.stderr.count(f"▶ p{i} running\n") == 1, done.stderr
@@ -125,11 +116,7 @@ def test_prove_shows_every_provider_once_in_its_progress(tmp_path: Path) -> None
 def test_a_finished_line_says_what_the_receipts_say(tmp_path: Path) -> None:
     """Audit: an inconclusive provider printed "finished: failed", and an external provider
     that found no receipt "finished: ok"; each line now says what its receipts say."""
-    import subprocess
-    import sys
-
     from prove_helpers import make_change, make_repo
-    from repo_paths import REPO_ROOT
 
     pub = {"openspec/changes/c/ci.pub": _public_pem()}  # beside execution.yaml
     root = make_repo(tmp_path / "ws", {"README.md": "x\n", **pub})
@@ -143,14 +130,7 @@ def test_a_finished_line_says_what_the_receipts_say(tmp_path: Path) -> None:
         " ci: {issuer: ci, publicKeyFile: ci.pub}}\n"
     )
     make_change(root, "c", "version: 3\nrequires: [a, b, c, review]\n", execution)
-    done = subprocess.run(
-        [sys.executable, "-m", "changeloop", "prove", "c", "--root", str(root), "--no-cache"],
-        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _prove(root)
     assert done.returncode == 1, done.stderr
     for name, word in (("good", "ok"), ("bad", "failed"), ("odd", "inconclusive")):
         assert f"■ {name} finished: {word} (" in done.stderr, done.stderr
@@ -166,3 +146,17 @@ def _public_pem() -> str:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return pem.decode()
+
+
+def _prove(root: Path) -> subprocess.CompletedProcess[str]:
+    """``prove c`` as a user runs it (a process of its own, stderr not a terminal)."""
+    from repo_paths import REPO_ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", "changeloop", "prove", "c", "--root", str(root), "--no-cache"],
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
