@@ -5,7 +5,7 @@ Example::
 
     preflight_findings(root, change, evidence, execution, derived)
     # [PreflightFinding("preflight-refused", "…/execution.yaml:4:14: provider 'test' uses
-    #   unknown adapter 'comand' …", "use one of the known adapters", "${EDITOR:-vi} …",
+    #   unknown adapter 'comand' …", "use one of the known adapters", None,
     #   code="unknown_adapter", path="…/execution.yaml", line=4, column=14)]
 
 The plan is built exactly as ``cli/prove_plan.load_plan`` builds it (same derived
@@ -15,7 +15,6 @@ wiring rule), so doctor and prove never disagree about what is refused.
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +26,6 @@ from changeloop.model import Evidence, Execution, Provider
 
 REFUSED = "preflight-refused"
 WARNED = "preflight-warning"
-# Refusals whose fix is a checkout or git itself, not an edit of the file they point at.
-NOT_AN_EDIT = frozenset({"missing_repository", "git_refused", "not_a_git_worktree"})
 # The workspace's own git state is prove's to refuse, not a finding about the change:
 # doctor answers for a change's configuration and tools, in a git work tree or not.
 WORKSPACE_STATE = frozenset({"git_refused", "not_a_git_worktree"})
@@ -79,13 +76,13 @@ def preflight_findings(
 def _finding(problem: Problem, *, default: Path, severity: str = "error") -> PreflightFinding:
     where = problem.location
     path = where.path if where is not None else str(default)
-    editor = "${EDITOR:-vi}"
-    line = f" +{where.line}" if where is not None and where.line is not None else ""
     return PreflightFinding(
         REFUSED if severity == "error" else WARNED,
         dataclasses.replace(problem, fix=None).render(),  # "file:line:col: message"
         problem.fix or "correct it as the message says, then run `changeloop evidence doctor`",
-        None if problem.code in NOT_AN_EDIT else f"{editor}{line} {shlex.quote(path)}",
+        # No command: the fix is an edit, and an editor is not a command a user (or an
+        # agent running every playbook_command) can paste and be done.
+        None,
         severity=severity,
         code=problem.code,
         path=path,

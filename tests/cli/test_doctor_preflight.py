@@ -136,7 +136,9 @@ def test_doctor_reports_what_prove_refuses(
         assert finding["severity"] == "error"
         assert finding["kind"]
         assert finding["suggested_action"]
-        assert finding["playbook_command"] and file in finding["playbook_command"]
+        # an edit has no command to paste: an agent running every playbook_command must
+        # never be handed an editor
+        assert finding["playbook_command"] is None
     if line is not None:
         assert line in {f.get("line") for f in found}, found
 
