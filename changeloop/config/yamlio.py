@@ -91,6 +91,34 @@ def _core_bool(text: str) -> bool:
     return {"true": True, "false": False}[text.lower()]
 
 
+def _where_it_began(exc: yaml.MarkedYAMLError) -> str:
+    """Where the construct that went wrong was opened, when that is another line: an
+    unclosed ``[`` is found lines later, and the line to fix is the one that opened it."""
+    begun, found = exc.context_mark, exc.problem_mark
+    if begun is None or found is None or begun.line == found.line:
+        return ""
+    kind = next((name for key, name in _CONSTRUCTS.items() if key in (exc.context or "")), None)
+    return (
+        f" (the {kind or 'construct'} opened at line {begun.line + 1}, column {begun.column + 1})"
+    )
+
+
+_CONSTRUCTS = {
+    "flow sequence": "[ list",
+    "flow mapping": "{ mapping",
+    "block mapping": "mapping",
+    "block sequence": "list",
+    "quoted scalar": "quoted string",
+}
+
+
+def _syntax_fix(mark: yaml.Mark | None, text: str) -> str:
+    """A tab where indentation is read is YAML's most common surprise: say so."""
+    if mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t":
+        return "replace the tab with spaces: YAML indents with spaces only"
+    return "fix the YAML syntax at that position"
+
+
 def _problem(
     code: str,
     message: str,
@@ -324,11 +352,11 @@ def parse_yaml(text: str, path: Path, display: str) -> Document:
         what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         raise _problem(
             "yaml_syntax",
-            f"YAML syntax error: {what}",
+            f"YAML syntax error: {what}{_where_it_began(exc)}",
             display,
             line=mark.line + 1 if mark else None,
             column=mark.column + 1 if mark else None,
-            fix="fix the YAML syntax at that position",
+            fix=_syntax_fix(mark, text),
         ) from exc
     except yaml.YAMLError as exc:
         line = getattr(exc, "position", None)

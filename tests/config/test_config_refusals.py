@@ -159,6 +159,14 @@ CASES: list[tuple[str, str | None, str | None, str, str, int]] = [
         "YAML syntax error",
         4,
     ),
+    (  # found at the end of the file, opened on line 3: the message says where it began
+        "yaml-unclosed-list",
+        "version: 3\nclaims:\n  a: [test\n",
+        None,
+        "yaml_syntax",
+        "(the [ list opened at line 3, column 6)",
+        4,
+    ),
     (
         "python-tag",
         "version: 3\nclaims: !!python/object/apply:os.system ['true']\n",
@@ -366,3 +374,10 @@ def test_missing_evidence_names_path_and_an_example(tmp_path: Path) -> None:
     assert "openspec/changes/demo/evidence.yaml" in problem.message
     assert "version: 3" in (problem.fix or "")
     assert "evidence init" not in (problem.fix or "")  # init needs the file itself
+
+
+def test_a_tab_that_indents_is_named_in_the_fix(tmp_path: Path) -> None:
+    error = _refusal(tmp_path, "version: 3\nrequires:\n\t- test\n", None)
+    problem = _find(error, "yaml_syntax")
+    assert problem.location is not None and problem.location.line == 3
+    assert problem.fix is not None and "tab" in problem.fix and "spaces" in problem.fix
