@@ -137,6 +137,19 @@ def _argv_example(value: Any) -> str:
     return "[" + ", ".join(f'"{p}"' for p in parts) + "]"
 
 
+def _rename_fix(extra: list[str], allowed: list[str]) -> str:
+    """``rename timeout to timeoutMs`` for a key one edit or two from a defined one."""
+    import difflib
+
+    meant = [difflib.get_close_matches(key, allowed, n=1, cutoff=0.6) for key in extra]
+    if not all(meant):
+        return f"remove or rename {', '.join(extra)}"
+    guesses = ", ".join(m[0] for m in meant)
+    renames = ", ".join(f"{key} to {m[0]}" for key, m in zip(extra, meant, strict=True))
+    them = "it" if len(extra) == 1 else "them"
+    return f"did you mean {guesses}? rename {renames}, or remove {them}"
+
+
 def _one(error: ValidationError, doc: Document, family: str, version: int) -> Problem:
     path: YamlPath = tuple(error.absolute_path)
     instance = error.instance
@@ -163,7 +176,7 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
                 message=f"field(s) {extra!r} are not defined by {where} — it defines "
                 f"[{', '.join(allowed)}]",
                 location=doc.location((*path, extra[0]), key=True),
-                fix=f"remove or rename {', '.join(extra)}",
+                fix=_rename_fix(extra, allowed),
             )
     argv_key = key in ("command", "setup") or (
         isinstance(key, int) and len(path) >= 2 and path[-2] == "setup"

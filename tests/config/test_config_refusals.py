@@ -381,3 +381,16 @@ def test_a_tab_that_indents_is_named_in_the_fix(tmp_path: Path) -> None:
     problem = _find(error, "yaml_syntax")
     assert problem.location is not None and problem.location.line == 3
     assert problem.fix is not None and "tab" in problem.fix and "spaces" in problem.fix
+
+
+def test_an_unknown_key_close_to_a_defined_one_is_named_in_the_fix(tmp_path: Path) -> None:
+    evidence = (
+        "version: 3\nrequires: [test]\nclaims:\n  g:\n    statement: x\n    reqiures: [test]\n"
+    )
+    problem = _find(_refusal(tmp_path, evidence, None), "unknown_key")
+    assert problem.fix == "did you mean requires? rename reqiures to requires, or remove it"
+
+
+def test_an_unknown_key_far_from_every_defined_one_keeps_the_plain_fix(tmp_path: Path) -> None:
+    problem = _find(_refusal(tmp_path, "version: 3\nzzzqqq: 1\n", None), "unknown_key")
+    assert problem.fix == "remove or rename zzzqqq"
