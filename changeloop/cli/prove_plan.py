@@ -8,6 +8,7 @@ functions: a re-prove answered from its record never loads a plan.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-    from changeloop.model import Plan
+    from changeloop.model import Plan, Provider
 
 
 def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> Plan:
@@ -66,6 +67,15 @@ def _checked_state(root: Path) -> Path | None:
     return root / STATE
 
 
+def _effective(provider: Provider) -> list[str] | None:
+    """The argv the provider's adapter runs (its command with what the adapter adds)."""
+    from changeloop.providers import registry
+
+    adapter = registry.get(provider.adapter)
+    command = adapter.effective_command(provider) if adapter is not None else provider.command
+    return list(command) if command else None
+
+
 def dry_run(args: argparse.Namespace, plan: Plan) -> int:
     from changeloop.graph import topological_order
     from changeloop.wiring import wiring_digest
@@ -83,6 +93,8 @@ def dry_run(args: argparse.Namespace, plan: Plan) -> int:
             "origin": p.origin,
             "confidence": p.confidence,
             "command": list(p.command) if p.command else None,
+            # what runs: the command with what the adapter adds (e.g. Playwright's reporter)
+            "effectiveCommand": _effective(p),
             # what a receipt made by this provider records as predicate.changeloop.wiring
             "wiring": wiring_digest(plan, p),
             **_mutants(plan, p),
@@ -101,15 +113,17 @@ def dry_run(args: argparse.Namespace, plan: Plan) -> int:
             }
         )
         return 0
-    common.say(f"plan for change {plan.change.id} ({len(providers)} providers)")
+    count = f"{len(providers)} provider{'' if len(providers) == 1 else 's'}"
+    common.say(f"plan for change {plan.change.id} ({count})")
     for p in plan.providers.values():
         deps = f" after {', '.join(p.depends_on)}" if p.depends_on else ""
         common.say(
             f"  {p.name}: {p.adapter} → {p.capability} in {p.repository or '-'}"
             f" [{', '.join(p.resources)}]{deps}"
         )
-        if p.command:
-            common.say(f"      $ {' '.join(p.command)}")
+        effective = _effective(p)
+        if effective:
+            common.say(f"      $ {shlex.join(effective)}")
         for claim, count in _mutants(plan, p).get("mutants", {}).items():
             shown = "unknown until a traced run exists" if count is None else str(count)
             common.say(f"      mutants for {claim}: {shown}")

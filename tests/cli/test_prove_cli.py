@@ -410,3 +410,28 @@ def test_a_cache_entry_edited_on_disk_is_not_reused(
     entry.write_text(json.dumps(doc))
     _, again = prove_json(root, "c1", capsys=capsys)
     assert provider_entry(again, "test")["state"] == "ran"
+
+
+def test_dry_run_shows_the_command_the_adapter_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Audit: the web example showed `npx playwright test`, not what runs (its reporter and
+    project added); --json keeps `command` as configured and adds `effectiveCommand`."""
+    import shutil
+
+    from repo_helpers import make_repo
+    from repo_paths import EXAMPLES
+
+    web = tmp_path / "web"
+    skip = shutil.ignore_patterns(".changeloop", "node_modules")
+    shutil.copytree(EXAMPLES / "web", web, ignore=skip)
+    make_repo(web, {}, commit=True)
+    code, doc = prove_json(web, "add-greeting", "--dry-run", capsys=capsys)
+    assert code == 0
+    [browser] = doc["providers"]
+    assert browser["command"] == ["npx", "playwright", "test"]
+    assert browser["effectiveCommand"][:3] == ["npx", "playwright", "test"]
+    assert "--reporter=json" in browser["effectiveCommand"]
+    assert main(["prove", "add-greeting", "--root", str(web), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "$ npx playwright test --reporter=json" in err and "(1 provider)" in err
