@@ -97,7 +97,7 @@ import tempfile  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from changeloop import __version__  # noqa: E402
-from changeloop.cli import argtypes, common  # noqa: E402
+from changeloop.cli import argtypes, common, help_examples  # noqa: E402
 from changeloop.errors import ChangeloopError, Location, Problem  # noqa: E402
 
 VERBS = (
@@ -163,17 +163,6 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(f"changeloop.cli.{name}").register(sub)
     argtypes.type_names(parser)
     return parser
-
-
-_SUBVERBS = {"evidence": ("detect", "init", "doctor"), "receipt": ("sign", "verify", "import")}
-
-
-def _help_for(raw: Sequence[str]) -> str:
-    """The command whose --help answers a usage error: the verb (and sub-verb) it was for."""
-    verb, sub, first = _verb_of(raw)
-    sub = sub if verb in _SUBVERBS else first
-    known = {**_SUBVERBS, "quality": ("run",), "adapters": ("check",)}.get(verb or "", ())
-    return " ".join(w for w in ("changeloop", verb, sub if sub in known else None) if w)
 
 
 # -- the verb's --json shape, known without importing the verb ---------------
@@ -281,13 +270,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
     """Parse and run the verb; every failure is answered here (KeyboardInterrupt excepted)."""
+    if "--version" in raw and "--json" in raw and _verb_of(raw)[0] is None:
+        common.emit_json({"version": "1", "changeloop": __version__})
+        return 0
     try:
         parser = build_parser(_verb_of(raw)[0])
         args = parser.parse_args(raw)
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except _UsageError as exc:
-        problem = Problem(code="usage", message=exc.message, fix=f"see `{_help_for(raw)} --help`")
+        problem = Problem(
+            code="usage",
+            message=exc.message,
+            fix=f"see `{help_examples.help_for(*_verb_of(raw))} --help`",
+        )
         return _answer(raw, None, ChangeloopError(problem), echo=False)  # argparse said it
     state["args"] = args
     from changeloop.state import one_check_per_invocation

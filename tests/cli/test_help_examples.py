@@ -51,3 +51,13 @@ def test_a_usage_error_points_at_the_help_of_what_was_typed(
     assert main([*argv, "--json"]) == 2
     [error] = json.loads(capsys.readouterr().out)["errors"]
     assert error["code"] == "usage" and error["fix"] == f"see `{where}`"
+
+
+@pytest.mark.parametrize("argv", [["--json", "--version"], ["--version", "--json"]])
+def test_version_under_json_is_one_document(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from changeloop import __version__
+
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == {"version": "1", "changeloop": __version__}
