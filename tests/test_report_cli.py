@@ -96,6 +96,7 @@ def test_report_json_and_out(
     doc = json.loads(capsys.readouterr().out)
     assert doc == {
         "version": "1",
+        "root": str(proved),
         "change": CHANGE,
         "status": "not-proven",
         "runId": _runs(proved)[-1]["runId"],

@@ -68,10 +68,9 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
 
 @common.with_shape(lambda a: {"version": "1", "status": "refused", "tools": []})  # noqa: ARG005 (with_shape passes the args)
 def run(args: argparse.Namespace) -> int:
-    from changeloop import workspace
     from changeloop.contracts import check_repository, save_record
 
-    root = workspace.find_root(override=common.root_arg(args))
+    root = common.find_root(args)
     reports = [
         report
         for name, path in _repositories(root, args.change).items()

@@ -41,6 +41,25 @@ def root_arg(args: argparse.Namespace) -> Path | None:
     return root
 
 
+# The workspace root this invocation computed for: every document carries it (OpenSpec's
+# output convention), null when the verb needed none (keygen, receipt verify).
+_FOUND: list[Path] = []
+
+
+def find_root(args: argparse.Namespace) -> Path:
+    """The workspace root (``--root``, else found upward), remembered for the document."""
+    from changeloop import workspace
+
+    root = workspace.find_root(override=root_arg(args))
+    _FOUND[:] = [root]
+    return root
+
+
+def forget_root() -> None:
+    """A new invocation (tests call ``main`` many times in one process)."""
+    _FOUND.clear()
+
+
 def json_mode(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "json", False))
 
@@ -48,6 +67,9 @@ def json_mode(args: argparse.Namespace) -> bool:
 def emit_json(doc: Any) -> None:
     """One JSON document on stdout; characters a terminal would act on are escaped
     (``\\uXXXX``, the same value to any JSON reader: signed strings end up here)."""
+    if isinstance(doc, dict) and "root" not in doc:
+        head = {"version": doc["version"]} if "version" in doc else {}
+        doc = {**head, "root": str(_FOUND[0]) if _FOUND else None, **doc}
     text = indented(doc)  # json.dumps(doc, indent=2, ensure_ascii=False), faster
     sys.stdout.write(escape_json_text(text) + "\n")
     sys.stdout.flush()

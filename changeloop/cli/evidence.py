@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         from changeloop import workspace
         from changeloop.detect import load_context
 
-        root = workspace.find_root(override=common.root_arg(args))
+        root = common.find_root(args)
         empty["root"] = str(root)  # a refusal after this point names the root it found
         change = workspace.find_change(root, args.change)
         ctx = load_context(root, change)

@@ -270,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
     """Parse and run the verb; every failure is answered here (KeyboardInterrupt excepted)."""
+    common.forget_root()
     if "--version" in raw and "--json" in raw and _verb_of(raw)[0] is None:
         common.emit_json({"version": "1", "changeloop": __version__})
         return 0

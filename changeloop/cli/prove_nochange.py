@@ -35,7 +35,7 @@ def config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, s
     from changeloop.nochange import config_digests
 
     try:
-        root = workspace.find_root(override=common.root_arg(args))
+        root = common.find_root(args)
         change = workspace.find_change(root, args.change)
     except ChangeloopError:
         return None

@@ -34,7 +34,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     from changeloop.plan import build_plan
 
     shape = shape if shape is not None else {}
-    root = workspace.find_root(override=common.root_arg(args))
+    root = common.find_root(args)
     shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
     shape["change"] = change.id

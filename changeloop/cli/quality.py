@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.plan import build_plan
     from changeloop.quality import QUALITY_FILE, lanes_for, load_quality, run_lanes, worst
 
-    root = workspace.find_root(override=common.root_arg(args))
+    root = common.find_root(args)
     change = workspace.find_change(root, args.change)
     config = load_quality(root)
     if config is None:

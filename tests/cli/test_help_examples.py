@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -60,4 +61,26 @@ def test_version_under_json_is_one_document(
     from changeloop import __version__
 
     assert main(argv) == 0
-    assert json.loads(capsys.readouterr().out) == {"version": "1", "changeloop": __version__}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"version": "1", "root": None, "changeloop": __version__}
+
+
+def test_every_verb_s_document_names_the_root_it_was_computed_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenSpec's convention: documents carry a version and the root (null without one)."""
+    from repo_helpers import basic_example
+
+    root = basic_example(tmp_path / "ws")
+    for argv in (
+        ["gate", "add-greeting"],
+        ["report", "add-greeting"],
+        ["adapters", "check"],
+        ["evidence", "detect", "add-greeting"],
+        ["receipt", "import", str(tmp_path / "none.json"), "--change", "add-greeting"],
+    ):
+        main([*argv, "--root", str(root), "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["root"] == str(root), (argv, doc)
+    main(["keygen", "--out", str(tmp_path / "keys"), "--json"])
+    assert json.loads(capsys.readouterr().out)["root"] is None

@@ -30,7 +30,7 @@ def run_import(args: argparse.Namespace) -> int:
     from changeloop.state import check_state
     from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
 
-    root = workspace.find_root(override=common.root_arg(args))
+    root = common.find_root(args)
     check_state(root)
     change = workspace.find_change(root, args.change)
     target = change.path / "receipts"

@@ -48,7 +48,7 @@ def run_sign(args: argparse.Namespace) -> int:
     claims = [c.strip() for c in args.claims.split(",") if c.strip()]
     if args.status == "fail" and not args.reason:
         args.reason = f"{args.issuer} signed this off as failing"
-    root = workspace.find_root(override=common.root_arg(args))
+    root = common.find_root(args)
     change = workspace.find_change(root, args.change)
     plan = build_plan(root, change)
     _check_claims(plan, claims, args.claims)
