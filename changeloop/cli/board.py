@@ -152,10 +152,13 @@ def _board(result: ProveResult, out: TextIO) -> None:
             if log is not None:
                 out.write(f"      log: {log}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
+    out.write("\nNext steps:\n")
     if not verdict.proven:
-        out.write("\nNext steps:\n")
         out.write(f"  changeloop evidence doctor {plan.change.id}\n")
         out.write(f"  ls {result.run_dir.relative_to(plan.root)}  # logs and reports\n")
+    else:  # OpenSpec's convention: human output ends with commands to paste
+        out.write(f"  changeloop gate {plan.change.id}    # re-check before merge or archive\n")
+        out.write(f"  changeloop report {plan.change.id}  # the evidence as one HTML page\n")
 
 
 MAX_REASON = 400

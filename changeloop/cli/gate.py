@@ -64,4 +64,9 @@ def run(args: argparse.Namespace) -> int:
             said.add(reason)
     if not result.read:
         common.say("  no receipt found: run `changeloop prove " + plan.change.id + "` first")
+    common.say("\nNext steps:")
+    if result.proven:
+        common.say(f"  openspec archive {plan.change.id}  # still proven for this content")
+    else:
+        common.say(f"  changeloop prove {plan.change.id}")
     return 0 if result.proven else 1
