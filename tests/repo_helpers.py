@@ -73,3 +73,15 @@ def basic_example(
     for rel in remove:
         (root / rel).unlink()
     return make_repo(root, files or {}, commit=True)
+
+
+def keygen_key(directory: Path) -> Path:
+    """A fresh Ed25519 private key written by ``changeloop keygen`` into ``directory``."""
+    import contextlib
+    import io
+
+    from changeloop.cli.main import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["keygen", "--out", str(directory)]) == 0
+    return directory / "changeloop.key"

@@ -6,29 +6,17 @@ a thousand-provider run two thousand writes.
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 import pytest
 from prove_helpers import git, make_change, make_repo
+from stream_helpers import RecordingStream
 
 from changeloop.cli.main import main
 
 PROVIDERS = 40
 SECRET = "board-secret-value-1234"
-
-
-class _Writes(io.StringIO):
-    """A stderr that remembers each write it was handed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.writes.append(text)
-        return super().write(text)
 
 
 def test_the_board_is_one_masked_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +34,7 @@ def test_the_board_is_one_masked_write(tmp_path: Path, monkeypatch: pytest.Monke
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "change")
     monkeypatch.setenv("BOARD_SECRET", SECRET)
-    stderr = _Writes()
+    stderr = RecordingStream()
     monkeypatch.setattr(sys, "stderr", stderr)
     code = main(["prove", "c", "--root", str(root), "--jobs", "2", "--no-cache"])
     assert code == 1

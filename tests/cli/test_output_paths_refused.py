@@ -22,10 +22,8 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    assert main(["keygen", "--out", str(tmp_path / "keys")]) == 0
-    capsys.readouterr()
-    return tmp_path / "keys" / "changeloop.key"
+def key(tmp_path: Path) -> Path:
+    return repo_helpers.keygen_key(tmp_path / "keys")
 
 
 @pytest.mark.parametrize("where", ["file", "file/sub"])

@@ -9,27 +9,17 @@ order, and the rest written by ``flush()``.
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import anyio
+from stream_helpers import RecordingStream
 
 from changeloop.cli.board import FLUSH_S, Progress
 from changeloop.model import Plan
 from changeloop.run.records import RunEvent
-
-
-class Recording(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.writes.append(text)
-        return super().write(text)
 
 
 class _Plan:
@@ -39,13 +29,13 @@ class _Plan:
         self.providers = {f"p{i}": None for i in range(count)}
 
 
-def _progress(count: int, out: Recording) -> Progress:
+def _progress(count: int, out: RecordingStream) -> Progress:
     plan: Plan = _Plan(count)  # type: ignore[assignment]
     return Progress(plan, out)
 
 
 def test_many_events_are_few_writes_and_every_line_in_order() -> None:
-    out = Recording()
+    out = RecordingStream()
     progress = _progress(500, out)
 
     async def main() -> None:
@@ -63,7 +53,7 @@ def test_many_events_are_few_writes_and_every_line_in_order() -> None:
 
 
 def test_a_lone_line_is_written_by_the_timer_without_further_events() -> None:
-    out = Recording()
+    out = RecordingStream()
     progress = _progress(3, out)
     seen: list[str] = []
 
@@ -80,7 +70,7 @@ def test_a_lone_line_is_written_by_the_timer_without_further_events() -> None:
 
 
 def test_the_last_provider_and_flush_write_what_is_left() -> None:
-    out = Recording()
+    out = RecordingStream()
     progress = _progress(2, out)
 
     async def main() -> None:
