@@ -40,13 +40,11 @@ _DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies",
 
 
 def declared_packages(repo: Path) -> set[str]:
-    """The packages the repository's package.json depends on (none when unreadable)."""
-    try:
-        manifest = json.loads((repo / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(manifest, dict):
-        return set()
+    """The packages the repository's package.json depends on (none when it is unreadable,
+    not a regular file, or over the manifests' size cap: ``detect.manifests.read_json``)."""
+    from changeloop.detect.manifests import read_json
+
+    manifest = read_json(repo / "package.json") or {}
     names: set[str] = set()
     for field in _DEPENDENCY_FIELDS:
         table = manifest.get(field)

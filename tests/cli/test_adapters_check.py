@@ -255,3 +255,16 @@ def test_a_tool_the_manifest_calls_for_but_that_does_not_resolve_is_absent(
     assert "node_modules/.bin/vitest" in vitest["message"]
     assert code == 0 and doc["status"] == "ok"  # absent is not drift
     assert "jest" not in _by_tool(doc)  # a package the manifest does not name is not checked
+
+
+def test_a_package_json_that_is_a_fifo_is_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A planted FIFO named package.json: read as no manifest, never blocked on."""
+    import os
+
+    root = make_repo(tmp_path / "ws", {"README": "x\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    os.mkfifo(root / "package.json")
+    code, doc, _ = _check(root, capsys)
+    assert code == 0 and "vitest" not in _by_tool(doc)
