@@ -1,25 +1,25 @@
 """Starting one child in a session of its own: ``posix_spawn`` where the command allows it.
 
-``subprocess.Popen`` costs about twice the parent's CPU of ``os.posix_spawn``
-per command (its Python side encodes the environment variable by variable and
-reads an error pipe; bench/README.md "Scheduler"), and CPython only takes its
-own ``posix_spawn`` path without a working directory or a new session. So
-:func:`start_child` calls ``os.posix_spawn`` itself when that is exactly
-equivalent to what ``Popen(argv, cwd=cwd, env=env, start_new_session=True,
-stdin=…, stdout=…, stderr=…)`` would do:
+``subprocess.Popen`` costs about twice the parent's CPU of ``posix_spawn`` per
+command (its Python side encodes the environment variable by variable and
+reads an error pipe; bench/README.md "Scheduler"). So :func:`start_child`
+calls ``posix_spawn`` itself when that is exactly what ``Popen(argv, cwd=cwd,
+env=env, start_new_session=True, stdin=…, stdout=…, stderr=…)`` would do:
 
-- the working directory is this process's own (``posix_spawn`` cannot change it);
 - the executable is found the way ``Popen`` finds it: a path (with a ``/``) is
   used as it is; a bare name is searched by ``posix_spawnp`` in this process's
   ``PATH``, so only when the child's ``PATH`` is the same;
 - file descriptors: ``Popen`` closes every descriptor above 2 in the child;
-  Python makes its own descriptors close-on-exec, and any inheritable one
-  (inherited by this process, or made so on purpose) is closed by a file action;
 - signals: ``Popen`` resets SIGPIPE and SIGXFSZ (which Python ignores) to
   their defaults in the child; so do we (``setsigdef``).
 
-Otherwise ``Popen`` starts it. Both return something with ``pid``,
-``returncode``, ``poll()`` and ``wait()``.
+With glibc, ``spawn_libc`` calls libc's ``posix_spawn`` directly: it changes
+the working directory (a sandbox's), closes every descriptor above 2 and
+releases the GIL while the child starts. Elsewhere ``os.posix_spawn`` does it
+when the command runs in this process's own directory (it cannot change it),
+closing each inheritable descriptor by a file action (Python makes its own
+close-on-exec). Otherwise ``Popen`` starts it. All return something with
+``pid``, ``returncode``, ``poll()`` and ``wait()``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
+
+from changeloop import spawn_libc
 
 __all__ = ["Child", "SpawnedChild", "environ", "start_child"]
 
@@ -55,10 +57,11 @@ class Child(Protocol):
 
 
 class SpawnedChild:
-    """A child started with ``os.posix_spawn``: reaped with ``waitpid``."""
+    """A child started with ``posix_spawn`` (``via`` libc or ``os``): reaped with ``waitpid``."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, via: str) -> None:
         self.pid = pid
+        self.via = via
         self._returncode: int | None = None
 
     @property
@@ -99,9 +102,17 @@ def start_child(
 
     ``parent_path`` is this process's own ``PATH`` (a snapshot the caller holds).
     """
-    program = _spawnable(argv, cwd, env, parent_path)
-    if program is None or min(stdin, stdout, stderr) <= 2:  # dup2 onto itself: Popen handles it
-        return _popen(argv, cwd, env, (stdin, stdout, stderr))
+    stdio = (stdin, stdout, stderr)
+    program = _program(argv, env, parent_path)
+    if program is None or min(stdio) <= 2:  # dup2 onto itself: Popen handles it
+        return _popen(argv, cwd, env, stdio)
+    if spawn_libc.AVAILABLE:
+        pid = spawn_libc.spawn(
+            program, argv, env, cwd=str(cwd), stdio=stdio, search_path="/" not in program
+        )
+        return SpawnedChild(pid, via="libc")
+    if not _CAN_SPAWN or os.path.abspath(cwd) != os.getcwd():  # noqa: PTH100, PTH109
+        return _popen(argv, cwd, env, stdio)  # os.posix_spawn cannot change directory
     actions: list[tuple[int, ...]] = [
         (os.POSIX_SPAWN_DUP2, stdin, 0),
         (os.POSIX_SPAWN_DUP2, stdout, 1),
@@ -122,8 +133,8 @@ def start_child(
         if exc.errno != errno.EBADF:
             raise
         # A descriptor listed to be closed was closed meanwhile: Popen closes them all.
-        return _popen(argv, cwd, env, (stdin, stdout, stderr))
-    return SpawnedChild(pid)
+        return _popen(argv, cwd, env, stdio)
+    return SpawnedChild(pid, via="os")
 
 
 def _popen(
@@ -141,13 +152,14 @@ def _popen(
     )
 
 
-def _spawnable(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], parent_path: str | None
-) -> str | None:
-    """The program to hand to ``posix_spawn[p]``, or None when only ``Popen`` is exact."""
-    if not _CAN_SPAWN or not argv:
-        return None
-    if os.path.abspath(cwd) != os.getcwd():  # noqa: PTH100, PTH109 - strings, no syscall but one
+def _program(argv: Sequence[str], env: Mapping[str, str], parent_path: str | None) -> str | None:
+    """The program to hand to ``posix_spawn[p]``, or None when only ``Popen`` finds it exactly.
+
+    A path is used as it is; a bare name is searched in this process's ``PATH``
+    by ``posix_spawnp``, which is ``Popen``'s search only when the child's
+    ``PATH`` is the same.
+    """
+    if not argv:
         return None
     program = str(argv[0])
     if "/" not in program and (parent_path is None or env.get("PATH") != parent_path):

@@ -1,10 +1,12 @@
 """``spawn.start_child``: ``posix_spawn`` only where it is exactly what ``Popen`` would do.
 
-Each property is checked on a real child, started both ways (``posix_spawn``
-when the command runs in this process's directory, ``Popen`` otherwise): its
-own session, SIGPIPE back to default, no inherited descriptor beyond 0-2, the
-environment and directory it was given, and a missing executable as
-``FileNotFoundError``. ``environ()`` follows every change of ``os.environ``.
+Each property is checked on a real child, started every way: libc's
+``posix_spawn`` (glibc: any working directory), ``os.posix_spawn`` (the
+command runs in this process's directory) and ``Popen`` (otherwise): its own
+session, SIGPIPE back to default, no inherited descriptor beyond 0-2, the
+environment and directory it was given, a relative program found from that
+directory, and a missing executable as ``FileNotFoundError``. ``environ()``
+follows every change of ``os.environ``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,32 @@ from pathlib import Path
 
 import pytest
 
+from changeloop import spawn_libc
 from changeloop.run.job import env_delta
 from changeloop.spawn import SpawnedChild, environ, start_child
+
+# (way, runs in this process's directory, glibc's posix_spawn allowed)
+WAYS = [
+    pytest.param("libc", False, True, id="libc-sandbox"),
+    pytest.param("libc", True, True, id="libc-here"),
+    pytest.param("os", True, False, id="os-posix_spawn"),
+    pytest.param("popen", False, False, id="popen"),
+]
+
+
+def _way(child: object) -> str:
+    return child.via if isinstance(child, SpawnedChild) else "popen"
+
+
+def _choose(
+    monkeypatch: pytest.MonkeyPatch, libc: bool, here: Path, tmp_path: Path, same: bool
+) -> None:
+    if libc and not spawn_libc.AVAILABLE:  # pragma: no cover - CI runs on glibc
+        pytest.skip("not glibc: libc's posix_spawn is not used here")
+    if not libc:
+        monkeypatch.setattr(spawn_libc, "AVAILABLE", False)
+    monkeypatch.chdir(here if same else tmp_path)
+
 
 PROBE = """\
 import os
@@ -45,13 +71,13 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], tmp: Path) -> tuple[ob
     return child, out.read_text().splitlines()
 
 
-@pytest.mark.parametrize("here", [True, False], ids=["posix_spawn", "popen"])
-def test_both_ways_start_the_same_child(
-    here: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("way", "same", "libc"), WAYS)
+def test_every_way_starts_the_same_child(
+    way: str, same: bool, libc: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
-    monkeypatch.chdir(workdir if here else tmp_path)
+    _choose(monkeypatch, libc, workdir, tmp_path, same)
     leaked_r, leaked_w = os.pipe()
     os.set_inheritable(leaked_w, True)  # Popen closes it in the child; so must posix_spawn
     try:
@@ -62,7 +88,7 @@ def test_both_ways_start_the_same_child(
     finally:
         os.close(leaked_r)
         os.close(leaked_w)
-    assert isinstance(child, SpawnedChild) is here  # the way taken is the one meant
+    assert _way(child) == way  # the way taken is the one meant
     assert lines[0] == "True True"  # leader of its own session and group
     fds = [int(n) for n in lines[1].split()]
     assert leaked_w not in fds and all(fd <= 3 for fd in fds), fds  # 3: the listing itself
@@ -78,27 +104,70 @@ def test_both_ways_start_the_same_child(
     assert not ignored & (1 << (signal.SIGPIPE - 1)), status
 
 
-def test_a_bare_name_is_spawned_only_with_this_process_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("way", "same", "libc"), WAYS)
+def test_a_relative_program_is_found_from_the_childs_directory(
+    way: str, same: bool, libc: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    tool = workdir / "tool.sh"
+    tool.write_text("#!/bin/sh\necho from-workdir\n")
+    tool.chmod(0o755)
+    decoy = tmp_path / "tool.sh"  # what our own directory would find instead
+    decoy.write_text("#!/bin/sh\necho from-parent\n")
+    decoy.chmod(0o755)
+    _choose(monkeypatch, libc, workdir, tmp_path, same)
+    child, lines = _run(["./tool.sh"], workdir, dict(environ()), tmp_path)
+    assert _way(child) == way
+    assert lines == ["from-workdir"]
+
+
+@pytest.mark.parametrize("libc", [True, False], ids=["libc", "os"])
+def test_a_bare_name_is_spawned_only_with_this_process_path(
+    libc: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _choose(monkeypatch, libc, tmp_path, tmp_path, True)
     same = dict(environ())
     child, _ = _run(["true"], tmp_path, same, tmp_path)
-    assert isinstance(child, SpawnedChild)
+    assert _way(child) == ("libc" if libc else "os")
     other = {**same, "PATH": "/usr/bin:/bin"}  # another search path: Popen searches it
     child, _ = _run(["true"], tmp_path, other, tmp_path)
-    assert not isinstance(child, SpawnedChild)
+    assert _way(child) == "popen"
 
 
-@pytest.mark.parametrize("here", [True, False], ids=["posix_spawn", "popen"])
-def test_a_missing_executable_is_file_not_found_either_way(
-    here: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("way", "same", "libc"), WAYS)
+def test_a_missing_executable_is_file_not_found_every_way(
+    way: str,  # noqa: ARG001 - the id says which way; the error is the same
+    same: bool,
+    libc: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.chdir(tmp_path if here else "/")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    _choose(monkeypatch, libc, workdir, tmp_path, same)
+    for argv in (["no-such-program-changeloop"], ["./no-such-program"]):
+        with open(os.devnull, "r+b") as devnull, pytest.raises(FileNotFoundError):
+            start_child(
+                argv,
+                cwd=workdir,
+                env=dict(environ()),
+                stdin=devnull.fileno(),
+                stdout=devnull.fileno(),
+                stderr=devnull.fileno(),
+                parent_path=environ().get("PATH"),
+            )
+
+
+@pytest.mark.parametrize("libc", [True, False], ids=["libc", "popen"])
+def test_a_missing_working_directory_is_an_os_error_either_way(
+    libc: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _choose(monkeypatch, libc, tmp_path, tmp_path, True)
     with open(os.devnull, "r+b") as devnull, pytest.raises(FileNotFoundError):
         start_child(
-            ["no-such-program-changeloop"],
-            cwd=tmp_path,
+            ["true"],
+            cwd=tmp_path / "gone",
             env=dict(environ()),
             stdin=devnull.fileno(),
             stdout=devnull.fileno(),
