@@ -85,6 +85,7 @@ def _load() -> ctypes.CDLL | None:
 
 _LIBC = _load()
 AVAILABLE = _LIBC is not None
+_FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
 _RESET = tuple(
     sig for sig in (getattr(signal, n, None) for n in ("SIGPIPE", "SIGXFSZ")) if sig is not None
 )
@@ -117,11 +118,9 @@ def spawn(
     """
     libc = _LIBC
     assert libc is not None, "spawn_libc.spawn without glibc: check AVAILABLE"
-    encode = os.fsencode
-    args = (ctypes.c_char_p * (len(argv) + 1))(*[encode(a) for a in argv], None)
-    envp = (ctypes.c_char_p * (len(env) + 1))(
-        *[encode(k) + b"=" + encode(v) for k, v in env.items()], None
-    )
+    args_b, env_b = _encoded(argv, env)
+    args = (ctypes.c_char_p * (len(args_b) + 1))(*args_b, None)
+    envp = (ctypes.c_char_p * (len(env_b) + 1))(*env_b, None)
     attr = _ATTR()
     actions = _ACTIONS()
     libc.posix_spawnattr_init(attr)
@@ -132,17 +131,42 @@ def spawn(
         for target, fd in enumerate(stdio):
             _check(libc.posix_spawn_file_actions_adddup2(actions, fd, target))
         if cwd is not None:
-            _check(libc.posix_spawn_file_actions_addchdir_np(actions, encode(cwd)))
+            _check(libc.posix_spawn_file_actions_addchdir_np(actions, _c_string(cwd)))
         _check(libc.posix_spawn_file_actions_addclosefrom_np(actions, 3))
         pid = ctypes.c_int()
         call = libc.posix_spawnp if search_path else libc.posix_spawn
-        err = call(ctypes.byref(pid), encode(program), actions, attr, args, envp)
+        err = call(ctypes.byref(pid), _c_string(program), actions, attr, args, envp)
     finally:
         libc.posix_spawn_file_actions_destroy(actions)
         libc.posix_spawnattr_destroy(attr)
     if err:
         raise OSError(err, os.strerror(err), program)
     return pid.value
+
+
+def _encoded(argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[bytes], list[bytes]]:
+    """``argv`` and ``env`` as C strings, refused where ``Popen`` refuses them.
+
+    A C string ends at its first NUL: one inside a value would be cut short
+    silently, so it is a ``ValueError`` (``embedded null byte``), as is a name
+    holding ``=`` (``illegal environment variable name``), as ``Popen`` says.
+    """
+    encoding, errors = _FS_ENCODING
+    args = [os.fsencode(a) for a in argv]
+    for name in env:
+        if "=" in name:
+            raise ValueError("illegal environment variable name")
+    pairs = [f"{k}={v}".encode(encoding, errors) for k, v in env.items()]
+    if b"\0" in b"".join(args) or b"\0" in b"".join(pairs):
+        raise ValueError("embedded null byte")
+    return args, pairs
+
+
+def _c_string(text: str) -> bytes:
+    data = os.fsencode(text)
+    if b"\0" in data:
+        raise ValueError("embedded null byte")
+    return data
 
 
 def _check(err: int) -> None:

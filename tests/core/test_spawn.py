@@ -195,3 +195,40 @@ def test_env_delta_is_the_difference_and_never_carries_an_env_from_value() -> No
     values, unset = env_delta(env, base, ["SECRET"])
     assert values == (("B", "changed"), ("NEW", "n"))
     assert unset == ("GONE",)
+
+
+@pytest.mark.parametrize(("way", "same", "libc"), WAYS)
+@pytest.mark.parametrize(
+    ("argv", "extra", "cwd_name"),
+    [
+        (["true"], {"CUT": "before\0after"}, "work"),  # a C string would end at the NUL
+        (["tr\0ue"], {}, "work"),
+        (["true"], {"A=B": "1"}, "work"),
+        (["true"], {}, "wo\0rk"),
+    ],
+    ids=["nul-in-value", "nul-in-argv", "equals-in-name", "nul-in-cwd"],
+)
+def test_what_a_c_string_cannot_carry_is_refused_every_way(
+    way: str,  # noqa: ARG001 - the id says which way; the refusal is the same
+    same: bool,
+    libc: bool,
+    argv: list[str],
+    extra: dict[str, str],
+    cwd_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Never silently cut short: ``ValueError``, as ``os.posix_spawn`` and ``Popen`` raise."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    _choose(monkeypatch, libc, workdir, tmp_path, same and cwd_name == "work")
+    with open(os.devnull, "r+b") as devnull, pytest.raises(ValueError):
+        start_child(
+            argv,
+            cwd=tmp_path / cwd_name,
+            env={**environ(), **extra},
+            stdin=devnull.fileno(),
+            stdout=devnull.fileno(),
+            stderr=devnull.fileno(),
+            parent_path=environ().get("PATH"),
+        )
