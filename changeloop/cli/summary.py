@@ -96,7 +96,21 @@ def run(args: argparse.Namespace) -> int:
     for cid, claim in result.claims.items():
         if claim.status != "proven":
             common.say(f"  claim {cid}: {claim.status}")
+    _next_steps(plan.change.id, verdict, args.out, args.sign_key)
     return 0 if verdict == "PASSED" else 1
+
+
+def _next_steps(change: str, verdict: str, out: Path | None, key: Path) -> None:
+    """What to do with the summary (stderr, as every human line: stdout may hold the envelope)."""
+    common.say("\nNext steps:")
+    if verdict == "PASSED":
+        target = str(out) if out is not None else "<file>"
+        public = key.with_suffix(".pub")  # where `changeloop keygen` puts it
+        pub = str(public) if public.is_file() else "<its public key>"
+        common.say(f"  changeloop receipt verify {target} --public-key {pub} --change {change}")
+    else:
+        common.say(f"  changeloop prove {change}     # prove what is not proven, then")
+        common.say(f"  changeloop summary {change}   # sign the summary again")
 
 
 def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519PublicKey]) -> int:

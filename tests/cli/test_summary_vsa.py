@@ -227,3 +227,25 @@ def test_a_line_break_in_a_signed_verifier_id_cannot_forge_a_line(
     assert code == 0, err
     assert not any(line.startswith("valid: forged") for line in err.splitlines())
     assert "\\nvalid: forged" in err
+
+
+def test_summary_ends_with_next_steps_on_stderr_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Passed: how to check it offline (the step given passes); failed: prove again."""
+    root = workspace(tmp_path)
+    key, pub = _keys(tmp_path, capsys)
+    out = tmp_path / "vsa.json"
+    argv = ["summary", "c1", "--root", str(root), "--sign-key", str(key)]
+    code, _doc, err = run([*argv, "--out", str(out)], capsys)
+    assert code == 1  # nothing proven yet
+    assert "Next steps:" in err and "changeloop prove c1" in err
+    assert prove(root, capsys) == 0
+    code, envelope, err = run(argv, capsys)
+    assert code == 0
+    assert envelope is not None and "payload" in envelope  # stdout: the envelope alone
+    assert "Next steps:" in err and f"--public-key {pub}" in err
+    code, _doc, err = run([*argv, "--out", str(out)], capsys)
+    step = f"receipt verify {out} --public-key {pub} --change c1"
+    assert code == 0 and step in err
+    assert run(step.split(), capsys)[0] == 0  # the step it gives is one that passes
