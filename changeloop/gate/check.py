@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from changeloop.dsse import VerificationError, loads_strict, parse_envelope
+from changeloop.gate.changed import changed_paths
 from changeloop.gate.records import Kept, ReadEnvelope, SetAside
 from changeloop.gate.trust import SIGN_OFF_ADAPTERS, Scope
 from changeloop.identity import content_identity
@@ -33,6 +34,7 @@ class Trees:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.by_mode: dict[bool, dict[str, str]] = {}
+        self.diffs: dict[tuple[str, str, str], str | None] = {}
 
     def tree(self, repo: str, *, include_untracked: bool) -> str | None:
         per = self.by_mode.setdefault(include_untracked, {})
@@ -43,6 +45,15 @@ class Trees:
             ident = content_identity(repository.path, include_untracked=include_untracked)
             per[repo] = ident.tree
         return per[repo]
+
+    def changes(self, repo: str, made: str, now: str) -> str | None:
+        """The paths that differ between two trees of ``repo`` (once per pair)."""
+        key = (repo, made, now)
+        if key not in self.diffs:
+            repository = self.plan.repositories.get(repo)
+            found = changed_paths(repository.path, made, now) if repository else None
+            self.diffs[key] = found
+        return self.diffs[key]
 
 
 def current_wiring(plan: Plan, provider: Provider) -> str:
@@ -135,9 +146,11 @@ def content_problem(
         if now is None:
             return f"{what} covers repository {repo!r}, which this change no longer has"
         if made != now:
+            changed = trees.changes(repo, str(made), now)
+            since = f"; since then: {changed}" if changed else ""
             return (
                 f"{what} was made for content {str(made)[:7]}… of {repo!r}; its current "
-                f"content ({mode}) is {now[:7]}… — prove again"
+                f"content ({mode}) is {now[:7]}…{since} — prove again"
             )
     return None
 
