@@ -19,7 +19,9 @@ changeloop``, and the console script beside it for ``--help``), never through a
 pyenv shim (~50 ms of bash of its own here). Bytecode may be cached
 (PYTHONDONTWRITEBYTECODE is dropped for the children), as it is for an installed
 changeloop. What may differ between the two ``--json`` documents: the run id
-(``runId``, and the receipt paths under ``runs/<id>/``) — nothing else.
+(``runId``, and the receipt paths under ``runs/<id>/``) — nothing else. The
+generated workspace is flushed to disk (``os.sync``) before anything is timed;
+the first run's own writes are not.
 
     python bench/incremental.py [--files 20000] [--providers 100] [--repeat 5]
 """
