@@ -291,20 +291,23 @@ def clear_non_file(path: Path) -> None:
 def _repair_receipts(receipts: Path) -> None:
     """``receipts/<change>/`` holds only regular files we wrote: clear anything else there."""
     for change_dir in _entries(receipts):
-        try:
-            entries = list(change_dir.iterdir())
+        try:  # the directory's own entry types (d_type): no lstat per receipt
+            with os.scandir(change_dir) as listing:
+                entries = list(listing)
         except OSError:
             continue
         for entry in entries:
             try:
-                info = entry.lstat()
+                if entry.is_file(follow_symlinks=False):
+                    continue
+                planted_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                shutil.rmtree(entry, ignore_errors=True)
-            elif not stat.S_ISREG(info.st_mode):
+            if planted_dir:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:  # a symlink, FIFO, socket or device
                 with contextlib.suppress(OSError):
-                    entry.unlink()
+                    Path(entry.path).unlink()
 
 
 def unusable(path: Path, exc: OSError) -> StateRefused:

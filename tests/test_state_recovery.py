@@ -126,16 +126,30 @@ def test_a_sandbox_folder_named_with_a_twenty_digit_pid_is_cleared(
     assert not odd.exists()  # no process can have that pid: its owner is gone
 
 
-def test_a_receipts_entry_that_is_a_directory_is_rebuilt(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("kind", ["directory", "fifo", "symlink", "dangling-symlink"])
+def test_a_receipts_entry_that_is_not_a_file_is_rebuilt(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = _workspace(tmp_path)
     _proven(root, capsys)
     latest = root / ".changeloop" / "receipts" / "c1" / "test.test.json"
+    good = latest.read_bytes()
     latest.unlink()
-    (latest / "junk").mkdir(parents=True)
+    stray = latest.with_name("stray.json")  # not the name of any receipt: only cleared
+    for path in (latest, stray):
+        if kind == "directory":
+            (path / "junk").mkdir(parents=True)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "symlink":  # even a valid receipt, behind a link
+            (tmp_path / f"{path.name}.elsewhere").write_bytes(good)
+            path.symlink_to(tmp_path / f"{path.name}.elsewhere")
+        else:
+            path.symlink_to(tmp_path / "nowhere")
     _proven(root, capsys)
-    assert latest.is_file() and json.loads(latest.read_bytes())["payloadType"]
+    assert latest.is_file() and not latest.is_symlink()
+    assert json.loads(latest.read_bytes())["payloadType"]
+    assert not stray.exists() and not stray.is_symlink()
 
 
 # -- a state path that is not a directory: refusal, exit 2, named ---------------
