@@ -150,11 +150,12 @@ class ServiceManager:
                 problems += await self._ensure_started(state)
             yield problems
         finally:
-            with anyio.CancelScope(shield=True):
-                for state in states:
-                    state.active -= 1
-                    state.remaining -= 1
-                    await self._maybe_stop(state, wait=True)
+            if states:  # most providers lease no service: no shielded scope to enter
+                with anyio.CancelScope(shield=True):
+                    for state in states:
+                        state.active -= 1
+                        state.remaining -= 1
+                        await self._maybe_stop(state, wait=True)
 
     def started(self, name: str) -> bool:
         """True once this manager has started ``name`` (its port is then ours, not a leftover)."""
