@@ -101,6 +101,7 @@ class ReceiptSink:
         self._staged: list[Pending] = []
         self._command_digests: dict[tuple[str, ...], str] = {}
         self._latest = state.latest(plan.change.id)
+        self._cache_dir = state.cache
         self._run_rel = run_dir.relative_to(plan.root).as_posix()
 
     # -- what others read ----------------------------------------------------
@@ -331,7 +332,7 @@ class ReceiptSink:
             return  # re-judged on every run
         # finish() calls this only when every envelope it just sealed is a pass
         target, data = cache.entry_of_passes(
-            self._state.cache, self._fingerprint(provider), envelopes
+            self._cache_dir, self._fingerprint(provider), envelopes
         )
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
         entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
