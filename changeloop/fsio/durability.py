@@ -30,7 +30,7 @@ WRITEBACK: int | None = getattr(os, "POSIX_FADV_DONTNEED", None)
 _SYNCFS: list[Callable[[int], int] | None] = []  # resolved once: libc's syncfs, or None
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: str | Path) -> None:
     """Make renames in ``directory`` durable (best effort where directories cannot be opened)."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -73,18 +73,30 @@ def whole_filesystem_sync() -> Callable[[int], int] | None:
     return _SYNCFS[0]
 
 
-def sync_filesystems(sync: Callable[[int], int], directories: Iterable[Path]) -> OSError | None:
-    """``sync`` once per file system holding one of ``directories``; the first failure."""
+def sync_filesystems(
+    sync: Callable[[int], int], directories: Iterable[str | Path]
+) -> OSError | None:
+    """``sync`` once per file system holding one of ``directories``; the first failure.
+
+    Which file system a directory is on is one ``stat``; only the first
+    directory met on each file system is opened and synced. (Opening, fstat-ing
+    and closing every directory of a round — one per provider, twice a round —
+    was six system calls per provider on the writer thread, each a hand-off of
+    the GIL the event loop needs.)
+    """
     synced: set[int] = set()
     for directory in dict.fromkeys(directories):
+        try:
+            device = os.stat(directory).st_dev  # noqa: PTH116 - str or Path alike
+        except OSError as exc:
+            return exc
+        if device in synced:
+            continue
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             return exc
         try:
-            device = os.fstat(fd).st_dev
-            if device in synced:
-                continue
             if sync(fd) != 0:
                 import ctypes  # loaded already by whole_filesystem_sync
 

@@ -29,18 +29,24 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 SETTLE_CHUNK = 64
 
 
-def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
-    """A fresh temporary file beside ``name``; never an existing file or a symlink."""
+def _exclusive_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
+    """A fresh temporary file beside ``name``; never an existing file or a symlink.
+
+    Paths are plain strings here: a round handles thousands of files on the
+    writer thread, and every ``Path`` built there was Python run under the GIL
+    the event loop needs.
+    """
     for _attempt in range(16):
-        tmp = directory / f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")  # noqa: PTH118 - strings on the writer thread
         try:
             fd = os.open(tmp, _TEMP_FLAGS, mode)
         except FileExistsError:  # taken (or planted): pick another name
             continue
         except OSError as exc:  # name the file the caller asked for, not our temporary
-            raise OSError(exc.errno, exc.strerror, str(directory / name)) from exc
+            raise OSError(exc.errno, exc.strerror, os.path.join(directory, name)) from exc  # noqa: PTH118
         return fd, tmp
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory / name))
+    where = os.path.join(directory, name)  # noqa: PTH118
+    raise FileExistsError(errno.EEXIST, "no free temporary name", where)
 
 
 def write_fd(fd: int, data: bytes) -> None:
@@ -73,12 +79,14 @@ class Pending:
 @dataclass
 class _Staged:
     item: Pending
-    tmp: Path
+    target: str  # str(item.path), made once
+    directory: str  # its parent directory
+    tmp: str
     fd: int | None
 
 
 def commit(
-    groups: Sequence[Sequence[Pending]], *, made: set[Path] | None = None
+    groups: Sequence[Sequence[Pending]], *, made: set[str] | None = None
 ) -> list[OSError | None]:
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
@@ -92,7 +100,7 @@ def commit(
     one file, not a thousand: on ext4, making and dropping inodes at that rate
     was what a round cost most).
 
-    Parent directories are made (``made`` remembers those known to exist). A group
+    Parent directories are made (``made`` remembers those known to exist, as strings). A group
     that fails leaves no temporary file and keeps the names it had already renamed;
     the other groups are not affected. A kill at any instant leaves every name
     either its old file or its new one, plus temporary files that name this
@@ -125,9 +133,11 @@ def commit(
                 for position, item in enumerate(group):
                     if item.supersedable and last[item.path] != (index, position):
                         continue  # superseded within this round
-                    _ensure_dir(item.path.parent, known)
-                    fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
-                    entry = _Staged(item, tmp, fd)
+                    target = os.fspath(item.path)
+                    directory, name = os.path.split(target)
+                    _ensure_dir(directory, known)
+                    fd, tmp = _exclusive_temp(directory, name, item.mode)
+                    entry = _Staged(item, target, directory, tmp, fd)
                     staged[index].append(entry)
                     _fill(entry, writeback=sync is None)
                     written.append((index, entry))
@@ -139,7 +149,7 @@ def commit(
         _settle(written, staged, errors, fsync=sync is None)
         if sync is not None:
             failure = durability.sync_filesystems(
-                sync, (e.item.path.parent for files in staged for e in files if e.item.durable)
+                sync, (e.directory for files in staged for e in files if e.item.durable)
             )
             if failure is not None:  # what was written may not be on disk: rename nothing
                 for index, files in enumerate(staged):
@@ -147,7 +157,7 @@ def commit(
                         path = str(files[0].item.path)
                         errors[index] = type(failure)(failure.errno, failure.strerror, path)
                         _discard(files)
-        renamed: list[Pending] = []
+        renamed: list[_Staged] = []
         for index, files in enumerate(staged):
             while files:
                 entry = files[0]
@@ -158,11 +168,11 @@ def commit(
                     _discard(files)
                     break
                 files.pop(0)
-                renamed.append(entry.item)
+                renamed.append(entry)
     finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
         for files in staged:
             _discard(files)
-    directories = _distinct(item.path.parent for item in renamed if item.durable)
+    directories = _distinct(entry.directory for entry in renamed if entry.item.durable)
     if sync is not None:
         durability.sync_filesystems(sync, directories)  # best effort, as fsync_dir is
     else:
@@ -180,7 +190,7 @@ def write_all(
     no name has changed that was not already renamed.
     """
     group = [Pending(path, data, durable, mode) for path, data in items]
-    (error,) = commit([group], made={path.parent for path, _data in items})
+    (error,) = commit([group], made={os.fspath(path.parent) for path, _data in items})
     if error is not None:
         raise error
 
@@ -198,7 +208,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     The file is complete and fsynced before its name appears (a hard link of
     the temporary file), so a reader never sees a half key.
     """
-    fd, tmp = _exclusive_temp(path.parent, path.name, mode)
+    fd, tmp = _exclusive_temp(os.fspath(path.parent), path.name, mode)
     try:
         os.fchmod(fd, mode)
         write_fd(fd, data)
@@ -215,7 +225,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     durability.fsync_dir(path.parent)
 
 
-def _distinct(paths: Iterable[Path]) -> list[Path]:
+def _distinct(paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
@@ -262,13 +272,13 @@ def _settle(
 
 def _rename(entry: _Staged) -> None:
     try:
-        entry.tmp.replace(entry.item.path)
+        os.replace(entry.tmp, entry.target)  # noqa: PTH105 - strings made once per file
     except OSError as exc:
         squatted = exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
         if not (squatted and entry.item.displace_dir and _is_real_dir(entry.item.path)):
             raise
         shutil.rmtree(entry.item.path, ignore_errors=True)
-        entry.tmp.replace(entry.item.path)
+        os.replace(entry.tmp, entry.target)  # noqa: PTH105
 
 
 def _is_real_dir(path: Path) -> bool:
@@ -278,9 +288,9 @@ def _is_real_dir(path: Path) -> bool:
         return False
 
 
-def _ensure_dir(directory: Path, made: set[Path]) -> None:
+def _ensure_dir(directory: str, made: set[str]) -> None:
     if directory not in made:
-        directory.mkdir(parents=True, exist_ok=True)
+        os.makedirs(directory, exist_ok=True)  # noqa: PTH103 - a string, as the set holds
         made.add(directory)
 
 
@@ -302,6 +312,6 @@ def _discard(files: list[_Staged]) -> None:
     files.clear()
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(path: str) -> None:
     with contextlib.suppress(OSError):
-        path.unlink()
+        os.unlink(path)  # noqa: PTH108 - temporaries are strings

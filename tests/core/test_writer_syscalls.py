@@ -1,0 +1,52 @@
+"""The writer thread's system calls per file (issue 15): each one hands the GIL over.
+
+A round of a thousand providers writes into a thousand directories; what the
+round does per directory and per file is what the event loop waits for.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from changeloop import fsio
+from changeloop.fsio import durability
+
+
+def test_a_large_round_opens_one_directory_per_file_system_to_sync_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if durability.whole_filesystem_sync() is None:
+        pytest.skip("no syncfs on this platform: every round fsyncs file by file")
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path: str | Path, flags: int, *args: int, **kwargs: int) -> int:
+        if flags & os.O_DIRECTORY:
+            opened.append(os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    count = durability.SYNCFS_FROM * 2
+    groups = [[fsio.Pending(tmp_path / f"p{n}" / "r.json", b"%d" % n)] for n in range(count)]
+    assert fsio.commit(groups) == [None] * count
+    # One file system here: one directory opened for the sync before the renames, one after
+    # (it used to be every directory, twice).
+    assert len(opened) == 2
+    for n in range(count):
+        assert (tmp_path / f"p{n}" / "r.json").read_bytes() == b"%d" % n
+
+
+def test_a_directory_that_vanished_before_the_sync_fails_the_round_naming_it(
+    tmp_path: Path,
+) -> None:
+    sync = durability.whole_filesystem_sync()
+    if sync is None:
+        pytest.skip("no syncfs on this platform")
+    gone = tmp_path / "gone"
+    failure = durability.sync_filesystems(sync, [tmp_path, gone])
+    assert isinstance(failure, FileNotFoundError)
+    assert failure.filename == str(gone)
+    assert durability.sync_filesystems(sync, [tmp_path, str(tmp_path)]) is None
