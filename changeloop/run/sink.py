@@ -236,7 +236,7 @@ class ReceiptSink:
             executor=timing.executor or {"kind": "local"},
         )
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
-        self._store(provider, outcome, sealed.id, sealed.envelope)
+        self._store(provider, outcome, sealed.id, sealed.envelope, repositories=repos)
         return sealed.envelope
 
     def _command_digest(self, command: tuple[str, ...]) -> str:
@@ -286,10 +286,11 @@ class ReceiptSink:
         envelope: bytes,
         *,
         cached: bool = False,
+        repositories: tuple[str, ...] | None = None,
     ) -> None:
         name = outcome.provider or provider.name
         filename = f"{name}.{outcome.capability}.json"
-        run_path = self._run_dir / provider.name / filename
+        run_path = self._run_dir / f"{provider.name}/{filename}"  # one join, same path
         # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
         self._staged.append(Pending(run_path, envelope, durable=not cached))
         latest = self._latest / filename
@@ -299,7 +300,11 @@ class ReceiptSink:
             provider=name,
             capability=outcome.capability,
             status=outcome.status,
-            repositories=registry.ADAPTERS[provider.adapter].repositories(provider, self._plan),
+            repositories=(
+                repositories
+                if repositories is not None
+                else registry.ADAPTERS[provider.adapter].repositories(provider, self._plan)
+            ),
             reason=outcome.reason,
             claims=dict(outcome.claims),
             input_mode=outcome.input_mode,
