@@ -18,6 +18,8 @@ __all__ = [
     "SYNCFS_FROM",
     "WRITEBACK",
     "fsync_dir",
+    "one_per_filesystem",
+    "sync_each",
     "sync_filesystems",
     "whole_filesystem_sync",
 ]
@@ -76,22 +78,31 @@ def whole_filesystem_sync() -> Callable[[int], int] | None:
 def sync_filesystems(
     sync: Callable[[int], int], directories: Iterable[str | Path]
 ) -> OSError | None:
-    """``sync`` once per file system holding one of ``directories``; the first failure.
+    """``sync`` once per file system holding one of ``directories``; the first failure."""
+    found = one_per_filesystem(directories)
+    return found if isinstance(found, OSError) else sync_each(sync, found)
 
-    Which file system a directory is on is one ``stat``; only the first
-    directory met on each file system is opened and synced. (Opening, fstat-ing
-    and closing every directory of a round — one per provider, twice a round —
-    was six system calls per provider on the writer thread, each a hand-off of
-    the GIL the event loop needs.)
+
+def one_per_filesystem(directories: Iterable[str | Path]) -> list[str | Path] | OSError:
+    """The first of ``directories`` on each file system (one ``stat`` each); or the failure.
+
+    Opening, fstat-ing and closing every directory of a round — one per
+    provider, twice a round — was six system calls per provider on the writer
+    thread, each a hand-off of the GIL the event loop needs.
     """
-    synced: set[int] = set()
+    devices: dict[int, str | Path] = {}
     for directory in dict.fromkeys(directories):
         try:
             device = os.stat(directory).st_dev  # noqa: PTH116 - str or Path alike
         except OSError as exc:
             return exc
-        if device in synced:
-            continue
+        devices.setdefault(device, directory)
+    return list(devices.values())
+
+
+def sync_each(sync: Callable[[int], int], directories: Iterable[str | Path]) -> OSError | None:
+    """``sync`` (libc's ``syncfs``) through each directory; the first failure."""
+    for directory in directories:
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
@@ -102,7 +113,6 @@ def sync_filesystems(
 
                 code = ctypes.get_errno()
                 return OSError(code, os.strerror(code), str(directory))
-            synced.add(device)
         finally:
             os.close(fd)
     return None

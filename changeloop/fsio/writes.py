@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
+import random
 import shutil
 import stat
 from collections.abc import Iterable, Sequence
@@ -25,6 +25,10 @@ from changeloop.fsio import durability
 __all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic", "write_fd"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Tokens of temporary names. Their safety is O_EXCL|O_NOFOLLOW (a taken or planted name
+# is skipped), not secrecy: a generator seeded once from os.urandom, where secrets made a
+# getrandom system call per file (a GIL hand-off on the writer thread, issue 15).
+_TEMP_NAMES = random.Random()  # noqa: S311 - names, not secrets
 # Files of a round held open between their write and their fsync (bounded descriptors).
 SETTLE_CHUNK = 64
 
@@ -37,7 +41,8 @@ def _exclusive_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
     the event loop needs.
     """
     for _attempt in range(16):
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")  # noqa: PTH118 - strings on the writer thread
+        token = f"{_TEMP_NAMES.getrandbits(48):012x}"
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{token}.tmp")  # noqa: PTH118 - strings on the writer thread
         try:
             fd = os.open(tmp, _TEMP_FLAGS, mode)
         except FileExistsError:  # taken (or planted): pick another name
@@ -147,10 +152,15 @@ def commit(
             if len(written) >= SETTLE_CHUNK:
                 _settle(written, staged, errors, fsync=sync is None)
         _settle(written, staged, errors, fsync=sync is None)
+        filesystems: list[str | Path] = []  # one directory on each file system written to
         if sync is not None:
-            failure = durability.sync_filesystems(
-                sync, (e.directory for files in staged for e in files if e.item.durable)
+            found = durability.one_per_filesystem(
+                e.directory for files in staged for e in files if e.item.durable
             )
+            if isinstance(found, OSError):
+                failure: OSError | None = found
+            else:
+                filesystems, failure = found, durability.sync_each(sync, found)
             if failure is not None:  # what was written may not be on disk: rename nothing
                 for index, files in enumerate(staged):
                     if files:  # each group's error names its own file
@@ -174,7 +184,8 @@ def commit(
             _discard(files)
     directories = _distinct(entry.directory for entry in renamed if entry.item.durable)
     if sync is not None:
-        durability.sync_filesystems(sync, directories)  # best effort, as fsync_dir is
+        if directories:  # on the file systems found before the renames: no stat per directory
+            durability.sync_each(sync, filesystems)  # best effort, as fsync_dir is
     else:
         for directory in directories:
             durability.fsync_dir(directory)
@@ -290,7 +301,10 @@ def _is_real_dir(path: Path) -> bool:
 
 def _ensure_dir(directory: str, made: set[str]) -> None:
     if directory not in made:
-        os.makedirs(directory, exist_ok=True)  # noqa: PTH103 - a string, as the set holds
+        try:  # one system call where the parent exists (a provider's new run directory)
+            os.mkdir(directory)  # noqa: PTH102 - a string, as the set holds
+        except (FileExistsError, FileNotFoundError):  # makedirs judges both, as it did alone
+            os.makedirs(directory, exist_ok=True)  # noqa: PTH103
         made.add(directory)
 
 

@@ -50,3 +50,39 @@ def test_a_directory_that_vanished_before_the_sync_fails_the_round_naming_it(
     assert isinstance(failure, FileNotFoundError)
     assert failure.filename == str(gone)
     assert durability.sync_filesystems(sync, [tmp_path, str(tmp_path)]) is None
+
+
+def test_a_round_stats_each_directory_once_and_draws_no_randomness_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if durability.whole_filesystem_sync() is None:
+        pytest.skip("no syncfs on this platform: every round fsyncs file by file")
+    stats: list[str] = []
+    draws: list[int] = []
+    real_stat, real_urandom = os.stat, os.urandom
+
+    def stat_spy(path: str | Path, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def urandom_spy(size: int) -> bytes:
+        draws.append(size)
+        return real_urandom(size)
+
+    monkeypatch.setattr(os, "stat", stat_spy)
+    monkeypatch.setattr(os, "urandom", urandom_spy)
+    count = durability.SYNCFS_FROM * 2
+    groups = [
+        [
+            fsio.Pending(tmp_path / f"p{n}" / "a.json", b"%d" % n),
+            fsio.Pending(tmp_path / f"p{n}" / "b.json", b"%d" % n),
+        ]
+        for n in range(count)
+    ]
+    assert fsio.commit(groups) == [None] * count
+    directories = {str(tmp_path / f"p{n}") for n in range(count)}
+    # Made with one mkdir each, stat-ed once to learn its file system, none after the renames.
+    assert sorted(s for s in stats if s in directories) == sorted(directories)
+    assert draws == []  # temporary names: no getrandom (a GIL hand-off) per file
+    names = [p.name for p in tmp_path.rglob("*") if ".tmp" in p.name]
+    assert names == []
