@@ -300,11 +300,15 @@ def _is_real_dir(path: Path) -> bool:
 
 
 def _ensure_dir(directory: str, made: set[str]) -> None:
+    """``Path(directory).mkdir(parents=True, exist_ok=True)``, on the string the round has."""
     if directory not in made:
-        try:  # one system call where the parent exists (a provider's new run directory)
-            os.mkdir(directory)  # noqa: PTH102 - a string, as the set holds
-        except (FileExistsError, FileNotFoundError):  # makedirs judges both, as it did alone
+        try:
+            os.mkdir(directory)  # noqa: PTH102
+        except FileNotFoundError:
             os.makedirs(directory, exist_ok=True)  # noqa: PTH103
+        except OSError:
+            if not os.path.isdir(directory):  # noqa: PTH112
+                raise
         made.add(directory)
 
 
