@@ -68,9 +68,12 @@ class Pending:
     ``durable=False`` is for bytes whose loss costs nothing but a re-run (a cache
     entry, a copy of bytes already durable elsewhere): the rename still makes the
     write all-or-nothing for a killed process, only the fsyncs are skipped.
+
+    ``path`` may be a plain string: a run's sink stages thousands, and the
+    writer thread works on strings anyway.
     """
 
-    path: Path
+    path: str | Path
     data: bytes
     durable: bool = True
     mode: int = 0o644
@@ -117,7 +120,7 @@ def commit(
     # A supersedable name written again later in the round is written only then: what the
     # earlier write would have put there is replaced within the same round anyway.
     last = {
-        item.path: (g, i)
+        os.fspath(item.path): (g, i)
         for g, group in enumerate(groups)
         for i, item in enumerate(group)
         if item.supersedable
@@ -126,7 +129,7 @@ def commit(
         1
         for g, group in enumerate(groups)
         for i, item in enumerate(group)
-        if item.durable and (not item.supersedable or last[item.path] == (g, i))
+        if item.durable and (not item.supersedable or last[os.fspath(item.path)] == (g, i))
     )
     # A large round is made durable by one syncfs per file system (Linux), a small
     # one file by file: see durability.whole_filesystem_sync.
@@ -136,9 +139,9 @@ def commit(
         for index, group in enumerate(groups):
             try:
                 for position, item in enumerate(group):
-                    if item.supersedable and last[item.path] != (index, position):
-                        continue  # superseded within this round
                     target = os.fspath(item.path)
+                    if item.supersedable and last[target] != (index, position):
+                        continue  # superseded within this round
                     directory, name = os.path.split(target)
                     _ensure_dir(directory, known)
                     fd, tmp = _exclusive_temp(directory, name, item.mode)
@@ -286,15 +289,15 @@ def _rename(entry: _Staged) -> None:
         os.replace(entry.tmp, entry.target)  # noqa: PTH105 - strings made once per file
     except OSError as exc:
         squatted = exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
-        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.item.path)):
+        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.target)):
             raise
-        shutil.rmtree(entry.item.path, ignore_errors=True)
+        shutil.rmtree(entry.target, ignore_errors=True)
         os.replace(entry.tmp, entry.target)  # noqa: PTH105
 
 
-def _is_real_dir(path: Path) -> bool:
+def _is_real_dir(path: str) -> bool:
     try:
-        return stat.S_ISDIR(path.lstat().st_mode)  # never a symlink to one
+        return stat.S_ISDIR(os.lstat(path).st_mode)  # never a symlink to one
     except OSError:
         return False
 
@@ -312,7 +315,7 @@ def _ensure_dir(directory: str, made: set[str]) -> None:
         made.add(directory)
 
 
-def _naming(exc: OSError, path: Path) -> OSError:
+def _naming(exc: OSError, path: str | Path) -> OSError:
     """``exc`` naming the file the caller asked for (a failed write or fsync names none)."""
     if exc.filename is not None:
         return exc

@@ -16,6 +16,7 @@ Its parts: ``run/symlink_findings.py`` (the links-leaving-a-repository warnings)
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,7 +101,8 @@ class ReceiptSink:
         self._commits = GroupCommit()
         self._staged: list[Pending] = []
         self._command_digests: dict[tuple[str, ...], str] = {}
-        self._latest = state.latest(plan.change.id)
+        self._latest_text = os.fspath(state.latest(plan.change.id))
+        self._run_dir_text = os.fspath(run_dir)
         self._cache_dir = state.cache
         self._run_rel = run_dir.relative_to(plan.root).as_posix()
 
@@ -290,11 +292,12 @@ class ReceiptSink:
     ) -> None:
         name = outcome.provider or provider.name
         filename = f"{name}.{outcome.capability}.json"
-        run_path = self._run_dir / f"{provider.name}/{filename}"  # one join, same path
+        # Strings: a Path built per file was a measurable share of a receipt (issue 15).
+        run_path = os.path.join(self._run_dir_text, provider.name, filename)  # noqa: PTH118
         # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
         self._staged.append(Pending(run_path, envelope, durable=not cached))
-        latest = self._latest / filename
-        if not (cached and same_bytes(latest, envelope)):
+        latest = os.path.join(self._latest_text, filename)  # noqa: PTH118
+        if not (cached and same_bytes(Path(latest), envelope)):
             self._staged.append(Pending(latest, envelope, durable=not cached))
         view = ReceiptView(
             provider=name,

@@ -86,3 +86,20 @@ def test_a_round_stats_each_directory_once_and_draws_no_randomness_per_file(
     assert draws == []  # temporary names: no getrandom (a GIL hand-off) per file
     names = [p.name for p in tmp_path.rglob("*") if ".tmp" in p.name]
     assert names == []
+
+
+def test_a_path_given_as_a_string_is_the_same_name_as_its_path(tmp_path: Path) -> None:
+    """The sink stages strings; a cache entry named both ways in one round is written once."""
+    entry = tmp_path / "cache" / "e.json"
+    (tmp_path / "cache" / "squat.json").mkdir(parents=True)  # damaged state: a directory
+    groups = [
+        [fsio.Pending(entry, b"first", durable=False, supersedable=True)],
+        [fsio.Pending(str(entry), b"second", durable=False, supersedable=True)],
+        [fsio.Pending(str(tmp_path / "run" / "p" / "r.json"), b"receipt")],
+        [fsio.Pending(str(tmp_path / "cache" / "squat.json"), b"c", displace_dir=True)],
+    ]
+    assert fsio.commit(groups) == [None] * 4
+    assert entry.read_bytes() == b"second"
+    assert sorted(p.name for p in entry.parent.iterdir()) == ["e.json", "squat.json"]
+    assert (tmp_path / "run" / "p" / "r.json").read_bytes() == b"receipt"
+    assert (tmp_path / "cache" / "squat.json").read_bytes() == b"c"
