@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import json
 import os
 import re
@@ -93,10 +94,16 @@ def sign_envelope(payload: bytes, payload_type: str, private_key: Ed25519Private
     # the two free strings go through canonicalize. A test holds it to canonicalize(doc).
     return b'{"payload":"%b","payloadType":%b,"signatures":[{"keyid":%b,"sig":"%b"}]}\n' % (
         base64.b64encode(payload),
-        canonicalize(payload_type),
-        canonicalize(signer_keyid(private_key)),
+        _json_string(payload_type),
+        _json_string(signer_keyid(private_key)),
         base64.b64encode(sig),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _json_string(text: str) -> bytes:
+    """``canonicalize(text)``, once per string: a run signs with one key and one type."""
+    return canonicalize(text)
 
 
 def too_large(size: int) -> VerificationError:

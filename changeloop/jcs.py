@@ -48,6 +48,13 @@ def canonicalize(obj: Any) -> bytes:
 
 
 _HIGH = re.compile("[\ud800-\U0010ffff]")
+# What json.dumps(ensure_ascii=False, sort_keys=True, separators=(",", ":")) builds per
+# call, built once. No circular check: _plain has walked the value (a cycle never ends
+# that walk, as it never ends RFC 8785).
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
+)
+_LEAVES = frozenset({str, bool, type(None)})
 
 
 def _fast(obj: Any) -> bytes | None:
@@ -60,28 +67,46 @@ def _fast(obj: Any) -> bytes | None:
     surrogate needs escaping). Anything else takes the careful path; a property
     test holds the two to the same bytes.
     """
+    if not _plain(obj):
+        return None
+    text = _ENCODER.encode(obj)
+    if not text.isascii() and _HIGH.search(text):  # both in C; max(text) was a third of it
+        return None
+    return text.encode("utf-8")
+
+
+def _plain(obj: Any) -> bool:
+    """Only exact dicts (string keys), lists, tuples, strings, bools, None and safe integers.
+
+    Walks containers only: each member is judged where it is met, and only a
+    container is pushed for later (a receipt is mostly strings; pushing and
+    popping each one cost more than the C encoder's whole pass).
+    """
     stack = [obj]
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-            return None
         if kind is dict:
-            if not all(type(k) is str for k in item):
-                return None
-            stack.extend(item.values())
+            for key in item:
+                if type(key) is not str:
+                    return False
+            members = item.values()
         elif kind is list or kind is tuple:
-            stack.extend(item)
+            members = item
         else:
-            return None
-    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    if not text.isascii() and _HIGH.search(text):  # both in C; max(text) was a third of it
-        return None
-    return text.encode("utf-8")
+            members = (item,)  # the top-level value itself
+        for member in members:
+            kind = type(member)
+            if kind in _LEAVES:
+                continue
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append(member)
+            else:
+                return False
+    return True
 
 
 def _emit(obj: Any, out: list[str]) -> None:

@@ -91,7 +91,13 @@ def rfc3339(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("receipt times must be timezone-aware")
     utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # The fields spelled out (strftime took twice as long, twice per receipt); years
+    # before 1000 print four digits as strftime's %Y does here, and a test holds the two
+    # to the same text.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 def sha256_hex(data: bytes) -> str:

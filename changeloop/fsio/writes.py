@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
+import random
 import shutil
 import stat
 from collections.abc import Iterable, Sequence
@@ -25,22 +25,33 @@ from changeloop.fsio import durability
 __all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic", "write_fd"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Tokens of temporary names. Their safety is O_EXCL|O_NOFOLLOW (a taken or planted name
+# is skipped), not secrecy: a generator seeded once from os.urandom, where secrets made a
+# getrandom system call per file (a GIL hand-off on the writer thread, issue 15).
+_TEMP_NAMES = random.Random()  # noqa: S311 - names, not secrets
 # Files of a round held open between their write and their fsync (bounded descriptors).
 SETTLE_CHUNK = 64
 
 
-def _exclusive_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
-    """A fresh temporary file beside ``name``; never an existing file or a symlink."""
+def _exclusive_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
+    """A fresh temporary file beside ``name``; never an existing file or a symlink.
+
+    Paths are plain strings here: a round handles thousands of files on the
+    writer thread, and every ``Path`` built there was Python run under the GIL
+    the event loop needs.
+    """
     for _attempt in range(16):
-        tmp = directory / f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        token = f"{_TEMP_NAMES.getrandbits(48):012x}"
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{token}.tmp")  # noqa: PTH118 - strings on the writer thread
         try:
             fd = os.open(tmp, _TEMP_FLAGS, mode)
         except FileExistsError:  # taken (or planted): pick another name
             continue
         except OSError as exc:  # name the file the caller asked for, not our temporary
-            raise OSError(exc.errno, exc.strerror, str(directory / name)) from exc
+            raise OSError(exc.errno, exc.strerror, os.path.join(directory, name)) from exc  # noqa: PTH118
         return fd, tmp
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory / name))
+    where = os.path.join(directory, name)  # noqa: PTH118
+    raise FileExistsError(errno.EEXIST, "no free temporary name", where)
 
 
 def write_fd(fd: int, data: bytes) -> None:
@@ -57,9 +68,12 @@ class Pending:
     ``durable=False`` is for bytes whose loss costs nothing but a re-run (a cache
     entry, a copy of bytes already durable elsewhere): the rename still makes the
     write all-or-nothing for a killed process, only the fsyncs are skipped.
+
+    ``path`` may be a plain string: a run's sink stages thousands, and the
+    writer thread works on strings anyway.
     """
 
-    path: Path
+    path: str | Path
     data: bytes
     durable: bool = True
     mode: int = 0o644
@@ -73,12 +87,14 @@ class Pending:
 @dataclass
 class _Staged:
     item: Pending
-    tmp: Path
+    target: str  # str(item.path), made once
+    directory: str  # its parent directory
+    tmp: str
     fd: int | None
 
 
 def commit(
-    groups: Sequence[Sequence[Pending]], *, made: set[Path] | None = None
+    groups: Sequence[Sequence[Pending]], *, made: set[str] | None = None
 ) -> list[OSError | None]:
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
@@ -92,7 +108,7 @@ def commit(
     one file, not a thousand: on ext4, making and dropping inodes at that rate
     was what a round cost most).
 
-    Parent directories are made (``made`` remembers those known to exist). A group
+    Parent directories are made (``made`` remembers those known to exist, as strings). A group
     that fails leaves no temporary file and keeps the names it had already renamed;
     the other groups are not affected. A kill at any instant leaves every name
     either its old file or its new one, plus temporary files that name this
@@ -104,7 +120,7 @@ def commit(
     # A supersedable name written again later in the round is written only then: what the
     # earlier write would have put there is replaced within the same round anyway.
     last = {
-        item.path: (g, i)
+        os.fspath(item.path): (g, i)
         for g, group in enumerate(groups)
         for i, item in enumerate(group)
         if item.supersedable
@@ -113,7 +129,7 @@ def commit(
         1
         for g, group in enumerate(groups)
         for i, item in enumerate(group)
-        if item.durable and (not item.supersedable or last[item.path] == (g, i))
+        if item.durable and (not item.supersedable or last[os.fspath(item.path)] == (g, i))
     )
     # A large round is made durable by one syncfs per file system (Linux), a small
     # one file by file: see durability.whole_filesystem_sync.
@@ -123,11 +139,13 @@ def commit(
         for index, group in enumerate(groups):
             try:
                 for position, item in enumerate(group):
-                    if item.supersedable and last[item.path] != (index, position):
+                    target = os.fspath(item.path)
+                    if item.supersedable and last[target] != (index, position):
                         continue  # superseded within this round
-                    _ensure_dir(item.path.parent, known)
-                    fd, tmp = _exclusive_temp(item.path.parent, item.path.name, item.mode)
-                    entry = _Staged(item, tmp, fd)
+                    directory, name = os.path.split(target)
+                    _ensure_dir(directory, known)
+                    fd, tmp = _exclusive_temp(directory, name, item.mode)
+                    entry = _Staged(item, target, directory, tmp, fd)
                     staged[index].append(entry)
                     _fill(entry, writeback=sync is None)
                     written.append((index, entry))
@@ -137,17 +155,22 @@ def commit(
             if len(written) >= SETTLE_CHUNK:
                 _settle(written, staged, errors, fsync=sync is None)
         _settle(written, staged, errors, fsync=sync is None)
+        filesystems: list[str | Path] = []  # one directory on each file system written to
         if sync is not None:
-            failure = durability.sync_filesystems(
-                sync, (e.item.path.parent for files in staged for e in files if e.item.durable)
+            found = durability.one_per_filesystem(
+                e.directory for files in staged for e in files if e.item.durable
             )
+            if isinstance(found, OSError):
+                failure: OSError | None = found
+            else:
+                filesystems, failure = found, durability.sync_each(sync, found)
             if failure is not None:  # what was written may not be on disk: rename nothing
                 for index, files in enumerate(staged):
                     if files:  # each group's error names its own file
                         path = str(files[0].item.path)
                         errors[index] = type(failure)(failure.errno, failure.strerror, path)
                         _discard(files)
-        renamed: list[Pending] = []
+        renamed: list[_Staged] = []
         for index, files in enumerate(staged):
             while files:
                 entry = files[0]
@@ -158,13 +181,14 @@ def commit(
                     _discard(files)
                     break
                 files.pop(0)
-                renamed.append(entry.item)
+                renamed.append(entry)
     finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
         for files in staged:
             _discard(files)
-    directories = _distinct(item.path.parent for item in renamed if item.durable)
+    directories = _distinct(entry.directory for entry in renamed if entry.item.durable)
     if sync is not None:
-        durability.sync_filesystems(sync, directories)  # best effort, as fsync_dir is
+        if directories:  # on the file systems found before the renames: no stat per directory
+            durability.sync_each(sync, filesystems)  # best effort, as fsync_dir is
     else:
         for directory in directories:
             durability.fsync_dir(directory)
@@ -180,7 +204,7 @@ def write_all(
     no name has changed that was not already renamed.
     """
     group = [Pending(path, data, durable, mode) for path, data in items]
-    (error,) = commit([group], made={path.parent for path, _data in items})
+    (error,) = commit([group], made={os.fspath(path.parent) for path, _data in items})
     if error is not None:
         raise error
 
@@ -198,7 +222,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     The file is complete and fsynced before its name appears (a hard link of
     the temporary file), so a reader never sees a half key.
     """
-    fd, tmp = _exclusive_temp(path.parent, path.name, mode)
+    fd, tmp = _exclusive_temp(os.fspath(path.parent), path.name, mode)
     try:
         os.fchmod(fd, mode)
         write_fd(fd, data)
@@ -215,7 +239,7 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     durability.fsync_dir(path.parent)
 
 
-def _distinct(paths: Iterable[Path]) -> list[Path]:
+def _distinct(paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
@@ -262,29 +286,36 @@ def _settle(
 
 def _rename(entry: _Staged) -> None:
     try:
-        entry.tmp.replace(entry.item.path)
+        os.replace(entry.tmp, entry.target)  # noqa: PTH105 - strings made once per file
     except OSError as exc:
         squatted = exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
-        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.item.path)):
+        if not (squatted and entry.item.displace_dir and _is_real_dir(entry.target)):
             raise
-        shutil.rmtree(entry.item.path, ignore_errors=True)
-        entry.tmp.replace(entry.item.path)
+        shutil.rmtree(entry.target, ignore_errors=True)
+        os.replace(entry.tmp, entry.target)  # noqa: PTH105
 
 
-def _is_real_dir(path: Path) -> bool:
+def _is_real_dir(path: str) -> bool:
     try:
-        return stat.S_ISDIR(path.lstat().st_mode)  # never a symlink to one
+        return stat.S_ISDIR(os.lstat(path).st_mode)  # never a symlink to one
     except OSError:
         return False
 
 
-def _ensure_dir(directory: Path, made: set[Path]) -> None:
+def _ensure_dir(directory: str, made: set[str]) -> None:
+    """``Path(directory).mkdir(parents=True, exist_ok=True)``, on the string the round has."""
     if directory not in made:
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(directory)  # noqa: PTH102
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)  # noqa: PTH103
+        except OSError:
+            if not os.path.isdir(directory):  # noqa: PTH112
+                raise
         made.add(directory)
 
 
-def _naming(exc: OSError, path: Path) -> OSError:
+def _naming(exc: OSError, path: str | Path) -> OSError:
     """``exc`` naming the file the caller asked for (a failed write or fsync names none)."""
     if exc.filename is not None:
         return exc
@@ -302,6 +333,6 @@ def _discard(files: list[_Staged]) -> None:
     files.clear()
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(path: str) -> None:
     with contextlib.suppress(OSError):
-        path.unlink()
+        os.unlink(path)  # noqa: PTH108 - temporaries are strings

@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from changeloop.fsio import Pending, commit
 
@@ -51,7 +50,7 @@ class GroupCommit:
         self._queue: list[_Group] = []
         self._pending = 0  # submitted and not yet committed
         self._failed: list[tuple[str, OSError]] = []
-        self._made: set[Path] = set()  # directories known to exist (touched by the thread only)
+        self._made: set[str] = set()  # directories known to exist (touched by the thread only)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting = 0  # callers blocked in wait(): the next round goes at once

@@ -16,6 +16,7 @@ Its parts: ``run/symlink_findings.py`` (the links-leaving-a-repository warnings)
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,7 +101,9 @@ class ReceiptSink:
         self._commits = GroupCommit()
         self._staged: list[Pending] = []
         self._command_digests: dict[tuple[str, ...], str] = {}
-        self._latest = state.latest(plan.change.id)
+        self._latest_text = os.fspath(state.latest(plan.change.id))
+        self._run_dir_text = os.fspath(run_dir)
+        self._cache_dir = state.cache
         self._run_rel = run_dir.relative_to(plan.root).as_posix()
 
     # -- what others read ----------------------------------------------------
@@ -235,7 +238,7 @@ class ReceiptSink:
             executor=timing.executor or {"kind": "local"},
         )
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self._key)
-        self._store(provider, outcome, sealed.id, sealed.envelope)
+        self._store(provider, outcome, sealed.id, sealed.envelope, repositories=repos)
         return sealed.envelope
 
     def _command_digest(self, command: tuple[str, ...]) -> str:
@@ -285,20 +288,26 @@ class ReceiptSink:
         envelope: bytes,
         *,
         cached: bool = False,
+        repositories: tuple[str, ...] | None = None,
     ) -> None:
         name = outcome.provider or provider.name
         filename = f"{name}.{outcome.capability}.json"
-        run_path = self._run_dir / provider.name / filename
+        # Strings: a Path built per file was a measurable share of a receipt (issue 15).
+        run_path = os.path.join(self._run_dir_text, provider.name, filename)  # noqa: PTH118
         # A cached receipt's bytes are durable already (cache/): re-listing them needs no fsync.
         self._staged.append(Pending(run_path, envelope, durable=not cached))
-        latest = self._latest / filename
-        if not (cached and same_bytes(latest, envelope)):
+        latest = os.path.join(self._latest_text, filename)  # noqa: PTH118
+        if not (cached and same_bytes(Path(latest), envelope)):
             self._staged.append(Pending(latest, envelope, durable=not cached))
         view = ReceiptView(
             provider=name,
             capability=outcome.capability,
             status=outcome.status,
-            repositories=registry.ADAPTERS[provider.adapter].repositories(provider, self._plan),
+            repositories=(
+                repositories
+                if repositories is not None
+                else registry.ADAPTERS[provider.adapter].repositories(provider, self._plan)
+            ),
             reason=outcome.reason,
             claims=dict(outcome.claims),
             input_mode=outcome.input_mode,
@@ -331,7 +340,7 @@ class ReceiptSink:
             return  # re-judged on every run
         # finish() calls this only when every envelope it just sealed is a pass
         target, data = cache.entry_of_passes(
-            self._state.cache, self._fingerprint(provider), envelopes
+            self._cache_dir, self._fingerprint(provider), envelopes
         )
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
         entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)

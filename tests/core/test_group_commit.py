@@ -128,7 +128,7 @@ def test_a_supersedable_name_is_written_once_per_round_with_the_last_bytes(
     created: list[str] = []
     original = writes._exclusive_temp
 
-    def counting(directory: Path, name: str, mode: int) -> tuple[int, Path]:
+    def counting(directory: str, name: str, mode: int) -> tuple[int, str]:
         created.append(name)
         return original(directory, name, mode)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,3 +48,40 @@ def test_fast_path_is_taken_for_plain_data_and_not_for_floats_or_astral_keys() -
     assert jcs.canonicalize({"\U0001f600": 1, "\ufb01": 2}) == careful(
         {"\U0001f600": 1, "\ufb01": 2}
     )
+
+
+class Count(int):
+    """An int subclass: its JSON text is its own business, so never the fast path."""
+
+
+@pytest.mark.parametrize(
+    "deep",
+    [
+        1.5,
+        2**53,
+        -(2**53),
+        Count(3),
+        {1: "non-string key"},
+        {None: "null key"},
+        b"bytes",
+        {"set"},
+    ],
+    ids=repr,
+)
+def test_the_walk_refuses_what_the_c_encoder_would_spell_differently_at_any_depth(
+    deep: Any,
+) -> None:
+    # Nested under a list inside a dict inside a tuple: the walk judges members
+    # where it meets them, so depth must not hide one.
+    doc = {"a": [1, "x", ({"b": [None, deep]},)], "z": True}
+    assert jcs._fast(doc) is None
+    assert jcs._fast(deep) is None  # and at the top
+    if isinstance(deep, int) and not isinstance(deep, Count):
+        with pytest.raises(jcs.CanonicalizationError):
+            jcs.canonicalize(doc)
+
+
+def test_the_walk_takes_the_boundary_integers_and_every_container_kind() -> None:
+    doc = {"max": 2**53 - 1, "min": -(2**53) + 1, "t": (1, [2, {"k": ()}]), "e": {}}
+    assert jcs._fast(doc) == careful(doc)
+    assert jcs._fast("top") == b'"top"' and jcs._fast(None) == b"null"
