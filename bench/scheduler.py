@@ -3,6 +3,7 @@
     python bench/scheduler.py            # everything (~1 minute on 2 cores)
     python bench/scheduler.py --quick    # skip the 1000-provider `changeloop prove` run
     python bench/scheduler.py --prove-only   # only the prove row (with make around it)
+    python bench/scheduler.py --prove-only 3 --dir /dev/shm   # the same on tmpfs
 
 (a) overhead: 1000 independent no-op commands (`true`) through schedule() +
     run_process at 2 slots vs GNU `make -j2` running the same 1000 commands;
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -282,6 +284,19 @@ def prove_row(tmp: Path) -> None:
     )
 
 
+def filesystem(path: Path) -> str:
+    """The type of the file system ``path`` is on (the longest mount point containing it)."""
+    best, kind = "", "unknown file system"
+    with contextlib.suppress(OSError), Path("/proc/mounts").open() as mounts:
+        for line in mounts:
+            fields = line.split()
+            point = fields[1]
+            inside = str(path).startswith(point.rstrip("/") + "/") or str(path) == point
+            if len(fields) > 2 and inside and len(point) > len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
 def prove_rows(tmp: Path, runs: int) -> int:
     print(
         f"changeloop prove, {N} no-op command providers, --jobs {SLOTS} --sandbox none --no-cache"
@@ -297,12 +312,20 @@ def main() -> int:
     parser.add_argument(
         "--prove-only", type=int, metavar="RUNS", default=0, help="only the prove row, RUNS times"
     )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where the workspaces go (default: the temp dir); e.g. /dev/shm to take the"
+        " disk's file-creation costs out of both sides",
+    )
     args = parser.parse_args()
     if shutil.which("make") is None:
         print("GNU make is required (apt-get install make)")
         return 2
-    with tempfile.TemporaryDirectory() as name:
+    with tempfile.TemporaryDirectory(dir=args.dir) as name:
         tmp = Path(name)
+        print(f"workspaces in {tmp} ({filesystem(tmp)})")
         for sub in ("make", "cl", "prove", "m1", "m2", "m3"):
             (tmp / sub).mkdir()
         if args.prove_only:
