@@ -206,15 +206,14 @@ async def run_process(
         return _not_started(argv, exc.reason, started, log_dir, log_name)
     timed_out = leftovers = False
     try:
-        with anyio.move_on_after(timeout_ms / 1000) as limit:
-            await running.wait()
-        timed_out = limit.cancelled_caught
+        timed_out = not await running.wait_for(timeout_ms / 1000)
         if timed_out:
             running.output.note(f"timed out after {timeout_ms} ms; ending process group")
         leftovers = await end_group(running.pid, grace_s)
         if leftovers and not timed_out:
             running.output.note("ended processes the command left running in its group")
-        await running.terminate(grace_s)
+        if not running.close_if_done():  # most commands: reaped, pipes at their end
+            await running.terminate(grace_s)
     except BaseException:
         with anyio.CancelScope(shield=True):
             running.output.note("cancelled; ending process group")

@@ -61,7 +61,11 @@ class RunningProcess:
         self._loop = asyncio.get_running_loop()
         self._open: dict[int, str] = {}  # pipe fd -> stream name, until its end is read
         self._drained = asyncio.Event()
-        self._exited: asyncio.Future[None] | None = None
+        # Futures of those waiting for the main child's exit: True when it exited, False
+        # when a wait's time limit came first. One pidfd reader serves them all.
+        self._waiters: list[asyncio.Future[bool]] = []
+        self._watching = False  # the pidfd reader is registered
+        self._exited = False  # the pidfd said so: the main child is a zombie or reaped
         self.write_error: OSError | None = None  # the log could not be written
         try:
             self._pidfd: int | None = os.pidfd_open(child.pid)
@@ -70,11 +74,15 @@ class RunningProcess:
         for fd, name in zip(fds, ("stdout", "stderr"), strict=True):
             self._open[fd] = name
             self._loop.add_reader(fd, self._readable, fd)
-        # The group's record is written once it has run RECORD_AFTER_S: most commands
-        # are over by then and need none (see record_later).
-        self._record_timer: asyncio.TimerHandle | None = None
+        # One timer for both things that happen at a time: the group's record once it has
+        # run RECORD_AFTER_S (most commands are over by then and need none), and the end
+        # of a wait's time limit. It is set for whichever comes first (see _arm).
+        self._timer: asyncio.TimerHandle | None = None
+        self._record_at: float | None = None
+        self._limit: tuple[float, asyncio.Future[bool]] | None = None
         if run_dir is not None:
-            self._record_timer = self._loop.call_later(RECORD_AFTER_S, self._record_now)
+            self._record_at = self._loop.time() + RECORD_AFTER_S
+            self._timer = self._loop.call_at(self._record_at, self._on_timer)
 
     @property
     def returncode(self) -> int | None:
@@ -84,16 +92,38 @@ class RunningProcess:
         """Wait for the main child to exit (and reap it); its group may still hold members."""
         if self._child.returncode is None:
             if self._pidfd is not None:
-                if self._exited is None:  # one reader on the pidfd, shared by every waiter
-                    self._exited = self._loop.create_future()
-                    self._loop.add_reader(self._pidfd, self._on_exit)
-                await asyncio.shield(self._exited)  # a cancelled waiter leaves it to the others
+                if not self._exited:
+                    await self._exit_waiter()
             else:  # pragma: no cover
                 delay = 0.001
                 while self._child.poll() is None:
                     await anyio.sleep(delay)
                     delay = min(delay * 2, 0.05)
         return self._child.wait()
+
+    async def wait_for(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` for the main child to exit; True (and reaped) if it did.
+
+        The same as ``wait()`` under ``anyio.move_on_after(timeout_s)``, without a cancel
+        scope per command: the limit resolves this wait's own future instead of
+        cancelling the task. Outside cancellation reaches it as it reaches any await.
+        """
+        if self._child.returncode is None and self._pidfd is not None and not self._exited:
+            waiter = self._exit_waiter()
+            self._limit = (self._loop.time() + timeout_s, waiter)
+            self._arm()
+            try:
+                if not await waiter:
+                    return False
+            finally:
+                self._limit = None
+        elif self._pidfd is None:  # pragma: no cover - not Linux ≥ 5.3
+            with anyio.move_on_after(timeout_s):
+                await self.wait()
+            if self._child.returncode is None:
+                return False
+        self._child.wait()
+        return True
 
     async def terminate(self, grace_s: float = 5.0) -> int:
         """End the whole group (TERM, grace, KILL), finish the logs, return the exit code.
@@ -108,9 +138,61 @@ class RunningProcess:
             self._forget()
         return code
 
+    def close_if_done(self) -> bool:
+        """Finish the logs now if nothing is left to wait for; False: ``terminate`` must.
+
+        For a group already ended whose main child was reaped and whose pipes reached
+        their end (most commands): ``terminate`` would only repeat the group's end and
+        enter a shielded scope to await nothing.
+        """
+        if self._open or self._child.returncode is None:
+            return False
+        self._close_pidfd()
+        self.output.close()
+        self._forget()
+        return True
+
     def tail(self, stream: str = "log") -> str:
         """Bounded redacted tail of ``log`` (interleaved), ``stdout`` or ``stderr``."""
         return self.output.tails[stream].text()
+
+    def _exit_waiter(self) -> asyncio.Future[bool]:
+        """A future resolved True at the main child's exit; the first one adds the pidfd reader."""
+        waiter: asyncio.Future[bool] = self._loop.create_future()
+        if not self._watching:
+            assert self._pidfd is not None
+            self._watching = True
+            self._loop.add_reader(self._pidfd, self._on_exit)
+        # a cancelled waiter's future is done: dropped here, skipped by _on_exit
+        self._waiters = [w for w in self._waiters if not w.done()]
+        self._waiters.append(waiter)
+        return waiter
+
+    def _arm(self) -> None:
+        """Set the timer for the earliest of the record and the time limit, if any."""
+        due = [t for t in (self._record_at, self._limit and self._limit[0]) if t is not None]
+        if not due:
+            return
+        when = min(due)
+        if self._timer is not None:
+            if self._timer.when() <= when:
+                return
+            self._timer.cancel()
+        self._timer = self._loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """Whatever was due at the timer's time: the record, the time limit; then re-arm."""
+        assert self._timer is not None
+        now, self._timer = self._timer.when(), None
+        if self._record_at is not None and self._record_at <= now:
+            self._record_at = None
+            self._record_now()
+        if self._limit is not None and self._limit[0] <= now:
+            waiter = self._limit[1]
+            self._limit = None
+            if not waiter.done():
+                waiter.set_result(False)
+        self._arm()
 
     def _record_now(self) -> None:
         """Record the group for a later sweep (process_groups.record_group).
@@ -118,14 +200,14 @@ class RunningProcess:
         Only while its leader is unreaped: a reaped pid may belong to another
         process by now, and a record naming it could get that one killed.
         """
-        self._record_timer = None
         if self._run_dir is not None and self._child.returncode is None:
             self._record = record_group(self._run_dir, self.pid, self.argv)
 
     def _forget(self) -> None:
-        if self._record_timer is not None:
-            self._record_timer.cancel()
-            self._record_timer = None
+        self._record_at = self._limit = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         forget_group(self._record)
         self._record = None
 
@@ -152,10 +234,25 @@ class RunningProcess:
             self._drained.set()
 
     def _on_exit(self) -> None:
-        assert self._pidfd is not None and self._exited is not None
+        assert self._pidfd is not None
         self._loop.remove_reader(self._pidfd)
-        if not self._exited.done():
-            self._exited.set_result(None)
+        self._watching, self._exited = False, True
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is None:
+            return
+        if self._watching:  # nobody's wait saw the exit: the waiters end with the process
+            self._loop.remove_reader(self._pidfd)
+            self._watching = False
+            for waiter in self._waiters:
+                waiter.cancel()
+            self._waiters = []
+        os.close(self._pidfd)
+        self._pidfd = None
 
     async def _pump_all(self) -> None:
         """Until both pipes reached their end (the readers run on their own)."""
@@ -173,10 +270,5 @@ class RunningProcess:
                 f"stopped reading output after {DRAIN_S:g}s: a process outside the group"
                 " still holds it open"
             )
-        if self._pidfd is not None:
-            if self._exited is not None and not self._exited.done():
-                self._loop.remove_reader(self._pidfd)
-                self._exited.cancel()
-            os.close(self._pidfd)
-            self._pidfd = None
+        self._close_pidfd()
         self.output.close()
