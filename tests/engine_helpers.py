@@ -30,6 +30,8 @@ p = subprocess.Popen([sys.executable, "-c", grand], stdout=subprocess.PIPE)
 port = int(p.stdout.readline())
 # Hand our own stdout to nobody else: the grandchild keeps the pipe it inherited
 # (stderr is shared with us, so it holds changeloop's pipe open too).
+if mode != "fail":  # before READY: whoever reads it may send SIGTERM at once
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 tmp = ready + ".tmp"
 with open(tmp, "w") as fh:
     json.dump({"parent": os.getpid(), "grandchild": p.pid, "port": port}, fh)
@@ -37,7 +39,6 @@ os.replace(tmp, ready)
 print("tree ready", flush=True)
 if mode == "fail":
     sys.exit(1)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while True:
     time.sleep(1)
 '''
