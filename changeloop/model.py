@@ -54,7 +54,9 @@ def evolve(record: _Record, **changes: Any) -> _Record:
     if fields is None or not fields.issuperset(changes):
         return dataclasses.replace(record, **changes)  # type: ignore[type-var]
     copied: _Record = object.__new__(kind)
-    copied.__dict__.update(record.__dict__, **changes)
+    values = record.__dict__.copy()  # a copy of the whole table: ~2x faster than filling one
+    values.update(changes)
+    object.__setattr__(copied, "__dict__", values)
     return copied
 
 

@@ -24,6 +24,7 @@ from changeloop import sandboxes
 from changeloop.errors import ChangeloopError
 from changeloop.identity import content_identity, identity_of_tree
 from changeloop.model import ContentIdentity, Plan, SandboxMode
+from changeloop.sandboxes.none import InPlace
 
 Setup = Callable[[str, Path], Awaitable[bool]]  # (repository, workdir) -> setup succeeded
 
@@ -136,8 +137,12 @@ class Sandboxes:
         async with self._lock(repo):
             if repo not in self._boxes:
                 repository = self._plan.repositories[repo]
-                make = partial(sandboxes.create, self.mode, repository, self._root)
-                box = await anyio.to_thread.run_sync(make)
+                known = self._identities.get(repo) if self.mode == "none" else None
+                if known is not None:  # in place: the checkout this run identified already
+                    box: sandboxes.Sandbox = InPlace(repository.path, known)
+                else:
+                    make = partial(sandboxes.create, self.mode, repository, self._root)
+                    box = await anyio.to_thread.run_sync(make)
                 self._boxes[repo] = box
                 self._identities[repo] = box.identity
         return self._boxes[repo].path

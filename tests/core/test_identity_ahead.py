@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -122,3 +124,49 @@ def test_a_failure_ahead_is_the_run_s_own_refusal(
     assert code == 2
     assert [e["code"] for e in doc["errors"]] == ["not_a_git_worktree"]
     assert sandboxes._AHEAD == {}
+
+
+def _logged_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``git`` first on PATH that appends its arguments to a log, then runs the real one."""
+    real = shutil.which("git")
+    assert real is not None
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return log
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_in_place_the_checkout_is_identified_once_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ahead: bool
+) -> None:
+    """``--sandbox none`` runs in the checkout the run has identified already: making that
+    sandbox must not ask git for the same identity again (counted as real ``write-tree``
+    runs, whichever thread or module asks), and the receipt names that identity."""
+    evidence = "version: 3\nrequires: [ok]\n"
+    if not ahead:  # repositories named: nothing identified ahead, the run does it
+        evidence = "version: 3\nrepositories: {self: .}\nrequires: [ok]\n"
+    root = _workspace(tmp_path, evidence)
+    log = _logged_git(tmp_path, monkeypatch)
+    code, doc = prove_json(root, "c", "--no-cache", "--sandbox", "none", capsys=capsys)
+    assert code == 0
+    runs = log.read_text().splitlines()
+    assert len([r for r in runs if r.split()[:1] == ["write-tree"]]) == 1, runs
+    assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
+
+
+def test_a_copy_sandbox_is_still_identified_as_its_own_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the in-place sandbox is the checkout: a copy is identified as what was copied."""
+    root = _workspace(tmp_path)
+    (root / "untracked.txt").write_text("seen by copy\n")
+    log = _logged_git(tmp_path, monkeypatch)
+    code, doc = prove_json(root, "c", "--no-cache", "--sandbox", "copy", capsys=capsys)
+    assert code == 0
+    runs = log.read_text().splitlines()
+    assert len([r for r in runs if r.split()[:1] == ["write-tree"]]) >= 2, runs
+    assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree

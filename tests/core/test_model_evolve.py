@@ -35,7 +35,7 @@ def test_a_copy_equals_replace_and_leaves_the_original_alone() -> None:
     ):
         copied = evolve(original, **changes)
         assert copied == dataclasses.replace(original, **changes)
-        assert copied is not original
+        assert copied is not original and copied.__dict__ is not original.__dict__
         assert original.repository is None and original.env is env and original.capability == "c"
     with pytest.raises(dataclasses.FrozenInstanceError):
         evolve(original, repository="x").repository = "y"  # type: ignore[misc]
