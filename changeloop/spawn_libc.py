@@ -50,7 +50,6 @@ def _load() -> ctypes.CDLL | None:
             "posix_spawn",
             "posix_spawnp",
             "posix_spawnattr_init",
-            "posix_spawnattr_destroy",
             "posix_spawnattr_setflags",
             "posix_spawnattr_setsigdefault",
             "posix_spawn_file_actions_init",
@@ -91,15 +90,24 @@ _RESET = tuple(
 )
 
 
-def _sigdefault(libc: ctypes.CDLL) -> ctypes.Array[ctypes.c_char]:
+def _attributes(libc: ctypes.CDLL) -> ctypes.Array[ctypes.c_char]:
+    """What every child gets: a session of its own, SIGPIPE and SIGXFSZ at their defaults.
+
+    Built once: ``posix_spawn`` only reads its attributes (``const``), so one
+    object serves every command, from any thread.
+    """
     sigset = _SIGSET()
     libc.sigemptyset(sigset)
     for sig in _RESET:
         libc.sigaddset(sigset, int(sig))
-    return sigset
+    attr = _ATTR()
+    libc.posix_spawnattr_init(attr)
+    libc.posix_spawnattr_setsigdefault(attr, sigset)
+    libc.posix_spawnattr_setflags(attr, _SETSIGDEF | _SETSID)
+    return attr
 
 
-_SIGDEFAULT = _sigdefault(_LIBC) if _LIBC is not None else None
+_ATTRIBUTES = _attributes(_LIBC) if _LIBC is not None else None
 
 
 def spawn(
@@ -121,13 +129,9 @@ def spawn(
     args_b, env_b = _encoded(argv, env)
     args = (ctypes.c_char_p * (len(args_b) + 1))(*args_b, None)
     envp = (ctypes.c_char_p * (len(env_b) + 1))(*env_b, None)
-    attr = _ATTR()
     actions = _ACTIONS()
-    libc.posix_spawnattr_init(attr)
     libc.posix_spawn_file_actions_init(actions)
     try:
-        libc.posix_spawnattr_setsigdefault(attr, _SIGDEFAULT)
-        libc.posix_spawnattr_setflags(attr, _SETSIGDEF | _SETSID)
         for target, fd in enumerate(stdio):
             _check(libc.posix_spawn_file_actions_adddup2(actions, fd, target))
         if cwd is not None:
@@ -135,10 +139,9 @@ def spawn(
         _check(libc.posix_spawn_file_actions_addclosefrom_np(actions, 3))
         pid = ctypes.c_int()
         call = libc.posix_spawnp if search_path else libc.posix_spawn
-        err = call(ctypes.byref(pid), _c_string(program), actions, attr, args, envp)
+        err = call(ctypes.byref(pid), _c_string(program), actions, _ATTRIBUTES, args, envp)
     finally:
         libc.posix_spawn_file_actions_destroy(actions)
-        libc.posix_spawnattr_destroy(attr)
     if err:
         raise OSError(err, os.strerror(err), program)
     return pid.value
