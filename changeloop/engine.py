@@ -308,10 +308,10 @@ async def _execute(
 ) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
     provider = ctx.provider
     adapter = registry.ADAPTERS[provider.adapter]
-    if _remote(run):  # its services start on the worker that runs its job (§10)
+    # Remote: its services start on the worker that runs its job (§10). None named (most
+    # providers): nothing to lease, no context manager to enter.
+    if _remote(run) or not provider.services:
         services.release_unused(provider.services)
-        outcomes = await _call_adapter(adapter.run, ctx, provider)
-    elif not provider.services:  # nothing to lease (most providers): no context manager
         outcomes = await _call_adapter(adapter.run, ctx, provider)
     else:
         async with services.lease(provider.services) as problems:
