@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from changeloop.errors import Location, Problem
 from changeloop.model import Plan, Provider
 from changeloop.plan import MULTI_REPOSITORY_ADAPTERS
-from changeloop.preflight.env import secrets
+from changeloop.preflight.env import c_strings, secrets
 from changeloop.preflight.locate import Locator
 from changeloop.providers.base import escapes
 
@@ -97,6 +97,7 @@ def provider_problems(plan: Plan, p: Provider, at: Locator) -> Iterable[Problem]
                     providers=me,
                 )
     yield from secrets(dict(p.env), label, lambda *k: at.provider(p, *k), me)
+    yield from c_strings(p.command, dict(p.env), label, lambda *k: at.provider(p, *k), me)
     for key, value in (("report", p.report), ("receipts", p.receipts)):
         if value is not None and escapes(value):
             yield _escape(label, key, value, at.provider(p, key), me)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from changeloop.errors import Problem
 from changeloop.model import Plan, Service
-from changeloop.preflight.env import secrets
+from changeloop.preflight.env import c_strings, secrets
 from changeloop.preflight.locate import Locator
 
 
@@ -19,6 +19,9 @@ def services(plan: Plan, at: Locator) -> Iterable[Problem]:
         label = f"service {s.name!r}"
         users = tuple(p.name for p in plan.providers.values() if s.name in p.services)
         yield from secrets(dict(s.env), label, lambda *k, s=s: at.service(s, *k), users)
+        yield from c_strings(
+            s.command, dict(s.env), label, lambda *k, s=s: at.service(s, *k), users
+        )
         probe = s.readiness
         if probe is None:
             yield Problem(

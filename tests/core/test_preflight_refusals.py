@@ -90,6 +90,39 @@ providers:
         7,
     ),
     (
+        "nul-in-command",  # a C string ends at \0: the word would be cut short or refused late
+        None,
+        'version: 1\nproviders:\n  t:\n    command: [echo, "a\\0b"]\n',
+        "nul_in_command",
+        "provider 't': command word 1 holds a NUL byte",
+        "execution",
+        4,
+    ),
+    (
+        "nul-in-env-value",
+        None,
+        'version: 1\nproviders:\n  t:\n    command: [x]\n    env: {X: "1\\0"}\n',
+        "bad_env_entry",
+        "provider 't': env 'X' holds a NUL byte",
+        "execution",
+        5,
+    ),
+    (
+        "nul-in-service-command",
+        None,
+        """\
+version: 1
+services:
+  web:
+    command: [serve, "--root=\\0"]
+    readiness: {url: "http://127.0.0.1:4100/", expect: {body: hi}}
+""",
+        "nul_in_command",
+        "service 'web': command word 1 holds a NUL byte",
+        "execution",
+        4,
+    ),
+    (
         "secret-env-service",
         None,
         """\
