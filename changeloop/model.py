@@ -186,6 +186,8 @@ class Provider:
     # provenance
     origin: Origin = "configured"
     confidence: Confidence = "high"
+    # derived wiring: (detection_source, version) of the framework it was derived from
+    detected: tuple[str, str | None] | None = None
     keys: frozenset[str] = frozenset()  # keys the user actually wrote
     location: Location | None = None
 

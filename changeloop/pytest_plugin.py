@@ -22,16 +22,22 @@ collection and at the end of the session — ``{"executable": ...,
 "packages": {name: [files] or null}}`` (null: never imported). One file per
 process, so pytest-xdist workers never write over each other.
 
-Grounding (DESIGN.md §11): with ``CHANGELOOP_GROUNDING`` naming a JSON file
-(``{"repository", "root", "entryPoints": [{"file", "qualname"}]}``, written by
-the adapter), each test that cites a claim — and only those — is traced
-through its setup and call (``changeloop_grounding``, a copy of
-``changeloop/grounding/tracer.py``) and gets a ``grounding`` property (and
-``grounding-reason`` when it is ``not-checked``); ``record-<pid>.json`` next
-to that file lists per test its claims, grounding and the production
-functions it ran under entry points (what the mutation adapter mutates).
+Grounding: with ``CHANGELOOP_GROUNDING`` naming a JSON file (``{"repository",
+"root", "entryPoints": [{"file", "qualname"}], "lines"?}``, written by the
+adapter), each test that cites a claim — and only those — is traced through
+its setup and call (``changeloop_grounding``, a copy of
+``changeloop/grounding/tracer.py``). ``record-<pid>.json`` next to that file is
+the out-of-band record the adapter reads: per citing test its claims (with
+depth and ref), its JUnit identity, its grounding and why, the production
+functions it ran under entry points (what the mutation adapter mutates),
+``reached_outside_entry``, ``groundedBy`` (the fixture whose setup ran the
+entry point), what it read, and the production lines it ran when the config
+asks for ``lines``. A test cannot write into that record: JUnit properties
+(``grounding``, a ``claim`` without a marker) are not read where this plugin
+ran. The ``grounding`` property is still written, for people reading the report.
 Citations may say ``depth=`` and ``ref=``: ``claim-depth`` / ``claim-ref``
-properties right after their ``claim`` property.
+properties right after their ``claim`` property; ``depth="e2e"`` is recorded as
+``smoke``.
 
 Dependency-free on purpose (pytest and the standard library only): the
 test-discovery adapter copies this file as ``changeloop_claims.py`` onto
@@ -57,7 +63,8 @@ _MARKER = "claim"
 PACKAGES_ENV = "CHANGELOOP_PACKAGES"
 IMPORTS_ENV = "CHANGELOOP_IMPORTS_DIR"
 GROUNDING_ENV = "CHANGELOOP_GROUNDING"
-DEPTHS = ("unit", "component", "wiring", "standards-integration", "e2e")
+DEPTHS = ("unit", "component", "wiring", "standards-integration", "smoke")
+DEPTH_ALIASES = {"e2e": "smoke"}
 _seen: dict[str, list[str]] = {}
 
 
@@ -77,15 +84,16 @@ def citations(item: pytest.Item) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for mark in item.iter_markers(name=_MARKER):
         extra: dict[str, str] = {}
-        for key, value in mark.kwargs.items():
+        for key, given in mark.kwargs.items():
             if key not in ("depth", "ref"):
                 raise pytest.UsageError(
                     f"{item.nodeid}: @pytest.mark.claim takes depth= and ref=, not {key}="
                 )
+            value = DEPTH_ALIASES.get(given, given) if isinstance(given, str) else given
             if key == "depth" and value not in DEPTHS:
                 raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.claim depth={value!r} is not one of "
-                    f"{', '.join(DEPTHS)}"
+                    f"{item.nodeid}: @pytest.mark.claim depth={given!r} is not one of "
+                    f"{', '.join(DEPTHS)} (e2e is an alias of smoke)"
                 )
             if not isinstance(value, str | int) or isinstance(value, bool) or not str(value):
                 raise pytest.UsageError(
@@ -149,6 +157,7 @@ def record_imports() -> None:
                 found.append(path)
     doc = {
         "executable": sys.executable,
+        "pytest": pytest.__version__,
         "packages": {name: _seen.get(name) for name in names},
     }
     target = Path(folder) / f"imports-{os.getpid()}.json"
@@ -189,8 +198,8 @@ def _load_tracer() -> Any:
         return tracer
 
 
-def _production_rule(session: pytest.Session, root: str) -> Any:
-    """``path -> bool``: a repository file that is not a test module (DESIGN.md §13)."""
+def _production_rule(session: pytest.Session, root: str, *, code: bool = True) -> Any:
+    """``path -> bool``: a repository file that is not a test file; ``code``: a ``.py`` one."""
     tests = {str(Path(item.path).resolve()) for item in session.items}
     config = session.config
     base = Path(config.rootpath)
@@ -203,7 +212,7 @@ def _production_rule(session: pytest.Session, root: str) -> Any:
     top = Path(root)
 
     def production(path: str) -> bool:
-        if not path.endswith(".py") or path in tests:
+        if (code and not path.endswith(".py")) or path in tests:
             return False
         try:
             parts = Path(path).relative_to(top).parts
@@ -237,6 +246,7 @@ class _Grounding:
             repo = str(doc.get("repository") or "self")
             root = os.path.realpath(str(doc["root"]))
             entries = [(str(e["file"]), str(e["qualname"])) for e in doc.get("entryPoints") or []]
+            lines = bool(doc.get("lines"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             why = f"the tracer failed: unreadable grounding config: {exc}"
             return cls(path.parent, why, None, None)
@@ -251,7 +261,9 @@ class _Grounding:
             scope = module.Scope(
                 root=root,
                 production=_production_rule(session, root),
+                artifact=_production_rule(session, root, code=False),
                 entries=frozenset((str((Path(root) / f).resolve()), q) for f, q in entries),
+                lines=lines,
             )
             return cls(path.parent, None, module.make(scope), module)
         except Exception as exc:  # the suite must finish whatever happens here
@@ -264,40 +276,83 @@ class _Grounding:
         if self.tracer is None:
             return
         try:
-            self.tracer.begin()
+            function = _function_of(item)
+            code = getattr(function, "__code__", None)
+            watch = self.module.nested_codes(code) if code is not None else ()
+            self.tracer.begin(watch)
         except Exception as exc:
             self.reason = f"the tracer failed: {type(exc).__name__}: {exc}"
             self.tracer = None
+
+    def label(self, item: pytest.Item | None, where: str) -> str | None:
+        """Tell the tracer where a traced test is; the previous label, to restore."""
+        if self.tracer is None or self.current is None:
+            return None
+        if item is not None and item.nodeid != self.current:
+            return None
+        previous: str = self.tracer.state.label
+        self.tracer.label(where)
+        return previous
 
     def finish(self, item: pytest.Item) -> None:
         if self.current != item.nodeid:
             return
         self.current = None
-        grounding, reason, functions = "not-checked", self.reason, []
+        grounding, reason, observed = "not-checked", self.reason, None
         if self.tracer is not None:
             try:
-                observed = self.tracer.end()
+                function = _function_of(item)
+                names = getattr(function, "__globals__", None)
+                arguments = getattr(item, "funcargs", None) or {}
+                observed = self.tracer.end(names, arguments)
                 grounding, reason = observed.grounding, observed.reason
-                functions = [list(f) for f in observed.functions]
             except Exception as exc:
                 reason = f"the tracer failed: {type(exc).__name__}: {exc}"
         item.user_properties.append(("grounding", grounding))
         if grounding == "not-checked":
             item.user_properties.append(("grounding-reason", reason or "not traced"))
-        self.tests[item.nodeid] = {
+        entry: dict[str, Any] = {
             "claims": citations(item),
+            "junit": _junit_identity(item.nodeid),
             "grounding": grounding,
             "reason": reason,
-            "functions": functions,
+            "functions": [list(f) for f in observed.functions] if observed else [],
         }
+        if observed is not None:
+            if observed.reached_outside_entry is not None:
+                entry["reached_outside_entry"] = observed.reached_outside_entry
+            if observed.grounded_by:
+                entry["groundedBy"] = observed.grounded_by
+            if observed.reads:
+                entry["reads"] = observed.reads[:20]
+            if observed.lines is not None:
+                entry["lines"] = observed.lines
+        self.tests[item.nodeid] = entry
 
     def write(self) -> None:
-        doc = {"python": sys.version.split()[0], "tests": self.tests}
+        doc = {"python": sys.version.split()[0], "pytest": pytest.__version__, "tests": self.tests}
         target = self.folder / f"record-{os.getpid()}.json"
         temp = target.with_suffix(".tmp")
         with contextlib.suppress(OSError):
             temp.write_text(json.dumps(doc), encoding="utf-8")
             temp.replace(target)
+
+
+def _function_of(item: pytest.Item) -> Any:
+    """The test's own function (a method's underlying function), or None."""
+    function = getattr(item, "obj", None)
+    return getattr(function, "__func__", function) if callable(function) else None
+
+
+def _junit_identity(nodeid: str) -> list[str]:
+    """``[classname, name]`` as pytest's junitxml writes them for ``nodeid``."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".")
+    if names[0].endswith(".py"):
+        names[0] = names[0][: -len(".py")]
+    names[-1] += bracket + params
+    return [".".join(names[:-1]), names[-1]]
 
 
 _active: list[_Grounding | None] = [None]  # this session's grounding, once collected
@@ -311,7 +366,23 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: Any) -> Generator[None, None, None]:
+    # An entry point run by a fixture's setup grounds the test through setup: say which.
+    grounding = _active[0]
+    node = getattr(request, "node", None)
+    item = node if isinstance(node, pytest.Item) else None
+    previous = grounding.label(item, f"fixture {fixturedef.argname}") if grounding else None
+    try:
+        yield
+    finally:
+        if grounding is not None and previous is not None:
+            grounding.label(None, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    if _active[0] is not None:
+        _active[0].label(item, "call")
     yield
     if _active[0] is not None:
         _active[0].finish(item)

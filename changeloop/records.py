@@ -68,6 +68,7 @@ class ReceiptEntry:
     path: str  # relative to the workspace root
     view: ReceiptView
     tests: dict[str, int] | None = None  # the receipt's test counts (prove --json, board)
+    observer: dict[str, str] | None = None  # the runner that observed it: {tool?, version?}
 
 
 @dataclass

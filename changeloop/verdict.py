@@ -188,18 +188,25 @@ def _requires(plan: Plan, receipts: Sequence[ReceiptView]) -> dict[str, dict[str
 
 _CREDITING: dict[Archetype, frozenset[str]] = {
     "behavioral": frozenset({"grounded", "not-checked"}),
-    "structural": frozenset({"inert"}),
+    "structural": frozenset({"inert"}),  # read the artifact, ran none of it; untouched never
 }
 LISTING_ONLY_ADAPTERS = frozenset({"command"})  # credit only through `claims:`
 GROUNDED_REPOSITORY_ADAPTERS = frozenset({"command", "test-discovery"})
 
 
-def citation_credits(archetype: Archetype, grounding: str | None) -> bool:
+def citation_credits(
+    archetype: Archetype, grounding: str | None, *, entry_points: bool = False
+) -> bool:
     """Whether a passing citation with this grounding credits a claim of this archetype.
 
-    No grounding recorded (a runner without a tracer) reads as ``not-checked``.
+    No grounding recorded (a runner without a tracer) reads as ``not-checked``,
+    which credits a behavioral claim only where the repository declares no entry
+    points: under declared ones an unobserved citation is never credit.
     """
-    return (grounding or "not-checked") in _CREDITING[archetype]
+    value = grounding or "not-checked"
+    if value == "not-checked" and entry_points:
+        return False
+    return value in _CREDITING[archetype]
 
 
 def entry_points_declared(plan: Plan, repository: str | None) -> bool:
@@ -227,7 +234,11 @@ def listing_message(cid: str, provider: str) -> str:
 def uncredited_message(cid: str, archetype: Archetype, tests: Sequence[tuple[str, str]]) -> str:
     """Why passing citations did not credit a claim, naming the tests."""
     named = ", ".join(f"{test} ({grounding})" for test, grounding in tests)
-    need = "grounded (or not-checked)" if archetype == "behavioral" else "inert"
+    need = (
+        "grounded (or, where no entry points are declared, not-checked)"
+        if archetype == "behavioral"
+        else "inert (it read the production artifact and ran none of it)"
+    )
     return f"claim {cid} ({archetype}) needs a {need} citation; passing citations: {named}"
 
 
@@ -266,6 +277,8 @@ def _listing_blocked_receipt(plan: Plan, cid: str, r: ReceiptView) -> bool:
     claim = plan.evidence.claims.get(cid)
     if provider is None or claim is None or provider.adapter not in LISTING_ONLY_ADAPTERS:
         return False
+    if r.citations.get(cid):
+        return False  # a custom runner's envelope cited it: its citations were judged instead
     return cid in provider.claims and listing_blocked(plan, claim, provider)
 
 

@@ -55,12 +55,12 @@ PACKAGE = {
             assert api.create_thing(2) == 4
 
 
-        @pytest.mark.claim("c-ungrounded")
+        @pytest.mark.claim("c-ungrounded", depth="unit")
         def test_ungrounded():
             assert core.double(3) == 6
 
 
-        @pytest.mark.claim("c-inert")
+        @pytest.mark.claim("c-inert", depth="unit")
         def test_inert():
             assert True
 
@@ -71,7 +71,7 @@ PACKAGE = {
             assert doc["fields"] == ["id"]
 
 
-        @pytest.mark.claim("c-dispatched")
+        @pytest.mark.claim("c-dispatched", depth="component")
         def test_dispatched():
             box = []
             worker = threading.Thread(target=lambda: box.append(core.double(5)))
@@ -88,7 +88,7 @@ ENTRY_POINTS = ("pkg/api.py::create_*",)
 EXPECTED = {
     "test_grounded": "grounded",
     "test_ungrounded": "ungrounded",
-    "test_inert": "inert",
+    "test_inert": "untouched",
     "test_structural": "inert",
     "test_dispatched": "dispatched",
 }
@@ -103,13 +103,21 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def run_traced(
-    python: str, project: Path, run_dir: Path, entry_points: tuple[str, ...] = ENTRY_POINTS
+    python: str,
+    project: Path,
+    run_dir: Path,
+    entry_points: tuple[str, ...] = ENTRY_POINTS,
+    *,
+    extra: tuple[str, ...] = (),
+    env_extra: dict[str, str] | None = None,
+    lines: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, Any]], Any]:
     """Run the project's pytest the way the test-discovery adapter does; (proc, record, report)."""
     argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=report.xml"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHANGELOOP_")}
-    injected = inject(argv, env, run_dir, {"pkg": "pkg"})
-    env2 = configure(run_dir, "self", project, entry_points, injected.env)
+    env.update(env_extra or {})
+    injected = inject([*argv, *extra], env, run_dir, {"pkg": "pkg"})
+    env2 = configure(run_dir, "self", project, entry_points, injected.env, lines=lines)
     proc = subprocess.run(
         list(injected.argv),
         cwd=project,
@@ -122,32 +130,29 @@ def run_traced(
     return proc, read_records(run_dir), read_report(project / "report.xml")
 
 
-def groundings(report: Any) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for case in report.tests:
-        for cite in case.citations:
-            out[case.name] = cite.grounding
-    return out
+def groundings(record: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Test name -> its grounding, as the plugin's own record says (the only source)."""
+    return {nodeid.rsplit("::", 1)[-1]: str(r["grounding"]) for nodeid, r in record.items()}
 
 
-def make_venv(base: Path, version: str) -> str:
-    """A venv of pyenv's Python ``version`` with pytest from the local pip cache (or skip)."""
+def make_venv(base: Path, version: str, *packages: str) -> str:
+    """A venv of pyenv's Python ``version`` with pytest (and ``packages``) from the package
+    index; skipped, loudly, only when that Python is not installed here."""
     exe = Path.home() / ".pyenv" / "versions"
     found = sorted(exe.glob(f"{version}.*/bin/python{version}"))
     if not found:
-        pytest.skip(f"Python {version} is not installed (pyenv)")
+        pytest.skip(f"SKIPPED LOUDLY: Python {version} is not installed (pyenv) on this machine")
     venv = base / f"venv{version}"
     subprocess.run([str(found[-1]), "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "pytest"],
+        [str(python), "-m", "pip", "install", "-q", "pytest", *packages],
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
-    if proc.returncode != 0:
-        pytest.skip(f"pip cannot install pytest for {version}: {proc.stderr[-500:]}")
+    assert proc.returncode == 0, f"pip cannot install pytest for {version}: {proc.stderr[-500:]}"
     return str(python)
 
 

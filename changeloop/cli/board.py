@@ -17,10 +17,11 @@ from changeloop.text import escape_controls
 
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
+    from collections.abc import Mapping, Sequence
 
     from changeloop.masking import Masker
     from changeloop.model import Plan
-    from changeloop.records import ProveResult, RunEvent
+    from changeloop.records import ProveResult, ProviderReport, RunEvent
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
@@ -142,14 +143,21 @@ def _board(result: ProveResult, out: TextIO) -> None:
         out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
         for entry in report.receipts:
             reason = f" — {one_line(entry.reason)}" if entry.reason else ""
+            aside = ""
+            if entry.status != "pass" and advisory(result, entry.capability):
+                aside = f" (advisory: nothing requires {entry.capability})"
             out.write(
                 f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
-                f"{counts(entry.tests)}{reason}\n"
+                f"{counts(entry.tests)}{aside}{reason}\n"
             )
+            for note in outside_entry(entry.view.citations):
+                out.write(f"        note: {one_line(note)}\n")
         if any(e.status != "pass" for e in report.receipts):  # a stat only where it is shown
             log = _log_of(result, report.name)
             if log is not None:
                 out.write(f"      log: {log}\n")
+    for finding in drift_findings(result):
+        out.write(f"warning: {one_line(str(finding['message']))}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     out.write("\nNext steps:\n")
     if not verdict.proven:
@@ -158,6 +166,20 @@ def _board(result: ProveResult, out: TextIO) -> None:
     else:  # OpenSpec's convention: human output ends with commands to paste
         out.write(f"  changeloop gate {plan.change.id}    # re-check before merge or archive\n")
         out.write(f"  changeloop report {plan.change.id}  # the evidence as one HTML page\n")
+
+
+def outside_entry(citations: Mapping[str, Sequence[Mapping[str, object]]]) -> list[str]:
+    """Citing tests that also ran production code no entry point reached, per claim."""
+    out = []
+    for claim, cites in sorted(citations.items()):
+        tests = [str(c.get("test")) for c in cites if c.get("reached_outside_entry") is True]
+        if tests:
+            shown = ", ".join(tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+            out.append(
+                f"claim {claim}: {shown} also ran production code no entry point reached "
+                "(reached_outside_entry)"
+            )
+    return out
 
 
 MAX_REASON = 400
@@ -215,6 +237,7 @@ def to_json(result: ProveResult) -> dict[str, Any]:
                 "origin": r.origin,
                 "durationMs": r.duration_ms,
                 "reason": r.reason,
+                "detection": detection(result, r),
                 "receipts": [
                     {
                         "capability": e.capability,
@@ -224,6 +247,7 @@ def to_json(result: ProveResult) -> dict[str, Any]:
                         "id": e.id,
                         "path": e.path,
                         "tests": e.tests,
+                        "advisory": advisory(result, e.capability),
                     }
                     for e in r.receipts
                 ],
@@ -231,5 +255,37 @@ def to_json(result: ProveResult) -> dict[str, Any]:
             for r in result.providers.values()
         ],
     }
+    drift = drift_findings(result)
+    if drift:
+        doc["findings"] = drift
     masked: dict[str, Any] = result.masker.json(doc)
     return masked
+
+
+def detection(result: ProveResult, report: ProviderReport) -> dict[str, Any] | None:
+    """The framework a provider ran: where it was detected and the version the run saw."""
+    from changeloop.detect import provider_detection
+
+    provider = result.plan.providers.get(report.name)
+    if provider is None:
+        return None
+    seen = next((e.observer.get("version") for e in report.receipts if e.observer), None)
+    found = provider_detection(provider, seen)
+    return found.to_json() if found is not None else None
+
+
+def advisory(result: ProveResult, capability: str) -> bool:
+    """Whether nothing requires this capability (a mutation score, say): its receipt informs,
+    and a fail there does not decide the verdict."""
+    evidence = result.plan.evidence
+    if capability in evidence.requires:
+        return False
+    return not any(capability in claim.requires for claim in evidence.claims.values())
+
+
+def drift_findings(result: ProveResult) -> list[dict[str, Any]]:
+    """Tool-contract drift the last ``adapters check`` recorded for this change's tools."""
+    from changeloop.contracts.drift import recorded_drift
+
+    repos = {name: repo.path for name, repo in result.plan.repositories.items()}
+    return [f.to_json() for f in recorded_drift(result.plan.root, repos)]

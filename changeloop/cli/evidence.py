@@ -227,6 +227,12 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
     findings = diagnose(ctx, derived) + _preflight(ctx, derived)
     count = sum(1 for f in findings if f.severity == "error")
     if common.json_mode(args):
+        from changeloop.detect.doctor.versions import with_versions
+
+        configured = list(ctx.execution.providers.values()) if ctx.execution else []
+        detections = with_versions(
+            ctx.detections, ctx.repositories, [*configured, *derived.values()]
+        )
         common.emit_json(
             {
                 "version": "1",
@@ -234,6 +240,9 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
                 "change": ctx.change.id,
                 "findings": [f.to_json() for f in findings],
                 "unresolved": count,
+                "detections": {
+                    name: [d.to_json() for d in dets] for name, dets in detections.items()
+                },
             }
         )
     else:

@@ -25,7 +25,14 @@ from changeloop.workspace.changeref import ChangeRef
 if TYPE_CHECKING:  # the readers are imported when a repository is walked (prove rarely does)
     from changeloop.project.manifests import Unreadable
 
-__all__ = ["ChangeContext", "Detection", "derived_for", "detect_repository", "load_context"]
+__all__ = [
+    "ChangeContext",
+    "Detection",
+    "derived_for",
+    "detect_repository",
+    "load_context",
+    "provider_detection",
+]
 
 
 def configured_detection(provider: Provider) -> Detection | None:
@@ -50,6 +57,23 @@ def configured_detection(provider: Provider) -> Detection | None:
     if "cargo" in words and ("test" in argv or "nextest" in argv):
         return Detection("cargo", "rust", "configured", None, evidence)
     return None
+
+
+def provider_detection(provider: Provider, version: str | None = None) -> Detection | None:
+    """The framework a planned provider runs, where it was detected and its version.
+
+    Configured wiring says ``configured``; derived wiring keeps the source it was
+    derived from. ``version``: what the run observed, else what detection read.
+    """
+    found = configured_detection(provider)
+    if found is None:
+        return None
+    source, known = found.detection_source, found.version
+    evidence = found.evidence
+    if provider.origin == "derived":
+        source, known = provider.detected or ("manifest", None)
+        evidence = "derived wiring"
+    return Detection(found.adapter, found.test_type, source, version or known, evidence)
 
 
 def candidates(path: Path, unreadable: Unreadable | None = None) -> list[Detection]:

@@ -65,7 +65,7 @@ def derive_explained(
             first = True
             js = next((d for d in dets if d.test_type == "javascript"), None)
             scripted = from_scripts(js, repo_name, repo.path, single) if js else {}
-            out.update(scripted)
+            out.update({n: (_from(p, js), why) for n, (p, why) in scripted.items()})
             first = not scripted
             for det in (d for d in dets if d.test_type in UNIT_TYPES):
                 if det is js and scripted:
@@ -79,7 +79,7 @@ def derive_explained(
                     det.confidence,
                     format="unittest" if det.adapter == "unittest" else None,
                 )
-                out[provider.name] = (provider, det.evidence)
+                out[provider.name] = (_from(provider, det), det.evidence)
                 first = False
         wants_browser = any(repo_name in needs.get(c, []) for c in ("browser", "accessibility"))
         browser = next((d for d in dets if d.test_type == "browser"), None)
@@ -99,12 +99,20 @@ def derive_explained(
                     outputs=outputs,
                     origin="derived",
                     confidence=browser.confidence,
+                    detected=(browser.detection_source, browser.version),
                 ),
                 browser.evidence,
             )
         if repo_name in needs.get("static-analysis", []):
             out.update(static_providers(repo_name, repo.path, single))
     return out
+
+
+def _from(provider: Provider, det: Detection | None) -> Provider:
+    """A derived provider that remembers where its framework was detected."""
+    if det is None or provider.origin != "derived":
+        return provider
+    return dataclasses.replace(provider, detected=(det.detection_source, det.version))
 
 
 def static_analysis_files(evidence: Evidence, repositories: Mapping[str, Repository]) -> list[Path]:

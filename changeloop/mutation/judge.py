@@ -1,4 +1,4 @@
-"""The mutation adapter's judgement: a pure function of its jobs' results (DESIGN.md §9, §11).
+"""The mutation adapter's judgement: a pure function of what each mutant's run said.
 
 Example::
 
@@ -6,13 +6,22 @@ Example::
     judge(provider, [ClaimRuns("order-total", tests, runs)])   # -> [Outcome]
 
 The adapter runs many jobs, each chosen from the one before (the traced run
-says which mutants exist), so the engine's single-job ``read(job, result)``
-cannot express it; ``run`` does the I/O and hands every result here. A
-failing run kills a mutant (a timeout too); exit 0 means it survived; any
-other exit (collection or import error, usage, no tests) means the mutant does
-not import: skipped, not scored. ``total: 0`` is ``inconclusive``; without
-``threshold`` the receipt passes and informs; with it, a claim scoring below
-fails the receipt.
+says which mutants exist and which tests reach them), so the engine's
+single-job ``read(job, result)`` cannot express it; ``run`` does the I/O and
+hands every mutant's fate here. A failing run kills a mutant (a timeout too);
+a passing one means it survived; a mutant that does not compile or import is
+skipped, not scored. ``total: 0`` is ``inconclusive``; without ``threshold``
+the receipt passes and informs; with it, a claim scoring below fails the
+receipt (the verdict weighs that receipt only where the claim or the change
+requires ``mutation``: a score is advisory otherwise).
+
+Survivors are named so a reader can act: ``{operator, mutation, where, file,
+line, reached?}`` — ``where`` is ``module:function`` or ``module:Class#method``;
+``reached`` is false where the traces show the mutated line never ran under
+the tests that reach the function, true where it ran and the expression runs
+whenever its line does, and left out where that cannot be told. A claim whose
+survivors outnumber its shortfall (``total - killed``) is refused: the score
+and the names cannot both be right.
 """
 
 from __future__ import annotations
@@ -27,16 +36,19 @@ from changeloop.mutation.mutants import Mutant
 from changeloop.outcome import Finding, Observer, Outcome
 
 ADAPTER = "mutation"  # the adapter's NAME (providers/mutation.py)
-MAX_SURVIVORS_SHOWN = 20
+MAX_SURVIVORS_SHOWN = 50
 Fate = Literal["killed", "survived", "skipped"]
 
 
 @dataclass(frozen=True)
 class MutantRun:
-    """One mutant and its run against the claim's citing tests (None: it never ran)."""
+    """One mutant, the tests it ran against, and what happened."""
 
     mutant: Mutant
-    result: JobResult | None
+    fate: Fate
+    tests: tuple[str, ...] = ()
+    reached: bool | None = None  # its line ran under those tests (None: cannot be told)
+    why: str | None = None  # the killing test, or why it was skipped
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class ClaimRuns:
 
 
 def fate(result: JobResult | None) -> Fate:
-    """``killed`` | ``survived`` | ``skipped`` (the mutant does not import, or never ran)."""
+    """``killed`` | ``survived`` | ``skipped`` of a one-pytest-per-mutant run."""
     if result is None:
         return "skipped"
     if result.timed_out or result.exit_code == 1:
@@ -86,34 +98,71 @@ def baseline_failure(provider: Provider, base: JobResult) -> list[Outcome] | Non
     )
 
 
+def survivor(run: MutantRun) -> dict[str, Any]:
+    """A surviving mutant, named so a reader can act on it."""
+    mutant = run.mutant
+    out: dict[str, Any] = {
+        "operator": mutant.kind,
+        "mutation": mutant.change,
+        "where": mutant.where,
+        "file": mutant.file,
+        "line": mutant.line,
+    }
+    if run.reached is not None:
+        out["reached"] = run.reached
+    return out
+
+
+def inconsistent(
+    scores: Mapping[str, Mapping[str, int]], survivors: Mapping[str, Sequence[object]]
+) -> list[str]:
+    """Claims that name more survivors than their shortfall (``total - killed``)."""
+    out = []
+    for claim, named in survivors.items():
+        score = scores.get(claim)
+        shortfall = (score["total"] - score["killed"]) if score else 0
+        if len(named) > shortfall:
+            out.append(claim)
+    return out
+
+
 def judge(provider: Provider, claims: Sequence[ClaimRuns]) -> list[Outcome]:
     """The receipt: per claim ``{total, killed}``, survivors, skipped counts, threshold."""
     scores: dict[str, dict[str, int]] = {}
     findings: list[Finding] = []
-    survivors: dict[str, list[str]] = {}
+    survivors: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, int] = {}
     for runs in claims:
         total = killed = dropped = 0
         for run in runs.runs:
-            verdict = fate(run.result)
-            if verdict == "skipped":
+            if run.fate == "skipped":
                 dropped += 1
                 continue
             total += 1
-            if verdict == "killed":
+            if run.fate == "killed":
                 killed += 1
             else:
-                name = f"{run.mutant.file}::{run.mutant.description}"
-                survivors.setdefault(runs.claim, []).append(name)
+                survivors.setdefault(runs.claim, []).append(survivor(run))
         scores[runs.claim] = {"total": total, "killed": killed}
         skipped[runs.claim] = dropped
         findings.append(score_finding(runs.claim, total, killed, dropped, len(runs.tests)))
-    status, reason, marks = _decide(scores, provider.threshold)
     details = {
         "threshold": provider.threshold,
-        "survivors": {c: names[:MAX_SURVIVORS_SHOWN] for c, names in survivors.items()},
+        "survivors": {c: named[:MAX_SURVIVORS_SHOWN] for c, named in survivors.items()},
         "skipped": skipped,
     }
+    refused = inconsistent(scores, details["survivors"])  # type: ignore[arg-type]
+    if refused:
+        message = (
+            f"claim(s) {', '.join(refused)} name more surviving mutants than total - killed: the "
+            "score and the survivors cannot both be right"
+        )
+        finding = Finding(kind="mutation-inconsistent", message=message, severity="error")
+        return outcome(
+            provider, "inconclusive", message, mutation=scores, findings=(finding,),
+            details=details, exit_code=0,
+        )  # fmt: skip
+    status, reason, marks = _decide(scores, provider.threshold)
     return outcome(
         provider, status, reason, claims=marks, mutation=scores, findings=tuple(findings),
         details=details, exit_code=0,
@@ -147,7 +196,7 @@ def _decide(
 
 def score_finding(claim: str, total: int, killed: int, dropped: int, tests: int) -> Finding:
     """A claim's score in words for the receipt's findings (a warning when nothing scored)."""
-    skipped = f"; {dropped} mutant(s) did not import (skipped)" if dropped else ""
+    skipped = f"; {dropped} mutant(s) did not compile or import (skipped)" if dropped else ""
     if total == 0:
         message = (
             f"claim {claim}: no mutant could be scored ({tests} citing test(s); their traced run "

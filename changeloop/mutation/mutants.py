@@ -65,11 +65,31 @@ class Mutant:
     kind: str  # one of KINDS
     description: str  # "line 4: `>` → `>=`"
     source: str  # the whole mutated module
+    # the mutated expression may not run whenever its line does (a right operand of
+    # `and`/`or`, a branch of `x if c else y`, a comprehension's body, `if c: return x`)
+    conditional: bool = False
+    method: bool = False  # the function is defined in a class body
 
     @property
     def key(self) -> str:
         """Stable identity: where and what (for deterministic selection and reports)."""
         return f"{self.file}::{self.qualname}:{self.line}:{self.description}"
+
+    @property
+    def where(self) -> str:
+        """``module:function``, or ``module:Class#method`` for a method."""
+        module = self.file.removesuffix(".py").removeprefix("src/").replace("/", ".")
+        module = module.removesuffix(".__init__")
+        name = self.qualname
+        if self.method and "." in name:
+            owner, _, method = name.rpartition(".")
+            name = f"{owner}#{method}"
+        return f"{module}:{name}"
+
+    @property
+    def change(self) -> str:
+        """What the mutant changed, without its line: "`>` → `>=`"."""
+        return self.description.split(": ", 1)[-1]
 
 
 # A site: (node index in ast.walk order, kind, description, apply(copied node) -> new node)
@@ -80,6 +100,47 @@ _Site = tuple[int, str, str, _Apply]
 def _targets(tree: ast.Module, qualnames: set[str]) -> Iterator[tuple[str, ast.AST]]:
     """(qualname, function node) of the named functions, qualified like ``co_qualname``."""
     return ((name, func) for name, func in qualified_functions(tree) if name in qualnames)
+
+
+def _methods(tree: ast.Module) -> set[int]:
+    """``id`` of every function defined directly in a class body."""
+    return {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for child in node.body
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _conditional(func: ast.AST) -> set[int]:
+    """``id`` of the nodes of a function's body that may not run whenever their line does."""
+    out: set[int] = set()
+
+    def mark(node: ast.AST) -> None:
+        out.update(id(n) for n in ast.walk(node))
+
+    for node in _body_nodes(func):
+        if isinstance(node, ast.BoolOp):
+            for value in node.values[1:]:
+                mark(value)
+        elif isinstance(node, ast.IfExp):
+            mark(node.body)
+            mark(node.orelse)
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            for part in (*node.generators[1:], *node.generators[0].ifs):
+                mark(part)
+            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                mark(part)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            mark(node.msg)
+        elif isinstance(node, ast.If | ast.For | ast.AsyncFor | ast.While | ast.With | ast.Try):
+            header = getattr(node, "lineno", 0)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for stmt in getattr(node, field, []) or []:
+                    if getattr(stmt, "lineno", -1) == header:
+                        mark(stmt)  # `if c: return x` on one line
+    return out
 
 
 def _body_nodes(func: ast.AST) -> Iterator[ast.AST]:
@@ -202,11 +263,25 @@ def _substitute(tree: ast.Module, at: int, apply: _Apply) -> str:
 def mutants_of(source: str, file: str, qualnames: set[str]) -> list[Mutant]:
     """Every mutant of the named functions in ``source``, in source order."""
     tree = ast.parse(source)
-    index = {id(node): i for i, node in enumerate(ast.walk(tree))}
+    nodes = list(ast.walk(tree))
+    index = {id(node): i for i, node in enumerate(nodes)}
+    methods = _methods(tree)
     out: list[Mutant] = []
     for qualname, func in _targets(tree, qualnames):
+        maybe = _conditional(func)
         for at, kind, what, apply in _sites(func, index):
             line = int(what.split(":", 1)[0].removeprefix("line "))
-            out.append(Mutant(file, qualname, line, kind, what, _substitute(tree, at, apply)))
+            out.append(
+                Mutant(
+                    file,
+                    qualname,
+                    line,
+                    kind,
+                    what,
+                    _substitute(tree, at, apply),
+                    conditional=id(nodes[at]) in maybe,
+                    method=id(func) in methods,
+                )
+            )
     out.sort(key=lambda m: (m.line, KINDS.index(m.kind), m.description))
     return out

@@ -59,3 +59,43 @@ def compiles(mutant: Mutant) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def reaching_tests(
+    traced: Mapping[str, Mapping[str, Any]], tests: list[str], mutant: Mutant
+) -> list[str]:
+    """The citing tests whose traces ran the mutated function (only they can kill it)."""
+    out = []
+    for nodeid in tests:
+        for entry in traced.get(nodeid, {}).get("functions") or ():
+            if (
+                isinstance(entry, list | tuple)
+                and len(entry) >= 2
+                and (str(entry[0]), str(entry[1])) == (mutant.file, mutant.qualname)
+            ):
+                out.append(nodeid)
+                break
+    return out
+
+
+def reached(
+    traced: Mapping[str, Mapping[str, Any]], tests: list[str], mutant: Mutant
+) -> bool | None:
+    """Whether the mutated expression ran under ``tests``, as their traced lines show.
+
+    False when no test ran its line (and every test's lines were recorded); True
+    when one did and the expression runs whenever its line does; None otherwise.
+    """
+    known = bool(tests)
+    ran = False
+    for nodeid in tests:
+        lines = traced.get(nodeid, {}).get("lines")
+        if not isinstance(lines, Mapping):
+            known = False
+            continue
+        found = lines.get(mutant.file)
+        if isinstance(found, list) and mutant.line in found:
+            ran = True
+    if ran:
+        return None if mutant.conditional else True
+    return False if known else None

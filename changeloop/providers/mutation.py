@@ -35,7 +35,10 @@ informs; with it, a claim scoring below fails the receipt.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +48,28 @@ from changeloop.model import Plan, Provider
 from changeloop.mutation.judge import (
     ADAPTER,
     ClaimRuns,
+    Fate,
     MutantRun,
     baseline_failure,
+    fate,
     judge,
     outcome,
 )
+from changeloop.mutation.mutants import Mutant
 from changeloop.mutation.sandbox import make_copy, mutated
-from changeloop.mutation.select import claim_mutants, compiles, plan_for_claim
+from changeloop.mutation.select import (
+    claim_mutants,
+    compiles,
+    plan_for_claim,
+    reached,
+    reaching_tests,
+)
 from changeloop.outcome import Outcome
 from changeloop.project.packages import project_packages
 from changeloop.providers.base import RunContext, missing_command, own_repository
-from changeloop.providers.pytest_injection import inject
+from changeloop.providers.pytest_injection import inject, inject_mutation
+
+MUTANTS_ENV = "CHANGELOOP_MUTANTS"  # the same name as in pytest_mutate.py
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
 DEFAULT_CAPABILITY = "mutation"
@@ -145,8 +159,18 @@ def dry_run_counts(plan: Plan, provider: Provider) -> dict[str, int | None]:
 # -- the run: I/O only; the judgement is changeloop.mutation.judge ------------------------------
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One mutant of one claim, with the citing tests that reach its function."""
+
+    id: str
+    mutant: Mutant
+    tests: tuple[str, ...]
+    reached: bool | None
+
+
 async def run(ctx: RunContext) -> list[Outcome]:
-    """Trace, then run each claim's mutants against its citing tests; ``judge`` decides."""
+    """Trace, then run each claim's mutants against the tests that reach them; ``judge`` decides."""
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     argv = tuple(provider.command or ())
@@ -158,7 +182,9 @@ async def run(ctx: RunContext) -> list[Outcome]:
         return outcome(
             provider, "fail", f"command {list(argv)} does not run pytest: mutation needs pytest"
         )
-    traced_env = grounding.configure(traced_dir, repo, copy, provider.entry_points, injected.env)
+    traced_env = grounding.configure(
+        traced_dir, repo, copy, provider.entry_points, injected.env, lines=True
+    )
     base = await ctx.execute(
         injected.argv,
         cwd=copy,
@@ -173,41 +199,119 @@ async def run(ctx: RunContext) -> list[Outcome]:
     grounding.remember(ctx.plan.root, ctx.plan.change.id, repo, traced)
     seed = _seed(ctx)
     timeout = min(provider.timeout_ms, max(MIN_MUTANT_TIMEOUT_MS, base.duration_ms * 10))
+    plans: list[tuple[str, tuple[str, ...], list[Planned]]] = []
+    for n, claim in enumerate(provider.claims):
+        tests, functions = plan_for_claim(traced, claim)
+        mutants = claim_mutants(copy, functions, provider.max_mutants, seed) if tests else []
+        planned = []
+        for i, mutant in enumerate(mutants):
+            reaching = reaching_tests(traced, tests, mutant)
+            hit = reached(traced, reaching, mutant)
+            planned.append(Planned(f"c{n}m{i}", mutant, tuple(reaching), hit))
+        plans.append((claim, tuple(tests), planned))
+    every = [p for _, _, planned in plans for p in planned]
+    where = _Where(ctx, copy, argv, env, timeout)
+    fates = await _session(where, every)
+    for item in every:
+        if item.id not in fates:
+            fates[item.id] = await _alone(where, item)
     claims = [
-        await _run_claim(ctx, copy, claim, traced, argv=argv, env=env, seed=seed, timeout=timeout)
-        for claim in provider.claims
+        ClaimRuns(
+            claim,
+            tests,
+            tuple(
+                MutantRun(p.mutant, fates[p.id][0], p.tests, p.reached, fates[p.id][1])
+                for p in planned
+            ),
+        )
+        for claim, tests, planned in plans
     ]
     return judge(provider, claims)
 
 
-async def _run_claim(
-    ctx: RunContext,
-    copy: Path,
-    claim: str,
-    traced: Mapping[str, Mapping[str, Any]],
-    *,
-    argv: tuple[str, ...],
-    env: Mapping[str, str],
-    seed: str,
-    timeout: int,
-) -> ClaimRuns:
-    """Each mutant of ``claim``'s functions, run against every test citing it (-x: first kill)."""
-    tests, functions = plan_for_claim(traced, claim)
-    mutants = claim_mutants(copy, functions, ctx.provider.max_mutants, seed) if tests else []
-    runs = []
-    for index, mutant in enumerate(mutants):
-        result = None  # a mutant that does not compile never runs: skipped
-        if compiles(mutant):
-            with mutated(copy / mutant.file, mutant.source):
-                result = await ctx.execute(
-                    (*argv, "-x", "-p", "no:cacheprovider", *tests),
-                    cwd=copy,
-                    env=env,
-                    timeout_ms=timeout,
-                    log_name=f"{ctx.provider.name}-mutant-{claim}-{index}",
-                )
-        runs.append(MutantRun(mutant, result))
-    return ClaimRuns(claim, tuple(tests), tuple(runs))
+@dataclass(frozen=True)
+class _Where:
+    """Where and how the mutants run: the provider's copy, its command, env and timeout."""
+
+    ctx: RunContext
+    copy: Path
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    timeout: int
+
+
+async def _session(where: _Where, planned: list[Planned]) -> dict[str, tuple[Fate, str | None]]:
+    """Every swappable mutant in one pytest process that forks per mutant (pytest_mutate.py).
+
+    Mutants it could not run (their function is not loaded, is nested, the process
+    failed) are missing from the answer: the caller runs them one pytest each.
+    """
+    out: dict[str, tuple[Fate, str | None]] = {}
+    runnable = []
+    for item in planned:
+        if not item.tests or not compiles(item.mutant):
+            out[item.id] = ("skipped", "does not compile" if item.tests else "no test reaches it")
+        else:
+            runnable.append(item)
+    if not runnable or not hasattr(os, "fork"):
+        return out
+    ctx, copy = where.ctx, where.copy
+    folder = ctx.run_dir / "mutants"
+    results = folder / "results"
+    injected = inject_mutation(where.argv, where.env, folder, project_packages(copy))
+    if injected.imports_dir is None:
+        return out
+    doc = {
+        "results": str(results),
+        "jobs": max(1, os.cpu_count() or 1),
+        "timeoutMs": where.timeout,
+        "mutants": [
+            {
+                "id": item.id,
+                "file": str(copy / item.mutant.file),
+                "qualname": item.mutant.qualname,
+                "source": item.mutant.source,
+                "tests": list(item.tests),
+            }
+            for item in runnable
+        ],
+    }
+    config = folder / "mutants.json"
+    try:
+        config.write_text(json.dumps(doc), encoding="utf-8")
+    except OSError:
+        return out
+    tests = sorted({t for item in runnable for t in item.tests})
+    await ctx.execute(
+        (*injected.argv, "-p", "no:cacheprovider", *tests),
+        cwd=copy,
+        env={**injected.env, MUTANTS_ENV: str(config)},
+        timeout_ms=ctx.provider.timeout_ms,
+        log_name=f"{ctx.provider.name}-mutants",
+    )
+    for item in runnable:
+        try:
+            found = json.loads((results / f"{item.id}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the session did not get to it: run it alone
+        said = found.get("fate") if isinstance(found, dict) else None
+        if said in ("killed", "survived"):
+            why = found.get("test") or found.get("why")
+            out[item.id] = (said, str(why) if why else None)
+    return out
+
+
+async def _alone(where: _Where, item: Planned) -> tuple[Fate, str | None]:
+    """One mutant in a pytest of its own: the mutated module written into the copy."""
+    with mutated(where.copy / item.mutant.file, item.mutant.source):
+        result = await where.ctx.execute(
+            (*where.argv, "-x", "-p", "no:cacheprovider", *item.tests),
+            cwd=where.copy,
+            env=where.env,
+            timeout_ms=where.timeout,
+            log_name=f"{where.ctx.provider.name}-mutant-{item.id}",
+        )
+    return fate(result), None
 
 
 def missing_reason(ctx: RunContext) -> str | None:

@@ -14,10 +14,13 @@ direct command also gets ``--output <run dir>/playwright-output`` at run time
 make the next receipts ``dirty`` or re-run an unchanged provider. The
 fingerprint keeps the command without that per-run path.
 
-Claims come from ``{type: "claim", description: "<id>"}`` annotations, read by
-:mod:`changeloop.runner_reports.playwright_json`. A passing run that leaves a
-claim the capability needs uncredited is ``inconclusive``: green is not evidence
-for a claim no test names (DESIGN.md §3, §7).
+Claims come from ``{type: "claim", description: "<id>"}`` annotations (a
+``claim-depth`` / ``claim-ref`` annotation right after one qualifies it), read
+by :mod:`changeloop.runner_reports.playwright_json`; the receipt lists the
+citations per claim. An unknown depth fails the receipt, naming the test, and
+so does a citation without one where the repository declares entry points. A
+passing run that leaves a claim the capability needs uncredited is
+``inconclusive``: green is not evidence for a claim no test names.
 
 This module is the adapter's interface and ``prepare``/``read``;
 :mod:`~changeloop.providers.playwright_argv` makes the command and
@@ -32,15 +35,17 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
+from changeloop.grounding.citations import check_depths, receipt_citations
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Observer, Outcome
 from changeloop.process.run import ProcessResult
 from changeloop.providers import playwright_argv
 from changeloop.providers.base import RunContext, escapes, inside, missing_command, own_repository
 from changeloop.providers.playwright_argv import OUTPUT_DIR, output_env, run_argv
-from changeloop.providers.playwright_judge import run_verdict, settle
+from changeloop.providers.playwright_judge import RunVerdict, run_verdict, settle
 from changeloop.runner_reports import playwright_json
 from changeloop.runner_reports.model import ReportResult, unreadable
+from changeloop.verdict import entry_points_declared
 
 NAME = "playwright"
 DEFAULT_CAPABILITY = "browser"
@@ -133,7 +138,8 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     argv = run_argv(provider, ctx.run_dir.resolve() / OUTPUT_DIR)
     assert argv is not None
     job = ctx.job(argv, repo=provider.repository, env=env, log_name=provider.name)
-    return replace(job, report=report_path(provider))
+    entry_points = entry_points_declared(ctx.plan, provider.repository)
+    return replace(job, report=report_path(provider), context={"entryPoints": entry_points})
 
 
 def read(job: Job, result: JobResult) -> list[Outcome]:
@@ -151,7 +157,13 @@ def judge(
 ) -> list[Outcome]:
     """One Outcome per capability (``browser`` first, then each of ``outputs``)."""
     provider = job.provider
+    parsed, depths = check_depths(parsed, entry_points=bool(job.context.get("entryPoints")))
     verdict = run_verdict(result, parsed, report, provider.timeout_ms)
+    if depths:
+        why = "; ".join(f.message for f in depths)
+        verdict = RunVerdict(
+            verdict.status or "fail", verdict.reason or why, (*depths, *verdict.findings)
+        )
     tests = parsed.tests or () if parsed else ()
     flaky = tuple(t.id for t in tests if t.flaky)
     base = Outcome(
@@ -165,6 +177,7 @@ def judge(
             adapter=NAME, tool="playwright", version=parsed.version if parsed else None
         ),
         input_mode=provider.input_mode,
+        citations=receipt_citations(parsed),
         tests=parsed.counts if parsed else None,
         passed_tests=tuple(t.id for t in tests if t.outcome == "passed"),
         failed_tests=tuple(t.id for t in tests if t.outcome in ("failed", "error")),

@@ -33,6 +33,8 @@ PLUGIN = "changeloop_claims"
 # does not depend on) and the variables it reads (same names as in the plugin).
 PLUGIN_FILE = Path(__file__).resolve().parent.parent / "pytest_plugin.py"
 TRACER_FILE = Path(__file__).resolve().parent.parent / "grounding" / "tracer.py"
+MUTATE_PLUGIN = "changeloop_mutate"
+MUTATE_FILE = Path(__file__).resolve().parent.parent / "pytest_mutate.py"
 PACKAGES_ENV = "CHANGELOOP_PACKAGES"
 IMPORTS_ENV = "CHANGELOOP_IMPORTS_DIR"
 _INSTALL_DIRS = frozenset({"site-packages", "dist-packages"})
@@ -88,6 +90,22 @@ def inject(
     new_env[IMPORTS_ENV] = str(imports_dir)
     new_argv = tuple(argv) if _named(argv) else (*argv[:at], "-p", PLUGIN, *argv[at:])
     return Injected(new_argv, new_env, imports_dir)
+
+
+def inject_mutation(
+    argv: Sequence[str], env: Mapping[str, str], run_dir: Path, packages: Mapping[str, str]
+) -> Injected:
+    """:func:`inject`, plus the mutation session plugin (``-p changeloop_mutate``)."""
+    injected = inject(argv, env, run_dir, packages)
+    at = pytest_position(injected.argv)
+    if injected.imports_dir is None or at is None:
+        return injected
+    try:
+        shutil.copyfile(MUTATE_FILE, run_dir / "pytest-plugin" / f"{MUTATE_PLUGIN}.py")
+    except OSError:
+        return Injected(tuple(argv), env, None)
+    new_argv = (*injected.argv[:at], "-p", MUTATE_PLUGIN, *injected.argv[at:])
+    return Injected(new_argv, injected.env, injected.imports_dir)
 
 
 def records(imports_dir: Path) -> tuple[dict[str, list[str]], list[str]]:

@@ -29,12 +29,16 @@ Rules (DESIGN.md §3, REPORTS.md):
   plugin records where the repository's own packages were imported from, and
   one imported from outside it (an installed copy) turns a passing ``test``
   into ``inconclusive`` with finding ``imported-from-outside``.
-- Grounding (DESIGN.md §11, ``changeloop/grounding/``): the plugin traces
-  each citing test against the repository's ``entryPoints`` and records its
-  ``grounding``; a passing citation credits a behavioral claim only when
-  ``grounded`` or ``not-checked``, a structural one only when ``inert``;
-  otherwise the claim stays uncredited with finding ``ungrounded``. The
-  receipt lists the citations per claim.
+- Grounding (``changeloop/grounding/``): the plugin traces each citing test
+  against the repository's ``entryPoints`` and records its ``grounding`` in a
+  file of its own; where it ran, that record is the only source of a test's
+  claims and grounding (report properties a test could write are not read).
+  A passing citation credits a behavioral claim only when ``grounded`` (or
+  ``not-checked`` where no entry points are declared), a structural one only
+  when ``inert``; otherwise the claim stays uncredited with finding
+  ``ungrounded`` or ``grounding-unavailable``. Depths are checked: an unknown
+  one is refused by name, and under declared entry points a citation without
+  one fails the receipt. The receipt lists the citations per claim.
 - The report is deleted before the run (a stale report must not speak for this
   run) and copied into the provider's run directory afterwards (the executor
   does both: ``Job.report``/``keep_report``).
@@ -79,9 +83,16 @@ from changeloop.providers.test_discovery_judge import (
     judge_test,
     version_from_output,
 )
-from changeloop.providers.test_discovery_report import as_text, foreign_imports, names, report_of
+from changeloop.providers.test_discovery_report import (
+    as_text,
+    foreign_imports,
+    names,
+    pytest_version,
+    report_of,
+)
 from changeloop.runner_reports import FORMATS, canonical_format
 from changeloop.runner_reports.classify import classify
+from changeloop.runner_reports.model import ReportResult
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -247,6 +258,17 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
                 f"the tests imported {packages} from outside the repository (an installed "
                 "copy), so they did not prove this content",
             )
+    if job.context.get("imports") is not None:  # the plugin ran: its record alone says who cites
+        report, missing = _from_record(report, result)
+        findings[:0] = missing
+    report, depth_findings = grounding.check_depths(
+        report, entry_points=bool(job.context.get("entryPoints", provider.entry_points))
+    )
+    if depth_findings:
+        findings[:0] = depth_findings
+        if test_status == "pass":
+            test_status = "fail"
+            test_reason = "; ".join(f.message for f in depth_findings)
     test_marks, ungrounded = grounding.claim_marks(job, report, test_status)
     findings[:0] = [*ungrounded, *grounding.not_checked_findings(report)]
     disc_status, disc_reason = judge_discovery(
@@ -262,6 +284,7 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
             adapter=NAME,
             tool=report.tool if report else None,
             version=(report.version if report else None)
+            or pytest_version(job, result)
             or version_from_output(report.tool if report else None, output),
         ),
         "command": argv,
@@ -293,6 +316,25 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
             **common,
         ),
     ]
+
+
+def _from_record(
+    report: ReportResult | None, result: JobResult
+) -> tuple[ReportResult | None, list[Finding]]:
+    """The report re-read through the plugin's own record (a test cannot write into it)."""
+    recorded = any(n.startswith(f"{grounding.FOLDER}/record-") for n in result.files)
+    missing: list[Finding] = []
+    if not recorded and grounding.cited_in_report(report):
+        missing.append(
+            Finding(
+                kind="grounding-unavailable",
+                severity="error",
+                message="the report names claims but changeloop's pytest plugin left no record "
+                "of the tests that cite them (the run ended before the plugin wrote it), so no "
+                "test credits a claim",
+            )
+        )
+    return grounding.from_record(report, grounding.records_of(result.files)), missing
 
 
 def _provider_for(provider: Provider, capability: str) -> str | None:

@@ -14,6 +14,7 @@ unittest`` names it or the output looks like it. Everything comes from the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from changeloop.executors.job import Job, JobResult
@@ -55,6 +56,24 @@ def foreign_imports(job: Job, result: JobResult) -> dict[str, Finding]:
     blobs = {n[len(prefix) :]: b for n, b in result.files.items() if n.startswith(prefix)}
     roots = tuple(Path(r) for r in job.context["roots"])
     return outside_imports(blobs, roots, job.context["packages"], Path(job.context["source"]))
+
+
+def pytest_version(job: Job, result: JobResult) -> str | None:
+    """pytest's version as the plugin saw it (``pytest.__version__``), where the plugin ran."""
+    folder = job.context.get("imports")
+    if folder is None:
+        return None
+    for name in sorted(result.files):
+        if not name.startswith(f"{folder}/"):
+            continue
+        try:
+            doc = json.loads(result.files[name].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        version = doc.get("pytest") if isinstance(doc, dict) else None
+        if isinstance(version, str) and version:
+            return version
+    return None
 
 
 def names(report: ReportResult | None, outcomes: tuple[str, ...]) -> tuple[str, ...]:

@@ -117,16 +117,24 @@ def crediting_tests(
 
 
 def grounding_summary(cid: str, ext: Mapping[str, Any]) -> str | None:
-    """``"2 grounded, 1 inert"``: the receipt's citations of ``cid`` by grounding."""
+    """``"2 grounded, 1 untouched; 1 reached outside entry points"``: the receipt's citations
+    of ``cid`` by grounding, and what else they say (grounded through a fixture's setup)."""
     cited = ext.get("citations")
     if not isinstance(cited, dict) or not isinstance(cited.get(cid), list):
         return None
-    entries = cited[cid]
-    kinds = [str(c.get("kind", "grounded")) for c in entries if isinstance(c, dict)]
-    if kinds:
-        counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
-        return ", ".join(f"{n} {k}" for k, n in counts.items())
-    return f"{len(entries)} citation(s)"
+    entries = [c for c in cited[cid] if isinstance(c, dict)]
+    kinds = [str(c.get("grounding") or "not-checked") for c in entries]
+    if not kinds:
+        return f"{len(cited[cid])} citation(s)"
+    counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+    text = ", ".join(f"{n} {k}" for k, n in counts.items())
+    outside = sum(1 for c in entries if c.get("reached_outside_entry") is True)
+    if outside:
+        text += f"; {outside} reached outside entry points"
+    setup = sorted({str(c["groundedBy"]) for c in entries if c.get("groundedBy")})
+    if setup:
+        text += f"; grounded by {', '.join(setup)}"
+    return text
 
 
 def mutation_summary(cid: str, ext: Mapping[str, Any]) -> str | None:

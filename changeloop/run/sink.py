@@ -322,6 +322,7 @@ class ReceiptSink:
             path=f"{self._run_rel}/{provider.name}/{filename}",  # relative to the workspace
             view=view,
             tests=outcome.tests.to_json() if outcome.tests is not None else None,
+            observer=observed(outcome),
         )
         self._report(provider).receipts.append(entry)
 
@@ -371,3 +372,11 @@ def every_capability(
         Outcome(capability=c, status=status, reason=reason, findings=findings)
         for c in adapter.capabilities(provider)
     ]
+
+
+def observed(outcome: Outcome) -> dict[str, str] | None:
+    """The runner that observed an outcome, as prove's JSON shows it (tool and version)."""
+    found = outcome.observer
+    if found is None or (found.tool is None and found.version is None):
+        return None
+    return {k: v for k, v in (("tool", found.tool), ("version", found.version)) if v is not None}

@@ -16,6 +16,13 @@ Both share the jest shape: ``testResults[]`` per file, each with
   per-test statuses count;
 - a failing ``beforeAll`` in vitest leaves its tests *skipped* with the file
   failed: same rule, the failed file is a finding.
+
+Claims: ``[claim:id]`` in a test's name, and vitest's own test metadata, which
+its JSON report carries per test (``meta``, inherited from ``describe``)::
+
+    test("totals", { meta: { claim: "order-total", depth: "unit", ref: "SHOP-1" } }, ...)
+
+``claim`` may be one id or a list of ids; ``depth`` and ``ref`` qualify each.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 from changeloop.runner_reports.junit import clip
 from changeloop.runner_reports.model import (
     CaseOutcome,
+    Citation,
     Finding,
     ReportResult,
     TestCase,
@@ -111,11 +119,31 @@ def _case(raw: Mapping[str, Any], file: str | None) -> TestCase:
     outcome = _STATUS.get(str(raw.get("status")), "skipped")
     failures = [str(m) for m in raw.get("failureMessages") or []]
     duration = raw.get("duration")
+    cited = meta_citations(raw.get("meta"))
     return TestCase(
         name=name,
         outcome=outcome,
         file=file,
-        claims=claim_tags(name),
+        claims=tuple(dict.fromkeys([*claim_tags(name), *(c.claim for c in cited)])),
         message=clip(failures[0], 500) if failures else None,
         duration_ms=round(duration) if isinstance(duration, int | float) else None,
+        citations=cited,
     )
+
+
+def meta_citations(meta: Any) -> tuple[Citation, ...]:
+    """Citations from vitest's per-test ``meta`` (``{claim, depth?, ref?}``)."""
+    if not isinstance(meta, dict):
+        return ()
+    raw = meta.get("claim", meta.get("claims"))
+    ids = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    depth, ref = meta.get("depth"), meta.get("ref")
+    out: dict[str, Citation] = {}
+    for cid in ids:
+        if isinstance(cid, str) and cid.strip() and cid.strip() not in out:
+            out[cid.strip()] = Citation(
+                cid.strip(),
+                depth=str(depth) if isinstance(depth, str | int) and str(depth) else None,
+                ref=str(ref) if isinstance(ref, str | int) and str(ref) else None,
+            )
+    return tuple(out.values())

@@ -11,8 +11,10 @@ Rules (REPORTS.md): a ``<testcase>`` with ``<failure>`` failed, with
 ``(classname, name)`` pairs are one test, worst outcome wins (pytest writes a
 failing call and a failing teardown as two testcases). pytest's collection
 errors and module skips are pseudo-tests with an empty classname: they become
-findings, never tests. Claims: ``<property name="claim" value="id"/>`` and
-``[claim:id]`` tags in the name. The ``tests`` attribute is not trusted.
+findings, never tests. Claims: ``<property name="claim" value="id"/>`` (with
+``claim-depth`` / ``claim-ref`` after it), ``[claim:id]`` tags in the name, and
+for node's reporter a ``<!-- claim: id depth=… -->`` comment right after a
+``<testcase>`` (its ``t.diagnostic``). The ``tests`` attribute is not trusted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from changeloop.runner_reports.model import (
     ReportResult,
     TestCase,
     citations_from_properties,
+    claim_note,
     claim_tags,
     counts_of,
     strip_ansi,
@@ -63,13 +66,18 @@ def read(source: Path | bytes) -> ReportResult:
     """Parse a JUnit XML report; unreadable or truncated ⇒ ``counts is None`` with the reason."""
     try:
         raw = source.read_bytes() if isinstance(source, Path) else source
-        root = ET.fromstring(raw)  # noqa: S314 — local file the user's runner wrote
+        node = _is_node(raw)
+        # node writes a test's diagnostics as comments: keep them there
+        builder = ET.TreeBuilder(insert_comments=node)
+        parser = ET.XMLParser(target=builder)  # noqa: S314 — local file the user's runner wrote
+        root = ET.fromstring(raw, parser=parser)  # noqa: S314
     except (OSError, ET.ParseError) as exc:
         return unreadable(FORMAT, f"JUnit XML report is not readable XML: {exc}")
     if root.tag not in ("testsuites", "testsuite"):
         return unreadable(FORMAT, f"not a JUnit report (root element <{root.tag}>)")
     tool = _tool(root)
-    node = tool is None and _is_node(raw)
+    node = tool is None and node
+    notes = _notes(root) if node else {}
     cases: dict[tuple[object, ...], TestCase] = {}
     findings: list[Finding] = []
     suite_failed = False
@@ -103,7 +111,8 @@ def read(source: Path | bytes) -> ReportResult:
                 + [tag for title in (*suites, name) for tag in claim_tags(title)]
             )
         )
-        citations = read_citations(el)
+        citations = read_citations(el) + notes.get(id(el), ())
+        claims = tuple(dict.fromkeys([*claims, *(c.claim for c in notes.get(id(el), ()))]))
         if node:
             # node's classname is always "test": the suite path is the identity, and
             # every <testcase> is one test (node never splits a test into phases).
@@ -157,11 +166,28 @@ def read_citations(el: ET.Element) -> tuple[Citation, ...]:
     )
 
 
+def _notes(root: ET.Element) -> dict[int, tuple[Citation, ...]]:
+    """``id(<testcase>)`` -> the ``<!-- claim: … -->`` comments right after it (node)."""
+    out: dict[int, list[Citation]] = {}
+    for parent in root.iter():
+        last: ET.Element | None = None
+        for child in parent:
+            if child.tag == "testcase":
+                last = child
+            elif child.tag is ET.Comment and last is not None:  # type: ignore[comparison-overlap]
+                cite = claim_note(child.text or "")
+                if cite is not None:
+                    out.setdefault(id(last), []).append(cite)
+            else:
+                last = None
+    return {key: tuple(value) for key, value in out.items()}
+
+
 def _merge_citations(old: tuple[Citation, ...], new: tuple[Citation, ...]) -> tuple[Citation, ...]:
-    """One citation per claim; the one that carries a grounding wins."""
+    """One citation per claim; the first one that says its depth wins."""
     out: dict[str, Citation] = {c.claim: c for c in old}
     for c in new:
-        if c.claim not in out or out[c.claim].grounding is None:
+        if c.claim not in out or (out[c.claim].depth is None and c.depth is not None):
             out[c.claim] = c
     return tuple(out.values())
 

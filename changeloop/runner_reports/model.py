@@ -29,6 +29,7 @@ from typing import Literal
 from changeloop.outcome import Finding, TestCounts
 
 __all__ = [
+    "DEPTHS",
     "CaseOutcome",
     "Citation",
     "Finding",
@@ -36,8 +37,10 @@ __all__ = [
     "TestCase",
     "TestCounts",
     "citations_from_properties",
+    "claim_note",
     "claim_tags",
     "counts_of",
+    "normal_depth",
     "strip_ansi",
     "unreadable",
 ]
@@ -61,12 +64,34 @@ def claim_tags(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_CLAIM_TAG.findall(name)))
 
 
+_CLAIM_NOTE = re.compile(
+    r"^\s*claim:\s*(?P<id>[A-Za-z0-9][A-Za-z0-9._/-]*)(?P<rest>(?:\s+(?:depth|ref)=\S+)*)\s*$"
+)
+
+
+def claim_note(text: str) -> Citation | None:
+    """A citation written as a diagnostic: ``claim: <id> [depth=<depth>] [ref=<ref>]``.
+
+    node's test runner has no per-test metadata; ``t.diagnostic("claim: slug depth=unit")``
+    prints this line right after the test's result (TAP) or its ``<testcase>`` (JUnit).
+    """
+    found = _CLAIM_NOTE.match(text)
+    if found is None:
+        return None
+    extra = dict(part.split("=", 1) for part in found.group("rest").split())
+    return Citation(found.group("id"), depth=extra.get("depth"), ref=extra.get("ref"))
+
+
 @dataclass(frozen=True)
 class Citation:
-    """One test citing one claim (DESIGN.md §11): how deep, the consumer's key, what it ran.
+    """One test citing one claim: how deep, the consumer's key, what the tracer saw it run.
 
-    ``grounding`` is ``None`` when the runner recorded none (no tracer: counts as
-    ``not-checked``); ``reason`` says why it is ``not-checked``.
+    ``depth`` is as the runner wrote it (the adapter checks and normalizes it);
+    ``grounding`` is ``None`` when no tracer changeloop trusts observed the test
+    (it counts as ``not-checked``; ``reason`` says why). Readers of runner
+    reports never fill ``grounding``: a test can write a report property, so a
+    grounding comes only from changeloop's own tracer record or from a custom
+    runner's envelope that names its ``observer``.
     """
 
     claim: str
@@ -74,23 +99,32 @@ class Citation:
     ref: str | None = None
     grounding: str | None = None
     reason: str | None = None
+    reached_outside_entry: bool | None = None  # None: not observable
+    grounded_by: str | None = None  # "fixture <name>": only setup ran an entry point
+    observer: Mapping[str, object] | None = None  # who traced it (a custom runner's tracer)
 
 
 _CITATION_KEYS = {"claim-depth": "depth", "claim-ref": "ref"}
+# A citation's depth: how much of the system the test exercises. ``e2e`` is an alias of smoke.
+DEPTHS = ("unit", "component", "wiring", "standards-integration", "smoke")
+DEPTH_ALIASES = {"e2e": "smoke"}
+
+
+def normal_depth(depth: str | None) -> str | None:
+    """The depth as recorded (aliases resolved); an unknown word stays as written."""
+    return DEPTH_ALIASES.get(depth, depth) if depth is not None else None
 
 
 def citations_from_properties(pairs: Iterable[tuple[str, str]]) -> tuple[Citation, ...]:
-    """Citations from a test's ordered ``(name, value)`` properties (JUnit, pytest-json).
+    """Citations from a test's ordered ``(name, value)`` properties (JUnit, pytest-json,
+    Playwright annotations).
 
     ``claim`` starts a citation; ``claim-depth``/``claim-ref`` right after it
-    qualify it; ``grounding`` (and ``grounding-reason``) describe the whole test
-    (one trace per test) and so apply to each of its citations. Plain claim
-    properties alone give ``()`` (the shape runners without these keep).
+    qualify it. ``grounding`` properties are not read: a test can write them.
+    Plain claim properties alone give ``()`` (the shape runners without these keep).
     """
     found: dict[str, dict[str, str]] = {}
     last: str | None = None
-    grounding: str | None = None
-    reason: str | None = None
     for name, raw in pairs:
         value = raw.strip() if isinstance(raw, str) else ""
         if name == "claim" and value:
@@ -98,15 +132,10 @@ def citations_from_properties(pairs: Iterable[tuple[str, str]]) -> tuple[Citatio
             found.setdefault(value, {})
         elif name in _CITATION_KEYS and last is not None and value:
             found[last].setdefault(_CITATION_KEYS[name], value)
-        elif name == "grounding" and value:
-            grounding = value
-        elif name == "grounding-reason" and value:
-            reason = strip_ansi(value)[:500]
-    if grounding is None and not any(found.values()):
+    if not any(found.values()):
         return ()
     return tuple(
-        Citation(claim, extra.get("depth"), extra.get("ref"), grounding, reason)
-        for claim, extra in found.items()
+        Citation(claim, extra.get("depth"), extra.get("ref")) for claim, extra in found.items()
     )
 
 

@@ -14,9 +14,11 @@ fail: they count as passing for the suite but cite no claim). A flaky test
 (failed, then passed on retry) is ``passed`` with ``flaky=True``; whether it
 credits anything is the adapter's decision (``allowFlaky``).
 
-Claims are ``{type: "claim", description: "<id>"}`` annotations. Playwright
-already copies describe-level annotations onto each test; runtime-pushed ones
-sit on the results, so both places are read.
+Claims are ``{type: "claim", description: "<id>"}`` annotations; a
+``claim-depth`` / ``claim-ref`` annotation right after one qualifies it (as the
+JUnit properties of the same names do). Playwright already copies
+describe-level annotations onto each test; runtime-pushed ones sit on the
+results, so both places are read.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from changeloop.runner_reports.model import (
     Finding,
     ReportResult,
     TestCase,
+    citations_from_properties,
     counts_of,
     strip_ansi,
     unreadable,
@@ -142,13 +145,21 @@ def _case(
     if last is not None:
         notes += list(last.get("annotations") or [])
     claims = annotation_claims(notes)
+    cited = citations_from_properties(
+        (str(_get(n, "type") or ""), str(_get(n, "description") or "")) for n in notes
+    )
     name = " › ".join((*titles, str(spec.get("title", ""))))
     project = test.get("projectName")
     if project:
         name = f"{name} [{project}]"
     durations = [r.get("duration") for r in results if isinstance(r.get("duration"), int | float)]
     duration = int(sum(durations)) if durations else None  # type: ignore[arg-type]
-    common: dict[str, Any] = {"name": name, "file": file, "duration_ms": duration}
+    common: dict[str, Any] = {
+        "name": name,
+        "file": file,
+        "duration_ms": duration,
+        "citations": cited,
+    }
 
     if not results or last_status in ("skipped", "interrupted") or status == "skipped":
         return TestCase(outcome="skipped", **common), False

@@ -14,7 +14,9 @@ path (its name is the enclosing suites' names and its own joined by
 `` > ``, as node's JUnit is read), and a
 ``[claim:id]`` tag in a suite's name cites for every test inside it.
 ``# SKIP`` and ``# TODO`` are skipped. A file that fails to load is one
-failing test named by its path (REPORTS.md).
+failing test named by its path. A ``# claim: <id> [depth=…] [ref=…]``
+diagnostic right after a test's result, at its indentation, cites for that test
+(node: ``t.diagnostic("claim: slug depth=unit")``).
 
 The stream must account for itself (issue 12): a plan (``1..N``) whose count
 the results do not reach or exceed, a missing top-level plan, or a ``Bail
@@ -32,9 +34,11 @@ from pathlib import Path
 from changeloop.runner_reports.junit import clip
 from changeloop.runner_reports.model import (
     CaseOutcome,
+    Citation,
     Finding,
     ReportResult,
     TestCase,
+    claim_note,
     claim_tags,
     counts_of,
     unreadable,
@@ -50,6 +54,7 @@ _YAML_START = re.compile(r"^(?P<indent> *)---\s*$")
 _YAML_END = re.compile(r"^ *\.\.\.\s*$")
 _ERROR = re.compile(r"^ +error: *(?P<msg>.*)$")
 _SUITE_TYPE = re.compile(r"^ +type: *['\"]?suite['\"]?\s*$")
+_NOTE = re.compile(r"^(?P<indent> *)# (?P<text>claim:.*)$")
 
 
 @dataclass
@@ -60,6 +65,7 @@ class _Entry:
     message: str | None = None
     marked: bool = False  # node's YAML says ``type: 'suite'``
     children: list[int] = field(default_factory=list)
+    notes: list[Citation] = field(default_factory=list)  # ``# claim: …`` diagnostics
 
 
 @dataclass
@@ -121,6 +127,12 @@ class _Parser:
         found = _RESULT.match(line)
         if found:
             self._result(found)
+            return
+        note = _NOTE.match(line)
+        if note and self.entries and len(note.group("indent")) == self.entries[-1].indent:
+            cite = claim_note(note.group("text"))
+            if cite is not None:
+                self.entries[-1].notes.append(cite)
             return
         start = _YAML_START.match(line)
         if start and self.entries and len(start.group("indent")) > self.entries[-1].indent:
@@ -249,13 +261,17 @@ def parse(text: str) -> ReportResult:
                 )
             continue
         claims = tuple(
-            dict.fromkeys(tag for title in (*suites, entry.name) for tag in claim_tags(title))
+            dict.fromkeys(
+                [tag for title in (*suites, entry.name) for tag in claim_tags(title)]
+                + [note.claim for note in entry.notes]
+            )
         )
         case = TestCase(
             name=SUITE_SEPARATOR.join((*suites, entry.name)),
             outcome=entry.outcome,
             claims=claims,
             message=entry.message,
+            citations=tuple(entry.notes),
         )
         tests.append(case)
         if case.outcome == "failed":

@@ -12,7 +12,14 @@ from config_helpers import plan_for
 
 from changeloop.executors.job import JobResult
 from changeloop.model import Provider
-from changeloop.mutation.judge import ClaimRuns, MutantRun, baseline_failure, fate, judge
+from changeloop.mutation.judge import (
+    ClaimRuns,
+    MutantRun,
+    baseline_failure,
+    fate,
+    inconsistent,
+    judge,
+)
 from changeloop.mutation.mutants import mutants_of
 
 EVIDENCE = """\
@@ -61,7 +68,8 @@ def result(
 
 
 def runs(claim: str, *results: JobResult | None) -> ClaimRuns:
-    return ClaimRuns(claim, ("tests/test_api.py::test_a",), tuple(map(MutantRun, MUTANTS, results)))
+    made = tuple(MutantRun(m, fate(r)) for m, r in zip(MUTANTS, results, strict=False))
+    return ClaimRuns(claim, ("tests/test_api.py::test_a",), made)
 
 
 def test_fate_of_each_exit() -> None:
@@ -86,11 +94,21 @@ def test_score_informs_without_threshold(provider: Provider) -> None:
     assert outcome.reason == "no mutant was scored for claim(s) total (total: 0)"
     assert dict(outcome.claims) == {"label": "uncredited", "total": "uncredited"}
     assert outcome.details["skipped"] == {"label": 2, "total": 0}
-    assert outcome.details["survivors"] == {"label": [f"pkg/api.py::{MUTANTS[1].description}"]}
+    assert outcome.details["survivors"] == {
+        "label": [
+            {
+                "operator": MUTANTS[1].kind,
+                "mutation": MUTANTS[1].change,
+                "where": "pkg.api:create_label",
+                "file": "pkg/api.py",
+                "line": MUTANTS[1].line,
+            }
+        ]
+    }
     assert [f.severity for f in outcome.findings] == ["info", "warning"]
     assert outcome.findings[0].message == (
         "claim label: 1 of 2 mutant(s) killed by 1 citing test(s); "
-        "2 mutant(s) did not import (skipped)"
+        "2 mutant(s) did not compile or import (skipped)"
     )
     [both] = judge(provider, [runs("label", result(1), result(0)), runs("total", result(1))])
     assert (both.status, both.reason) == ("pass", None)
@@ -118,3 +136,20 @@ def test_a_failing_traced_run_fails_before_any_mutation(provider: Provider) -> N
     assert late.reason == "the tests fail before any mutation (timed out)"
     [absent] = baseline_failure(provider, result(None, spawn="no such file")) or []
     assert absent.reason == "the tests fail before any mutation (no such file)"
+
+
+def test_survivors_say_whether_their_line_ran(provider: Provider) -> None:
+    reached = MutantRun(MUTANTS[0], "survived", ("t",), reached=True)
+    unreached = MutantRun(MUTANTS[1], "survived", ("t",), reached=False)
+    unknown = MutantRun(MUTANTS[2], "survived", ("t",), reached=None)
+    [outcome] = judge(provider, [ClaimRuns("label", ("t",), (reached, unreached, unknown))])
+    named = outcome.details["survivors"]["label"]
+    assert [n.get("reached") for n in named] == [True, False, None]
+    assert "reached" not in named[2]  # omitted where unknown, never null
+
+
+def test_more_survivors_named_than_the_shortfall_is_refused() -> None:
+    scores = {"label": {"total": 3, "killed": 2}, "total": {"total": 2, "killed": 0}}
+    assert inconsistent(scores, {"label": [{}], "total": [{}, {}]}) == []
+    assert inconsistent(scores, {"label": [{}, {}], "total": [{}]}) == ["label"]
+    assert inconsistent(scores, {"other": [{}]}) == ["other"]  # a claim with no score

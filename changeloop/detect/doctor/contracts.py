@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
-from changeloop.contracts import RECORD, still_same
+from changeloop.contracts.drift import drifted
 from changeloop.detect.doctor.finding import DoctorFinding
 
 if TYPE_CHECKING:
@@ -17,27 +16,16 @@ def contract_findings(ctx: ChangeContext) -> list[DoctorFinding]:
     while the drifted tool is still the one installed. Doctor executes nothing, so it
     reads the record instead of asking the tools (a repository's node_modules/.bin and
     .venv are the project's own code)."""
-    try:
-        doc = json.loads((ctx.root / RECORD).read_text(encoding="utf-8"))
-        tools = [t for t in doc["tools"] if isinstance(t, dict)]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    paths = {str(repo.path.resolve()): name for name, repo in ctx.repositories.items()}
-    out: list[DoctorFinding] = []
-    for tool in tools:
-        name = paths.get(str(tool.get("repositoryPath")))
-        if name is None or tool.get("status") != "drift" or not still_same(tool.get("stamp")):
-            continue
-        missing = ", ".join(str(m.get("name")) for m in tool.get("missing") or [])
-        out.append(
-            DoctorFinding(
-                "tool-contract-drift",
-                str(tool.get("message")),
-                f"install a {tool.get('tool')} version that has {missing} (pin it in the "
-                "repository's lock file), or wire the provider's command by hand in "
-                "execution.yaml; then run `changeloop adapters check` again",
-                "changeloop adapters check",
-                repository=name,
-            )
+    repos = {name: repo.path for name, repo in ctx.repositories.items()}
+    return [
+        DoctorFinding(
+            "tool-contract-drift",
+            d.message,
+            f"install a {d.tool} version that has {', '.join(d.missing)} (pin it in the "
+            "repository's lock file), or wire the provider's command by hand in "
+            "execution.yaml; then run `changeloop adapters check` again",
+            "changeloop adapters check",
+            repository=d.repository,
         )
-    return out
+        for d in drifted(ctx.root, repos)
+    ]
