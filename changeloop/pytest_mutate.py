@@ -10,15 +10,18 @@ project's own pytest once with ``-p changeloop_mutate`` and
 
 Collection imports the project once. Then, instead of pytest's run loop, each
 mutant runs in a child forked from this process: the child compiles the
-mutated module, takes the mutated function's code object and puts it into the
-live function(s) of that file and qualified name (``function.__code__``: every
-reference — an import elsewhere, a decorator's wrapped function — sees it),
-runs that mutant's tests in order and stops at the first failure. A fork per
-mutant keeps mutants apart: what one mutant's tests leave behind (a cache, a
-module global) never reaches the next.
+mutated module and runs its body once in a namespace of its own (a mutant that
+breaks the module's import is ``unimportable``: skipped, not scored, as a fresh
+import would show — unless the unmutated module cannot run twice either), takes
+the mutated function's code object and puts it into the live function(s) of
+that file and qualified name (``function.__code__``: every reference — an
+import elsewhere, a decorator's wrapped function — sees it), runs that mutant's
+tests in order and stops at the first failure. A fork per mutant keeps mutants
+apart: what one mutant's tests leave behind (a cache, a module global) never
+reaches the next.
 
 Each child writes ``<results>/<id>.json``: ``{"fate": "killed" | "survived" |
-"unswappable", "test"?: the failing test, "why"?: ...}``. ``unswappable`` (the
+"unimportable" | "unswappable", "test"?: the failing test, "why"?: ...}``. ``unswappable`` (the
 function is not loaded, is nested in another function, or the mutant changes
 its free variables) sends the mutant back to the adapter, which runs it the
 slow way: one pytest per mutant. A child that outlives ``timeoutMs`` is killed
@@ -179,22 +182,24 @@ def _child(
     results: Path,
 ) -> None:
     target = results / f"{mutant['id']}.json"
-    code = 1
+    code = UNSWAPPABLE
     try:
         os.setpgid(0, 0)
         _quiet()
-        why = _swap(mutant, index)
+        try:
+            why = _swap(mutant, index)
+        except _Unimportable as exc:
+            _write(target, {"fate": "unimportable", "why": str(exc)})
+            return
         if why is not None:
             _write(target, {"fate": "unswappable", "why": why})
-            code = UNSWAPPABLE
-        else:
-            failed = _run_tests(session, [items[t] for t in mutant["tests"] if t in items])
-            fate = {"fate": "killed", "test": failed} if failed else {"fate": "survived"}
-            _write(target, fate)
-            code = 1 if failed else 0
+            return
+        failed = _run_tests(session, [items[t] for t in mutant["tests"] if t in items])
+        _write(target, {"fate": "killed", "test": failed} if failed else {"fate": "survived"})
+        code = 1 if failed else 0
     except BaseException as exc:
         with contextlib.suppress(BaseException):
-            _write(target, {"fate": "killed", "why": f"{type(exc).__name__}: {exc}"})
+            _write(target, {"fate": "unswappable", "why": f"{type(exc).__name__}: {exc}"})
     finally:
         os._exit(code)
 
@@ -220,6 +225,9 @@ def _swap(
         module_code = compile(str(mutant["source"]), file, "exec")
     except (SyntaxError, ValueError) as exc:
         return f"does not compile: {exc}"
+    broken = _import_breaks(file, module_code)
+    if broken is not None:
+        raise _Unimportable(broken)
     found = [c for c in _codes(module_code) if c.co_qualname == qualname]
     if len(found) != 1:
         return f"{len(found)} functions named {qualname} in the mutated module"
@@ -230,6 +238,46 @@ def _swap(
     for function in live:
         function.__code__ = new
     return None
+
+
+class _Unimportable(Exception):
+    """The mutated module's body fails where the unmutated one runs."""
+
+
+def _import_breaks(file: str, mutated: types.CodeType) -> str | None:
+    """Why the mutated module would not import, or None. Runs the module's body in a
+    namespace of its own (this is a forked child): the unmutated body first, since a
+    module that cannot run twice tells nothing about its mutant."""
+    live = next(
+        (
+            m
+            for m in list(sys.modules.values())
+            if isinstance(found := getattr(m, "__file__", None), str)
+            and os.path.realpath(found) == file
+        ),
+        None,
+    )
+    if live is None:
+        return None
+
+    def run(code: types.CodeType) -> str | None:
+        space = types.ModuleType(live.__name__)
+        for key in ("__file__", "__package__", "__spec__", "__path__", "__loader__"):
+            if hasattr(live, key):
+                setattr(space, key, getattr(live, key))
+        try:
+            exec(code, space.__dict__)  # noqa: S102 — the project's own module, mutated
+        except BaseException as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    try:
+        original = compile(Path(file).read_text(encoding="utf-8"), file, "exec")
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    if run(original) is not None:
+        return None
+    return run(mutated)
 
 
 def _codes(code: types.CodeType) -> list[types.CodeType]:

@@ -295,9 +295,11 @@ async def _session(where: _Where, planned: list[Planned]) -> dict[str, tuple[Fat
         except (OSError, ValueError):
             continue  # the session did not get to it: run it alone
         said = found.get("fate") if isinstance(found, dict) else None
+        why = (found.get("test") or found.get("why")) if isinstance(found, dict) else None
         if said in ("killed", "survived"):
-            why = found.get("test") or found.get("why")
             out[item.id] = (said, str(why) if why else None)
+        elif said == "unimportable":  # its module's body fails: it does not import
+            out[item.id] = ("skipped", f"does not import: {why}")
     return out
 
 
