@@ -1,4 +1,4 @@
-"""examples/python-grounding end to end: grounded, ungrounded (assert True), structural, a score."""
+"""examples/python-grounding end to end: grounded, untouched (assert True), structural, a score."""
 
 from __future__ import annotations
 
@@ -39,12 +39,16 @@ def test_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     }
     test = _ext(root, "test.test.json")
     ungrounded = [f["message"] for f in test["findings"] if f["kind"] == "ungrounded"]
-    assert len(ungrounded) == 1 and "test_refund (inert)" in ungrounded[0]
+    assert len(ungrounded) == 1 and "test_refund (untouched)" in ungrounded[0]
+    assert test["citations"]["schema-currency"][0]["grounding"] == "inert"  # read the schema
     assert test["citations"]["order-total"][0]["ref"] == "SHOP-1"
     assert {c["grounding"] for c in test["citations"]["order-total"]} == {"grounded"}
     mutation = _ext(root, "mutation.mutation.json")
     assert mutation["status"] == "pass"
     assert mutation["mutation"] == {"order-total": {"total": 13, "killed": 10}}
+    survivors = mutation["details"]["survivors"]["order-total"]
+    assert len(survivors) == 3
+    assert {s["where"] for s in survivors} == {"shop.api:create_order", "shop.pricing:total"}
     # gate re-judges the same receipts (runs nothing) and agrees: listing the citations
     # in the receipt keeps the reason readable
     capsys.readouterr()

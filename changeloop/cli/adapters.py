@@ -39,6 +39,13 @@ def register(sub: Any) -> None:
         **help_examples.ending("adapters check"),
     )
     check.add_argument("--change", metavar="ID", help="only this change's repositories")
+    check.add_argument(
+        "--matrix",
+        metavar="DIR",
+        type=Path,
+        help="instead: check each contract against every install of its tool under DIR "
+        "(one directory per install, named <tool>@<version>), side by side",
+    )
     common.add_common(check)
     check.set_defaults(func=run)
 
@@ -70,6 +77,8 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
 def run(args: argparse.Namespace) -> int:
     from changeloop.contracts import check_repository, save_record
 
+    if args.matrix is not None:
+        return _matrix(args)
     root = common.find_root(args)
     reports = [
         report
@@ -99,3 +108,38 @@ def run(args: argparse.Namespace) -> int:
         common.say("no tool with a contract is used by this workspace's repositories")
     common.say(f"adapters check: {status}")
     return 2 if drift else 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    """``--matrix DIR``: the conformance table of each contract over installed versions."""
+    from changeloop.contracts import check_matrix
+    from changeloop.errors import ChangeloopError, Problem
+
+    folder: Path = args.matrix
+    if not folder.is_dir():
+        raise ChangeloopError(
+            [
+                Problem(
+                    code="matrix_not_a_directory",
+                    message=f"--matrix {folder}: not a directory",
+                    fix="name the directory holding one install per tool version "
+                    "(<tool>@<version>), e.g. the one bench/tool_matrix.py makes",
+                )
+            ]
+        )
+    reports = check_matrix(folder)
+    drift = [r for r in reports if r.status != "ok"]
+    status = "drift" if drift else "ok"
+    if common.json_mode(args):
+        rows = [{**r.to_json(), "install": r.repository} for r in reports]
+        common.emit_json({"version": "1", "status": status, "matrix": rows})
+    common.say(f"{'tool':<12} {'install':<22} {'version':<10} {'status':<7} missing")
+    for r in reports:
+        missing = ", ".join(m.name for m in r.missing) or ("-" if r.status == "ok" else r.message)
+        common.say(
+            f"{r.tool:<12} {r.repository:<22} {r.version or '?':<10} {r.status:<7} {missing}"
+        )
+    if not reports:
+        common.say(f"no install named <tool>@<version> under {folder}")
+    common.say(f"adapters check --matrix: {status}")
+    return 2 if drift or not reports else 0

@@ -47,6 +47,9 @@ class Probe:
     argv: tuple[str, ...]  # after the tool's own argv, e.g. ("run", "--help")
     flags: tuple[Flag, ...] = ()
     subcommands: tuple[str, ...] = ()
+    # a node script printing the package's option names (``PACKAGE_DIR`` is its folder):
+    # for a package driven through another tool (jest-junit through jest's --reporters)
+    node: str | None = None
 
 
 def _flag(item: Any) -> Flag:
@@ -117,9 +120,10 @@ def contracts() -> tuple[Contract, ...]:
                 resolve={str(k): str(v) for k, v in doc["resolve"].items()},
                 probes=tuple(
                     Probe(
-                        argv=tuple(p["argv"]),
+                        argv=tuple(p.get("argv", ())),
                         flags=tuple(_flag(f) for f in p.get("flags", ())),
                         subcommands=tuple(p.get("subcommands", ())),
+                        node=p.get("node"),
                     )
                     for p in doc["probes"]
                 ),
@@ -180,9 +184,14 @@ class _Resolved:
     where: str  # the tool's path, or why it does not resolve
     version: str | None = None
     stamp_file: Path | None = None  # replaced or upgraded tool ⇒ this file changes
+    package_dir: Path | None = None  # a node package's folder (``node`` probes read it)
 
 
-def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Resolved:
+def _resolve(
+    contract: Contract, repo: Path, root: Path, scratch: Path, *, own: bool = False
+) -> _Resolved:
+    """Where the tool comes from for ``repo``; ``own``: only the repository's own install
+    (its node_modules/.bin, its .venv), never PATH's interpreter (the matrix)."""
     how = contract.resolve
     if "nodeBin" in how:
         found = node_bin(repo, root, how["nodeBin"])
@@ -190,16 +199,22 @@ def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Reso
             return _Resolved(None, f"no node_modules/.bin/{how['nodeBin']} for this repository")
         package = how.get("package", how["nodeBin"])
         manifest = found.parent.parent / package / "package.json"
+        if how.get("requirePackage") == "true" and not manifest.is_file():
+            return _Resolved(None, f"no node_modules/{package} beside {how['nodeBin']}")
         return _Resolved(
             [str(found)],
             str(found),
             package_version(found, package),
             manifest if manifest.is_file() else found.resolve(),
+            manifest.parent if manifest.is_file() else None,
         )
     if "pythonModule" in how:
         from changeloop.fingerprints.environment import venv_python
 
-        interpreter = str(venv_python(repo) or shutil.which("python3") or "python3")
+        found_venv = venv_python(repo)
+        if found_venv is None and own:
+            return _Resolved(None, "no .venv in this install")
+        interpreter = str(found_venv or shutil.which("python3") or "python3")
         module = how["pythonModule"]
         code, text = _run(
             [
@@ -214,11 +229,39 @@ def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Reso
             return _Resolved(None, f"{interpreter} cannot import {module}")
         origin = Path(text.strip().splitlines()[0]) if text.strip() else None
         stamp = origin if origin is not None and origin.is_file() else None
-        return _Resolved([interpreter, "-m", module], f"{interpreter} -m {module}", None, stamp)
+        version = None
+        if how.get("versionFromInterpreter") == "true":  # a standard-library module
+            _code, said = _run(
+                [interpreter, "-c", "import sys; print(sys.version.split()[0])"], scratch
+            )
+            found_version = _VERSION.search(said)
+            version = found_version.group(0) if found_version else None
+        return _Resolved([interpreter, "-m", module], f"{interpreter} -m {module}", version, stamp)
     found_path = shutil.which(how["path"])
     if found_path is None:
         return _Resolved(None, f"{how['path']} is not on PATH")
     return _Resolved([found_path], found_path, None, Path(found_path).resolve())
+
+
+def _run_node(script: str, package_dir: Path | None, scratch: Path) -> str:
+    """A ``node`` probe's output (empty when the package or node is not there)."""
+    node = shutil.which("node")
+    if node is None or package_dir is None:
+        return ""
+    env = {**_env(), "PACKAGE_DIR": str(package_dir)}
+    try:
+        proc = subprocess.run(
+            [node, "-e", script],
+            cwd=scratch,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.decode("utf-8", "replace")
 
 
 def _stamp(path: Path | None) -> dict[str, Any] | None:
@@ -234,19 +277,25 @@ def _stamp(path: Path | None) -> dict[str, Any] | None:
 def _relevant(contract: Contract, repo: Path, root: Path) -> bool:
     """A tool matters when a manifest calls for it (then one that does not resolve is
     reported ``absent``): a node tool when the repository resolves it or its package.json
-    depends on its package, others when a file of ``when`` exists."""
+    depends on its package (a package driven through another tool's bin only when it is
+    declared or installed), others when a file of ``when`` exists."""
     if "nodeBin" in contract.resolve:
         package = contract.resolve.get("package", contract.resolve["nodeBin"])
-        found = node_bin(repo, root, contract.resolve["nodeBin"]) is not None
-        return found or package in declared_packages(repo)
+        found = node_bin(repo, root, contract.resolve["nodeBin"])
+        if contract.resolve.get("requirePackage") == "true":
+            installed = found is not None and (found.parent.parent / package).is_dir()
+            return installed or package in declared_packages(repo)
+        return found is not None or package in declared_packages(repo)
     return not contract.when or any((repo / name).exists() for name in contract.when)
 
 
-def check_tool(contract: Contract, name: str, repo: Path, root: Path) -> ToolReport:
+def check_tool(
+    contract: Contract, name: str, repo: Path, root: Path, *, own: bool = False
+) -> ToolReport:
     """Assert one contract against the tool ``repo`` resolves; never runs project code."""
     with tempfile.TemporaryDirectory(prefix="changeloop-contract-") as tmp:
         scratch = Path(tmp)
-        resolved = _resolve(contract, repo, root, scratch)
+        resolved = _resolve(contract, repo, root, scratch, own=own)
         prefix, version, where = resolved.argv, resolved.version, resolved.where
         if prefix is None:
             return ToolReport(contract.tool, name, "absent", message=where)
@@ -257,11 +306,15 @@ def check_tool(contract: Contract, name: str, repo: Path, root: Path) -> ToolRep
         missing: list[Missing] = []
         checked: list[str] = []
         for probe in contract.probes:
-            _code, text = _run([*prefix, *probe.argv], scratch)
+            if probe.node is not None:
+                text = _run_node(probe.node, resolved.package_dir, scratch)
+            else:
+                _code, text = _run([*prefix, *probe.argv], scratch)
             for flag in probe.flags:
                 checked.append(flag.name)
                 if not any(has_flag(text, f) for f in (flag.name, *flag.aka)):
-                    missing.append(Missing("flag", flag.name, probe.argv))
+                    asked = probe.argv or ("node", "-e", "<the package's option names>")
+                    missing.append(Missing("flag", flag.name, asked))
             for sub in probe.subcommands:
                 checked.append(sub)
                 if not has_subcommand(text, sub):
@@ -303,6 +356,22 @@ def _display(where: str, root: Path) -> str:
 def check_repository(name: str, repo: Path, root: Path) -> list[ToolReport]:
     """Every contract whose tool this repository uses (present, or called for by a manifest)."""
     return [check_tool(c, name, repo, root) for c in contracts() if _relevant(c, repo, root)]
+
+
+def check_matrix(folder: Path) -> list[ToolReport]:
+    """Each contract against every install of its tool under ``folder``, side by side.
+
+    ``folder`` holds one directory per install, named ``<tool>@<version or label>``
+    (``vitest@4.1.12`` with its ``node_modules``, ``pytest@8.4.2`` with a ``.venv``);
+    each is checked as a repository of its own, with only its own install.
+    """
+    by_tool = {c.tool: c for c in contracts()}
+    out: list[ToolReport] = []
+    for install in sorted(p for p in folder.iterdir() if p.is_dir() and "@" in p.name):
+        contract = by_tool.get(install.name.split("@", 1)[0])
+        if contract is not None:
+            out.append(check_tool(contract, install.name, install, install, own=True))
+    return out
 
 
 RECORD = Path(".changeloop") / "adapters-check.json"

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from gate_helpers import run
-from prove_helpers import make_change, make_repo
+from prove_helpers import git, make_change, make_repo
 from repo_paths import REPO_ROOT
+from tool_installs import matrix_folder
 
 from changeloop.contracts import Contract, contracts, has_flag, has_subcommand
 from changeloop.detect import runner_commands
@@ -52,6 +53,7 @@ def _options(argv: tuple[str, ...]) -> set[str]:
         ("jest", "jest", set()),
         ("node-test", "node", set()),
         ("cargo", "cargo", {"test"}),
+        ("unittest", "unittest", set()),
     ],
 )
 def test_contract_covers_every_option_derived_wiring_uses(
@@ -83,7 +85,9 @@ def test_playwright_contract_covers_the_injected_options() -> None:
 
 def test_every_shipped_contract_loads() -> None:
     tools = {c.tool for c in contracts()}
-    assert tools == {"pytest", "vitest", "jest", "node", "cargo", "playwright"}
+    assert tools == {
+        "pytest", "vitest", "jest", "node", "cargo", "playwright", "unittest", "jest-junit",
+    }  # fmt: skip
     for c in contracts():
         assert c.probes and all(p.flags or p.subcommands for p in c.probes)
 
@@ -268,3 +272,80 @@ def test_a_package_json_that_is_a_fifo_is_not_waited_on(
     os.mkfifo(root / "package.json")
     code, doc, _ = _check(root, capsys)
     assert code == 0 and "vitest" not in _by_tool(doc)
+
+
+def test_prove_reports_the_recorded_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prove runs only what the wiring names, so it consults what `adapters check` recorded."""
+    root = make_repo(
+        tmp_path / "ws", {"README": "x\n", ".gitignore": ".changeloop/\nnode_modules\n"}
+    )
+    make_change(
+        root,
+        "c1",
+        "version: 3\nrequires: [lint]\n",
+        'version: 1\nproviders:\n  lint:\n    adapter: command\n    command: ["true"]\n',
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "change")
+    _fake_vitest(root, "  --reporter <name>   Specify reporters\n")
+    assert _check(root, capsys)[0] == 2
+    code, doc, err = run(["prove", "c1", "--root", str(root), "--json"], capsys)
+    assert code == 0 and doc is not None, err
+    [finding] = doc["findings"]
+    assert finding["kind"] == "tool-contract-drift" and finding["severity"] == "warning"
+    assert "vitest 0.0.1" in finding["message"] and "--outputFile" in finding["message"]
+    assert "warning: self: vitest 0.0.1" in err
+    # the tool replaced (its package.json changed): the record no longer speaks
+    pkg = root / "node_modules/vitest/package.json"
+    pkg.write_text('{"name": "vitest", "version": "0.0.2"}')
+    code, doc, err = run(["prove", "c1", "--root", str(root), "--json", "--no-cache"], capsys)
+    assert doc is not None and "findings" not in doc, doc
+
+
+def test_unittest_contract_in_a_python_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_repo(tmp_path / "ws", {"pyproject.toml": "[project]\nname = 'x'\n"})
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    code, doc, err = _check(root, capsys)
+    assert code == 0, err
+    unittest = _by_tool(doc)["unittest"]
+    assert unittest["status"] == "ok"
+    assert unittest["checked"] == ["-v", "-k", "-s", "-p", "-t"]
+    assert unittest["version"].count(".") == 2  # the interpreter's own version
+
+
+# -- the conformance matrix: every contract against several installed versions ------------
+@pytest.mark.timeout(1800)  # the first run installs the matrix (npm, pip)
+def test_matrix_over_installed_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = matrix_folder()
+    code, doc, err = run(["adapters", "check", "--matrix", str(folder), "--json"], capsys)
+    assert code == 0 and doc is not None, err
+    rows = {(r["tool"], r["version"]): r["status"] for r in doc["matrix"]}
+    versions: dict[str, set[str]] = {}
+    for tool, version in rows:
+        versions.setdefault(tool, set()).add(version)
+    assert len(versions["vitest"]) >= 2 and len(versions["pytest"]) >= 2, rows
+    assert {"jest", "jest-junit", "unittest"} <= set(versions)
+    assert set(rows.values()) == {"ok"}
+    assert "tool         install" in err  # the table, for people
+    # an install whose tool lacks a capability: drift, exit 2, the row says what
+    drifted = tmp_path / "matrix"
+    drifted.mkdir()
+    (drifted / "vitest@4.1.12").symlink_to(folder / "vitest@4.1.12")
+    _fake_vitest(drifted / "vitest@0.0.1", "  --reporter <name>   Specify reporters\n")
+    code, doc, err = run(["adapters", "check", "--matrix", str(drifted), "--json"], capsys)
+    assert code == 2 and doc is not None
+    by_install = {r["install"]: r for r in doc["matrix"]}
+    assert by_install["vitest@4.1.12"]["status"] == "ok"
+    assert by_install["vitest@0.0.1"]["status"] == "drift"
+    assert [m["name"] for m in by_install["vitest@0.0.1"]["missing"]] == ["--outputFile"]
+
+
+def test_matrix_of_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("x")
+    code, doc, _ = run(["adapters", "check", "--matrix", str(tmp_path / "f"), "--json"], capsys)
+    assert code == 2 and doc is not None
+    assert doc["errors"][0]["code"] == "matrix_not_a_directory"
