@@ -68,6 +68,12 @@ def test_example_change_is_credited_in_chromium_and_leaves_nothing_running(tmp_p
     assert a11y.capability == "accessibility" and a11y.status == "pass"
     assert a11y.claims == {"greeting-accessible": "credited"}
     assert browser.tests is not None and browser.tests.passed == 2
+    # the annotations' depth and ref travel with each citation into every receipt of the run
+    [greeting] = browser.citations["greeting"]
+    assert (greeting["depth"], greeting["ref"], greeting["result"]) == ("smoke", "WEB-1", "passed")
+    assert greeting["test"].endswith("greets the visitor by name [chromium]")
+    [accessible] = a11y.citations["greeting-accessible"]
+    assert (accessible["depth"], accessible["ref"]) == ("component", None)
     assert_clean(tmp_path, [], [port])
 
 

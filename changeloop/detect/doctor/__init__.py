@@ -33,6 +33,7 @@ from changeloop.detect.coverage import effective, test_capabilities_declared, un
 from changeloop.detect.derive import required
 from changeloop.detect.doctor.config import config_findings
 from changeloop.detect.doctor.contracts import contract_findings
+from changeloop.detect.doctor.depths import depth_findings
 from changeloop.detect.doctor.finding import DoctorFinding, edit_command, unique
 from changeloop.detect.doctor.interpreter import interpreter_findings
 from changeloop.detect.doctor.quality import quality_findings
@@ -84,6 +85,9 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         findings.extend(_provider_findings(ctx, provider, cdir))
     findings = unique(findings)
     findings.extend(submodule_findings(ctx.repositories.values()))
+    entry_points = ctx.execution.entry_points if ctx.execution else {}
+    for name, repo in ctx.repositories.items():
+        findings.extend(depth_findings(repo, bool(entry_points.get(name))))
     findings.extend(quality_findings(ctx))
     findings.extend(contract_findings(ctx))
     return findings

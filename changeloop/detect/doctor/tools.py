@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 
 from changeloop.detect import javascript, python
+from changeloop.detect.doctor.browser_errors import browser_errors_unchecked
 from changeloop.detect.doctor.browsers import browsers_missing
 from changeloop.detect.doctor.finding import DoctorFinding, cd_into
 from changeloop.detect.doctor.node import manager_hint, needs_node_modules, node_install
@@ -59,6 +60,9 @@ def tool_findings(provider: Provider, repo: Repository) -> list[DoctorFinding]:
         missing = browsers_missing(provider, repo)
         if missing is not None:
             out.append(missing)
+        unchecked = browser_errors_unchecked(provider, repo)
+        if unchecked is not None:
+            out.append(unchecked)
     out.extend(_not_on_path(provider, repo, words))
     return out
 

@@ -1,8 +1,15 @@
-// Each test names the claim it proves with a `claim` annotation (changeloop reads them
-// from the JSON report); `outputs` adds an `accessibility` receipt for claims annotated so.
+// Each test names the claim it proves with a `claim` annotation, and how deep it goes with a
+// `claim-depth` (and the team's key with `claim-ref`) right after it; changeloop reads them
+// from the JSON report. `outputs` adds an `accessibility` receipt for claims annotated so.
 const { test, expect } = require("./fixtures");
 
-test.describe("greeting", { annotation: { type: "claim", description: "greeting" } }, () => {
+const greeting = [
+  { type: "claim", description: "greeting" },
+  { type: "claim-depth", description: "smoke" },
+  { type: "claim-ref", description: "WEB-1" },
+];
+
+test.describe("greeting", { annotation: greeting }, () => {
   test("greets the visitor by name", async ({ page }) => {
     await page.goto("/");
     await page.getByLabel("Your name").fill("Ada");
@@ -13,7 +20,12 @@ test.describe("greeting", { annotation: { type: "claim", description: "greeting"
 
 test(
   "the form is usable by role and label",
-  { annotation: { type: "claim", description: "greeting-accessible" } },
+  {
+    annotation: [
+      { type: "claim", description: "greeting-accessible" },
+      { type: "claim-depth", description: "component" },
+    ],
+  },
   async ({ page }) => {
     // An axe-free check: every control is reachable by its accessible name,
     // the page has a language and one level-1 heading, and the result is announced.
