@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from shop.api import create_order
 
 SCHEMA = Path(__file__).resolve().parent.parent / "shop" / "order.schema.json"
