@@ -184,6 +184,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # -- grounding ------------------------------------------------------------------------------
 
 _HIDDEN_OK = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
+_OWN_MODULES = frozenset(
+    {
+        __name__,
+        "changeloop_claims",
+        "changeloop_grounding",
+        "changeloop_mutate",
+        "changeloop.pytest_plugin",
+        "changeloop.grounding.tracer",
+        "changeloop.pytest_mutate",
+    }
+)
 _TEST_DIRS = frozenset({"tests", "test"})
 
 
@@ -210,9 +221,16 @@ def _production_rule(session: pytest.Session, root: str, *, code: bool = True) -
     ]
     patterns = [str(p) for p in (config.getini("python_files") or [])]
     top = Path(root)
+    # changeloop's own plugin and tracer run during a traced test: never the project's code
+    # (they are production files only when the project traced is changeloop itself)
+    own = {
+        os.path.realpath(str(getattr(module, "__file__", "")))
+        for name, module in list(sys.modules.items())
+        if name in _OWN_MODULES and getattr(module, "__file__", None)
+    }
 
     def production(path: str) -> bool:
-        if (code and not path.endswith(".py")) or path in tests:
+        if (code and not path.endswith(".py")) or path in tests or path in own:
             return False
         try:
             parts = Path(path).relative_to(top).parts

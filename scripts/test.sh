@@ -30,6 +30,13 @@ if command -v npm >/dev/null 2>&1; then
   done
 fi
 
+# The tool matrix: several versions of each contracted runner side by side (vitest 3 and 4,
+# pytest 8 and 9, jest, jest-junit, unittest of each Python), kept in a cache; the citation
+# and contract tests drive them (bench/tool_matrix.py).
+if command -v npm >/dev/null 2>&1; then
+  python3 bench/tool_matrix.py >/dev/null
+fi
+
 # Gates before the suite: formatting, lint (incl. unused arguments), the import
 # layers (pyproject's [tool.importlinter]), strict typing of the package and the tests.
 python3 -m ruff format --check changeloop tests bench
@@ -43,5 +50,5 @@ python3 -m pytest "$@"
 # changeloop proves itself after the suite (.ci/run sets CHANGELOOP_SELF_PROVE=1):
 # one of its own changes is proven and gated, or CI fails (scripts/self-prove.sh).
 if [ "${CHANGELOOP_SELF_PROVE:-0}" = 1 ]; then
-  bash scripts/self-prove.sh "${CHANGELOOP_SELF_CHANGE:-add-gate-verb}"
+  bash scripts/self-prove.sh "${CHANGELOOP_SELF_CHANGE:-grounded-citations}"
 fi

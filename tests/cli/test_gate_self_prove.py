@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -15,7 +16,13 @@ from changeloop.workspace.discovery import list_changes
 
 REPO = REPO_ROOT
 SCRIPT = REPO / "scripts" / "self-prove.sh"
-NEW = ("add-gate-verb", "add-change-summary", "add-quality-lanes", "add-tool-contracts")
+NEW = (
+    "add-gate-verb",
+    "add-change-summary",
+    "add-quality-lanes",
+    "add-tool-contracts",
+    "grounded-citations",
+)
 
 
 def _env() -> dict[str, str]:
@@ -53,6 +60,7 @@ def test_ci_runs_the_self_proof_after_the_suite() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # signed with a fresh key: nothing is reused from the cache
 def test_self_prove_proves_and_gates_an_own_change() -> None:
     proc = subprocess.run(
         ["bash", str(SCRIPT), "add-change-summary"],
@@ -78,3 +86,29 @@ def test_self_prove_fails_when_the_change_is_not_proven() -> None:
     )
     assert proc.returncode == 1
     assert "could not prove its own change no-such-change" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_self_proof_is_cited_grounded_and_signed() -> None:
+    """The default change is proven by its tests' own citations, each with a depth and
+    grounded against changeloop's own entry points, signed, gated, verified; nothing is
+    credited by a provider listing claims."""
+    execution = (REPO / "openspec/changes/grounded-citations/execution.yaml").read_text()
+    assert "claims:" not in execution and "entryPoints:" in execution
+    proc = subprocess.run(
+        ["bash", str(SCRIPT)], capture_output=True, text=True, env=_env(), check=False,
+        timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "change grounded-citations: proven" in proc.stderr
+    assert "valid: sha256:" in proc.stderr  # receipt verify, with the signing key
+    envelope = json.loads(
+        (REPO / ".changeloop/receipts/grounded-citations/test.test.json").read_text()
+    )
+    ext = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["changeloop"]
+    cites = [c for found in ext["citations"].values() for c in found]
+    assert len(cites) >= 8
+    assert {c["grounding"] for c in cites} == {"grounded"}
+    assert {c["depth"] for c in cites} == {"unit"}
+    assert set(ext["claims"].values()) == {"credited"}

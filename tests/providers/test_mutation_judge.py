@@ -138,6 +138,7 @@ def test_a_failing_traced_run_fails_before_any_mutation(provider: Provider) -> N
     assert absent.reason == "the tests fail before any mutation (no such file)"
 
 
+@pytest.mark.claim("survivors-named", depth="unit")
 def test_survivors_say_whether_their_line_ran(provider: Provider) -> None:
     reached = MutantRun(MUTANTS[0], "survived", ("t",), reached=True)
     unreached = MutantRun(MUTANTS[1], "survived", ("t",), reached=False)
@@ -148,6 +149,7 @@ def test_survivors_say_whether_their_line_ran(provider: Provider) -> None:
     assert "reached" not in named[2]  # omitted where unknown, never null
 
 
+@pytest.mark.claim("survivors-named", depth="unit")
 def test_more_survivors_named_than_the_shortfall_is_refused() -> None:
     scores = {"label": {"total": 3, "killed": 2}, "total": {"total": 2, "killed": 0}}
     assert inconsistent(scores, {"label": [{}], "total": [{}, {}]}) == []
