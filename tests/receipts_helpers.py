@@ -159,6 +159,9 @@ def unb64(text: str) -> bytes:
 
 
 class _NoExecutor:
+    remote = False
+    capacity = None
+
     async def run(self, _job: Any) -> Any:
         raise AssertionError("this adapter must run nothing")
 

@@ -130,6 +130,15 @@ class JobResult:
 
 
 class Executor(Protocol):
+    """Who runs a job: this machine (``executors.local``) or a cluster (``executors.dask``)."""
+
+    remote: bool  # jobs run elsewhere: their services start there, envFrom is read there
+
+    @property
+    def capacity(self) -> int | None:
+        """How many jobs it runs at once (a cluster's worker threads); None: the run decides."""
+        ...
+
     async def run(self, job: Job) -> JobResult: ...
 
 

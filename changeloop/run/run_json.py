@@ -20,7 +20,7 @@ __all__ = ["new_runlog", "record_run", "slots"]
 
 def slots(executor: Executor, options: ProveOptions) -> int:
     """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
-    return getattr(executor, "capacity", None) or max(1, options.jobs)
+    return executor.capacity or max(1, options.jobs)
 
 
 def new_runlog(plan: Plan, options: ProveOptions, run_id: str, slots: int) -> RunLog:
