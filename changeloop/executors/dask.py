@@ -13,7 +13,9 @@ cancels every remote job, and each runner ends its process group.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -30,6 +32,7 @@ from changeloop.executors import content, worker
 from changeloop.executors.dask_results import failed_result, job_result
 from changeloop.executors.shipping import executables, pack_repository, shipped_repositories
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
+from changeloop.executors.worker_processes import PLUGIN_NAME, SweepOnStart
 from changeloop.identity import content_identity
 from changeloop.model import Plan, SandboxMode
 from changeloop.run.job import Job, JobResult
@@ -41,6 +44,12 @@ WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
 # starts its next job without waiting for the coordinator's round trip (receipts, next job).
 QUEUED = 2
 WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
+QUIET_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
+GONE = "left the cluster (its process ended, or its connection to the scheduler did)"
+
+
+class _SchedulerLost(Exception):
+    """The client lost its scheduler: no job can finish or be retried any more."""
 
 
 class DaskExecutor:
@@ -54,8 +63,12 @@ class DaskExecutor:
         state_dir: Path,
         *,
         cap: int | None = None,
+        security: Any = None,
+        silence_s: float = 30.0,
     ) -> None:
         self._plan = plan
+        self._security = security  # distributed.Security: TLS with the client certificate
+        self._silence_s = silence_s  # a worker without a heartbeat this long is lost
         self._cap = cap  # --jobs as given: at most this many jobs in flight on the cluster
         self._address = address
         self._mode = mode
@@ -68,6 +81,10 @@ class DaskExecutor:
         self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
         self._refreshed = float("-inf")
         self._lost: set[str] = set()
+        self._why: dict[str, str] = {}  # lost worker -> why (named in worker-lost)
+        self._heard: dict[str, tuple[Any, float]] = {}  # worker -> (its last_seen, when it moved)
+        self.lost_scheduler: Problem | None = None  # set once the scheduler is gone
+        self._log_levels: dict[str, int] = {}
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
         self._placed: dict[str, str] = {}  # provider -> worker that ran it
@@ -137,13 +154,22 @@ class DaskExecutor:
 
     # -- lifecycle -------------------------------------------------------------
     async def connect(self) -> None:
+        # Dask's client logs its own reconnection attempts and tracebacks; this run says
+        # what they mean instead (dask_unreachable, worker-lost, dask_scheduler_lost)
+        for name in QUIET_LOGGERS:
+            logger = logging.getLogger(name)
+            self._log_levels[name] = logger.level
+            logger.setLevel(logging.CRITICAL)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S + 2):
                 self._client = await Client(  # type: ignore[no-untyped-call]
-                    self._address, asynchronous=True, timeout=CONNECT_TIMEOUT_S
+                    self._address,
+                    asynchronous=True,
+                    timeout=CONNECT_TIMEOUT_S,
+                    security=self._security,
                 )
             await self._refresh()
-        except (OSError, TimeoutError, ValueError) as exc:
+        except (OSError, TimeoutError, ValueError, _SchedulerLost) as exc:
             await self.close()
             raise ChangeloopError(
                 Problem(
@@ -162,6 +188,21 @@ class DaskExecutor:
                     fix="start at least one: dask worker " + self._address,
                 )
             )
+        try:
+            # every worker that starts (a killed one's replacement too) first ends what dead
+            # workers' jobs left on its machine; the scheduler hands it to each that joins
+            await self._client.register_plugin(SweepOnStart(), name=PLUGIN_NAME)
+        except Exception as exc:  # a worker's changeloop cannot run ours: said, not a crash
+            await self.close()
+            raise ChangeloopError(
+                Problem(
+                    code="dask_worker_failed",
+                    message=f"the Dask workers at {self._address} could not start changeloop's "
+                    f"worker side: {type(exc).__name__}: {exc}",
+                    fix="install the same changeloop version as here on every worker "
+                    "(pip install 'changeloop[dask]')",
+                )
+            ) from exc
 
     @property
     def capacity(self) -> int:
@@ -176,15 +217,25 @@ class DaskExecutor:
     async def close(self) -> None:
         warming, self._warming = self._warming, []
         client, self._client = self._client, None
-        if client is None:
-            return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            alive = [f for address, f in warming if address in self._workers]
-            with contextlib.suppress(Exception):  # prepares still under way finish first
-                await self._wait(alive, WARM_WAIT_S, client)
-            with contextlib.suppress(Exception):  # a gone worker has nothing to clean
-                await client.run(worker.cleanup, self._session)
-            await client.close()
+        try:
+            if client is not None:
+                await self._close(client, warming)
+        finally:
+            for name, level in self._log_levels.items():
+                logging.getLogger(name).setLevel(level)
+
+    async def _close(self, client: Any, warming: list[tuple[str, Any]]) -> None:
+        gone = self.lost_scheduler is not None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2 if gone else 10):
+            alive = sorted(a for a in self._workers if a not in self._lost)
+            if not gone and alive:
+                with contextlib.suppress(Exception):  # prepares still under way finish first
+                    running = [f for address, f in warming if address in alive]
+                    await self._wait(running, WARM_WAIT_S, client)
+                with contextlib.suppress(Exception):  # a gone worker has nothing to clean
+                    await client.run(worker.cleanup, self._session, workers=alive)
+            with contextlib.suppress(Exception):
+                await client.close()
 
     async def check_environment(self) -> None:
         """Every worker must resolve each executable the plan runs to the same bytes.
@@ -225,20 +276,25 @@ class DaskExecutor:
     async def run(self, job: Job) -> JobResult:
         started = datetime.now(UTC)
         tried: list[str] = []
-        for _attempt in range(2):
-            if anyio.current_time() - self._refreshed > WATCH_S or tried:
-                await self._refresh()  # workers that joined or left since
-            address = self._choose(job, tried)
-            if address is None:
-                break
-            tried.append(address)
-            answer = await self._submit(job, address)
-            if answer is not None:
-                self._placed[job.provider.name] = address
-                # unpacking and reading files: off the event loop, which seals receipts
-                return await anyio.to_thread.run_sync(job_result, job, answer, started)
-        where = ", ".join(tried) or "none left"
-        why = f"the worker running it was lost ({where}); retried once, never counted a pass"
+        try:
+            for _attempt in range(2):
+                if anyio.current_time() - self._refreshed > WATCH_S or tried:
+                    await self._refresh()  # workers that joined, left or fell silent since
+                address = self._choose(job, tried)
+                if address is None:
+                    break
+                tried.append(address)
+                answer = await self._submit(job, address)
+                if answer is not None:
+                    self._placed[job.provider.name] = address
+                    # unpacking and reading files: off the event loop, which seals receipts
+                    return await anyio.to_thread.run_sync(job_result, job, answer, started)
+        except _SchedulerLost:
+            assert self.lost_scheduler is not None
+            failure = ("inconclusive", "scheduler-lost", self.lost_scheduler.message)
+            return failed_result(job, started, failure, tried[-1:])
+        where = ", ".join(f"{a} ({self._why.get(a, GONE)})" for a in tried) or "none left"
+        why = f"the worker running it was lost: {where}; retried once, never counted a pass"
         return failed_result(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
 
     async def _submit(self, job: Job, address: str) -> WireResult | None:
@@ -259,6 +315,7 @@ class DaskExecutor:
                 if name is not None
             ),
             setup_step=step if isinstance(step, int) else None,
+            sandbox_aliases=self._aliases(job.sandbox.path),
         )
         trees = {r.tree: r.name for r in (wire.own(), *wire.service_repos)}
         self._busy[address] = self._busy.get(address, 0) + 1
@@ -275,6 +332,11 @@ class DaskExecutor:
             raise RuntimeError(f"worker {address} kept asking for content trees {sorted(trees)}")
         finally:
             self._busy[address] -= 1
+
+    def _aliases(self, path: str) -> tuple[str, ...]:
+        """The sandbox path's other spelling here (links resolved), as configs written here hold."""
+        real = str(Path(path).resolve())
+        return (real,) if real != path else ()
 
     def _setup_of(self, repo: str) -> tuple[tuple[str, ...], ...]:
         repository = self._plan.repositories.get(repo)
@@ -298,14 +360,15 @@ class DaskExecutor:
                 except TimeoutError:
                     if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
                         await self._refresh()
-                    if address not in self._workers:
-                        self._lost.add(address)
-                        await future.cancel()
+                    if address not in self._workers or address in self._lost:
+                        self._lose(address, GONE)
+                        with contextlib.suppress(Exception):
+                            await future.cancel()
                         return None
             if future.status != "finished":
                 await self._refresh()
                 if address not in self._workers or future.status == "lost":
-                    self._lost.add(address)
+                    self._lose(address, GONE)
                     return None
             if future.status == "error":  # the runner itself raised: never a pass
                 error = await future.exception()
@@ -313,6 +376,8 @@ class DaskExecutor:
                 return WireResult(address, failure=("inconclusive", "worker-error", why))
             answer: WireResult = await future
             return answer
+        except _SchedulerLost:
+            raise
         except BaseException:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 with contextlib.suppress(Exception):  # the worker may be gone
@@ -326,19 +391,70 @@ class DaskExecutor:
         ``distributed.wait`` asks the process's *default* client, which is another
         one (on another event loop) as soon as this process makes a second client.
         """
-        await (client or self._client).sync(_wait, futures, timeout=timeout)
+        client = client or self._client
+        try:
+            await client.sync(_wait, futures, timeout=timeout)
+        except TimeoutError:
+            self._check_scheduler(client)
+            raise
+        except Exception as exc:
+            self._check_scheduler(client, exc)
+            raise
+
+    def _check_scheduler(self, client: Any, error: BaseException | None = None) -> None:
+        """Raise _SchedulerLost once the client is no longer connected to its scheduler."""
+        connected = client is not None and client.status == "running"
+        if self.lost_scheduler is None and connected and not isinstance(error, OSError):
+            return
+        if self.lost_scheduler is None:
+            said = str(error).strip().splitlines()[:1] if error is not None else []
+            detail = f" ({said[0][:200]})" if said else " (its connection closed)"
+            self.lost_scheduler = Problem(
+                code="dask_scheduler_lost",
+                message=f"lost the Dask scheduler at {self._address} during the run{detail}; "
+                "jobs it had not finished are not counted (no receipt of theirs is a pass)",
+                fix="restart the scheduler and its workers (docs/scale-out.md), then prove again",
+            )
+        raise _SchedulerLost(self.lost_scheduler.message)
+
+    def _lose(self, address: str, why: str) -> None:
+        """``address`` is lost for this run: no job goes there, its job is retried elsewhere."""
+        if address in self._lost:
+            return
+        self._lost.add(address)
+        self._why.setdefault(address, why)
+        self._workers.pop(address, None)
+        # said as it happens: a retry that then passes leaves no finding to name the worker
+        print(f"note: Dask worker {address} {self._why[address]}", file=sys.stderr)
 
     async def _refresh(self) -> None:
+        """Workers that joined, left, or fell silent (no heartbeat for ``silence_s``); one ask."""
         self._refreshed = anyio.current_time()
-        threads: Mapping[str, int] = await self._client.scheduler.ncores()
-        joined = sorted(a for a in threads if a not in self._workers and a not in self._lost)
-        self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if self.lost_scheduler is not None:
+            raise _SchedulerLost(self.lost_scheduler.message)
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_S * 2):
+                info: Mapping[str, Any] = await self._client.scheduler.identity()
+        except (OSError, TimeoutError) as exc:
+            self._check_scheduler(None, exc if isinstance(exc, OSError) else OSError(str(exc)))
+            raise  # pragma: no cover - _check_scheduler raised
+        now = anyio.current_time()
+        workers: Mapping[str, Any] = info.get("workers") or {}
+        for address, detail in workers.items():
+            seen = detail.get("last_seen")
+            heard = self._heard.get(address)
+            if heard is None or heard[0] != seen:
+                self._heard[address] = (seen, now)
+            elif now - heard[1] > self._silence_s:
+                self._lose(address, f"stopped answering (no heartbeat for {self._silence_s:g} s)")
+            if address not in self._resources:  # a worker joined: its labels
+                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
+        joined = sorted(a for a in workers if a not in self._workers and a not in self._lost)
+        self._workers = {
+            a: int(d.get("nthreads") or 1) for a, d in workers.items() if a not in self._lost
+        }
         if joined and self._warm_joiners:
             await self._warm(joined)
-        if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
-            info = await self._client.scheduler.identity()
-            for address, detail in info.get("workers", {}).items():
-                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
 
     def _choose(self, job: Job, tried: list[str]) -> str | None:
         alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]

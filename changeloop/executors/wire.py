@@ -41,6 +41,8 @@ class WireJob:
     # this job is setup command number ``setup_step`` of its repository (the coordinator's
     # run_setup): it runs in the sandbox before the setup is complete, and sends back no outputs
     setup_step: int | None = None
+    # other spellings of the job's sandbox path here (resolved): re-pointed too on the worker
+    sandbox_aliases: tuple[str, ...] = ()
 
     def own(self) -> WireRepo:
         return WireRepo(self.job.sandbox.repository, self.job.sandbox.tree, self.setup)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -110,3 +111,63 @@ def pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> byte
             added = True
     # nothing written: nothing to send (an empty tar is 10 KiB, and slow to recognise)
     return buffer.getvalue() if added else b""
+
+
+def pack_named(root: Path, names: Sequence[str], folders: Sequence[str]) -> bytes:
+    """The regular files ``names`` and those directly in ``folders`` (all relative to ``root``).
+
+    A name that leaves ``root`` (``..``, a link on the way) or is not a regular
+    file is left out; bounded to MAX_OUTPUT_BYTES. An uncompressed tar archive,
+    or b"" for none.
+    """
+    wanted: list[str] = [n for n in names if n]
+    for folder in folders:
+        directory = _inside(root, folder)
+        if directory is None or directory.is_symlink() or not directory.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            wanted.extend(f"{folder}/{entry.name}" for entry in sorted(directory.iterdir()))
+    buffer = io.BytesIO()
+    budget = MAX_OUTPUT_BYTES
+    added: set[str] = set()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in wanted:
+            path = _inside(root, name)
+            if path is None or name in added:
+                continue
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
+                    continue
+                budget -= info.st_size
+                archive.add(path, arcname=name, recursive=False)
+                added.add(name)
+    return buffer.getvalue() if added else b""
+
+
+def _inside(root: Path, name: str) -> Path | None:
+    """``root / name`` when it stays inside ``root`` once links are resolved, else None."""
+    if not name or name.startswith("/") or ".." in Path(name).parts:
+        return None
+    path = root / name
+    try:
+        path.parent.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return None
+    return path
+
+
+def write_inputs(
+    jobdir: Path, inputs: Sequence[tuple[str, bytes]], swaps: Sequence[tuple[str, str]]
+) -> None:
+    """Write the job's input files into ``jobdir``, the coordinator's paths re-pointed here."""
+    for name, data in inputs:
+        path = _inside(jobdir, name) if len(Path(name).parts) <= 4 else None
+        if path is None:
+            continue
+        text = data
+        for old, new in sorted(swaps, key=lambda pair: len(pair[0]), reverse=True):
+            if old:
+                text = text.replace(old.encode(), new.encode())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text)

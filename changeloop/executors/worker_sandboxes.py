@@ -90,6 +90,7 @@ class Place:
     base: Path
     address: str
     secrets: tuple[str, ...]  # masked in setup logs
+    logs: Path  # where setup logs go: under the worker's recorded run (worker_processes)
 
 
 def sandbox_of(place: Place, repo: WireRepo, *, steps: int | None) -> Box | None:
@@ -144,7 +145,7 @@ def _materialize(place: Place, repo: WireRepo) -> Box | None:
 
 def _setup(place: Place, repo: WireRepo, box: Box, todo: int) -> Failure | None:
     """Run setup commands ``box.steps`` up to ``todo`` here; the first failure is the answer."""
-    logs = place.base / "runs" / place.session / "setup" / repo.name
+    logs = place.logs / repo.name
     while box.steps < todo:
         argv = repo.setup[box.steps]
         name = f"setup-{box.steps}"
