@@ -231,11 +231,11 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
     assert most <= 2, spans
     [run_json] = (root / ".changeloop" / "runs").glob("*/run.json")
     assert json.loads(run_json.read_text())["slots"] == 2
-    # without --jobs: two in flight per worker thread (one running, one waiting there)
+    # without --jobs: three in flight per worker thread (one running, two waiting there)
     code, doc = prove_json(root, "c1", "--no-cache", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     runs = [json.loads(p.read_text()) for p in (root / ".changeloop" / "runs").glob("*/run.json")]
-    assert sorted(r["slots"] for r in runs) == [2, 6]
+    assert sorted(r["slots"] for r in runs) == [2, 9]
 
 
 def test_every_worker_gets_the_content_before_its_first_job(

@@ -75,7 +75,7 @@ def prove_full(
         cache_from=args.cache_from,
         trees=dict(seen or {}),
     )
-    if options.executor == "dask":  # refused before anything runs: no extra, no TLS (§2.8)
+    if options.executor == "dask":  # refused before anything runs: no extra, no TLS
         from changeloop.executors import check_dask, insecure_note
 
         try:

@@ -1,4 +1,4 @@
-"""Executors: who runs a provider's ``Job`` (DESIGN.md §9, §10).
+"""Executors: who runs a provider's ``Job``.
 
 ``local`` (this machine, ``changeloop.run.job.LocalExecutor``) is the default;
 ``dask`` runs jobs on a Dask cluster and needs ``pip install 'changeloop[dask]'``.

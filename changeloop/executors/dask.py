@@ -1,4 +1,4 @@
-"""``DaskExecutor``: the coordinator's side of running jobs on a Dask cluster (DESIGN.md §10).
+"""``DaskExecutor``: the coordinator's side of running jobs on a Dask cluster.
 
 Only ``Job → JobResult`` leaves this process; ordering, locks, fingerprints,
 the cache, signing and the verdict stay here, and so do the keys. Each job is
@@ -40,10 +40,12 @@ from changeloop.run.job import Job, JobResult
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
-# Jobs in flight per worker thread: one running and one waiting on the worker, so a worker
-# starts its next job without waiting for the coordinator's round trip (receipts, next job).
-QUEUED = 2
+# Jobs in flight per worker thread: one running and two waiting on the worker, so a worker
+# starts its next job without waiting for the coordinator's round trip (receipts, next job),
+# even when the coordinator falls behind by one job's length.
+QUEUED = 3
 WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
+SILENCE_CHECKS = 5  # heartbeats are looked at this many times per --dask-worker-timeout
 QUIET_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
 GONE = "left the cluster (its process ended, or its connection to the scheduler did)"
 
@@ -83,6 +85,7 @@ class DaskExecutor:
         self._lost: set[str] = set()
         self._why: dict[str, str] = {}  # lost worker -> why (named in worker-lost)
         self._heard: dict[str, tuple[Any, float]] = {}  # worker -> (its last_seen, when it moved)
+        self._identified = float("-inf")  # when the scheduler last told the heartbeats
         self.lost_scheduler: Problem | None = None  # set once the scheduler is gone
         self._log_levels: dict[str, int] = {}
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
@@ -188,12 +191,13 @@ class DaskExecutor:
                     fix="start at least one: dask worker " + self._address,
                 )
             )
+
+    async def _register_sweep(self) -> None:
+        """Every worker that starts (a killed one's replacement too) first ends what dead
+        workers' jobs left on its machine: the scheduler hands the plugin to each that joins."""
         try:
-            # every worker that starts (a killed one's replacement too) first ends what dead
-            # workers' jobs left on its machine; the scheduler hands it to each that joins
             await self._client.register_plugin(SweepOnStart(), name=PLUGIN_NAME)
         except Exception as exc:  # a worker's changeloop cannot run ours: said, not a crash
-            await self.close()
             raise ChangeloopError(
                 Problem(
                     code="dask_worker_failed",
@@ -206,9 +210,9 @@ class DaskExecutor:
 
     @property
     def capacity(self) -> int:
-        """Jobs in flight on the cluster: two per worker thread, capped by ``--jobs`` when given.
+        """Jobs in flight on the cluster: three per worker thread, capped by ``--jobs`` if given.
 
-        The second waits on its worker (pinned there), so the worker never idles
+        The others wait on their worker (pinned there), so the worker never idles
         while the coordinator seals the last receipt and builds the next job.
         """
         threads = max(1, sum(self._workers.values())) * QUEUED
@@ -233,11 +237,31 @@ class DaskExecutor:
                     running = [f for address, f in warming if address in alive]
                     await self._wait(running, WARM_WAIT_S, client)
                 with contextlib.suppress(Exception):  # a gone worker has nothing to clean
-                    await client.run(worker.cleanup, self._session, workers=alive)
+                    # sent, not awaited: the workers clean up while this run writes its verdict
+                    await client.run(worker.cleanup, self._session, workers=alive, wait=False)
             with contextlib.suppress(Exception):
                 await client.close()
 
     async def check_environment(self) -> None:
+        """Every worker runs our worker side and resolves each executable to the same bytes.
+
+        The two questions go to the workers at once (each is a round trip to all of them).
+        """
+        refused: list[ChangeloopError] = []
+
+        async def ask(question: Any) -> None:
+            try:
+                await question()
+            except ChangeloopError as exc:
+                refused.append(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, self._register_sweep)
+            group.start_soon(ask, self._check_executables)
+        if refused:
+            raise refused[0]
+
+    async def _check_executables(self) -> None:
         """Every worker must resolve each executable the plan runs to the same bytes.
 
         One question to every worker for all of the plan's executables at once.
@@ -428,18 +452,35 @@ class DaskExecutor:
         print(f"note: Dask worker {address} {self._why[address]}", file=sys.stderr)
 
     async def _refresh(self) -> None:
-        """Workers that joined, left, or fell silent (no heartbeat for ``silence_s``); one ask."""
-        self._refreshed = anyio.current_time()
+        """Workers that joined or left (one small ask), and now and then who fell silent."""
+        self._refreshed = now = anyio.current_time()
         if self.lost_scheduler is not None:
             raise _SchedulerLost(self.lost_scheduler.message)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S * 2):
-                info: Mapping[str, Any] = await self._client.scheduler.identity()
+                threads: Mapping[str, int] = await self._client.scheduler.ncores()
+                joined = sorted(
+                    a for a in threads if a not in self._workers and a not in self._lost
+                )
+                # heartbeats (and a new worker's resources): the scheduler's fuller answer,
+                # asked a few times per --dask-worker-timeout rather than on every refresh
+                if joined or now - self._identified >= self._silence_s / SILENCE_CHECKS:
+                    self._identified = now
+                    info: Mapping[str, Any] = await self._client.scheduler.identity()
+                    self._listen(info.get("workers") or {}, now)
         except (OSError, TimeoutError) as exc:
             self._check_scheduler(None, exc if isinstance(exc, OSError) else OSError(str(exc)))
             raise  # pragma: no cover - _check_scheduler raised
-        now = anyio.current_time()
-        workers: Mapping[str, Any] = info.get("workers") or {}
+        self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        if joined and self._warm_joiners:
+            await self._warm(joined)
+
+    def _listen(self, workers: Mapping[str, Any], now: float) -> None:
+        """Each worker's last heartbeat as the scheduler saw it: silent too long, it is lost.
+
+        Measured by when ``last_seen`` last moved, on this clock: the scheduler's
+        clock may differ from ours.
+        """
         for address, detail in workers.items():
             seen = detail.get("last_seen")
             heard = self._heard.get(address)
@@ -449,12 +490,6 @@ class DaskExecutor:
                 self._lose(address, f"stopped answering (no heartbeat for {self._silence_s:g} s)")
             if address not in self._resources:  # a worker joined: its labels
                 self._resources[address] = frozenset((detail.get("resources") or {}).keys())
-        joined = sorted(a for a in workers if a not in self._workers and a not in self._lost)
-        self._workers = {
-            a: int(d.get("nthreads") or 1) for a, d in workers.items() if a not in self._lost
-        }
-        if joined and self._warm_joiners:
-            await self._warm(joined)
 
     def _choose(self, job: Job, tried: list[str]) -> str | None:
         alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]

@@ -1,4 +1,4 @@
-"""A worker's answer becomes the coordinator's ``JobResult`` (DESIGN.md §2.8, §10).
+"""A worker's answer becomes the coordinator's ``JobResult``.
 
 A worker's archives are data from another machine: they are unpacked into a
 staging directory of this process (:mod:`changeloop.executors.staging`: regular

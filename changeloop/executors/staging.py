@@ -6,7 +6,7 @@ Example::
     log = copy_file(staging, answer.log_name, log_dir)  # a declared file, copied out
     report = read_file(staging, "reports/junit.xml", limit=REPORT_LIMIT)
 
-What a worker sends is data from another machine (DESIGN.md §2.8): the
+What a worker sends is data from another machine (docs/scale-out.md): the
 staging directory is fresh and private, an archive may hold only regular files
 and directories under relative names without ``..`` (no links, hard or
 symbolic, no devices or FIFOs, no absolute paths), at most ``MAX_MEMBERS``

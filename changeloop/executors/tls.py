@@ -1,4 +1,4 @@
-"""How the coordinator reaches a Dask cluster: TLS with a client certificate (DESIGN.md §2.8).
+"""How the coordinator reaches a Dask cluster: TLS with a client certificate.
 
 A worker decides results, so whoever can submit work to the cluster can forge
 them; the cluster must admit only holders of a certificate its CA signed.

@@ -1,19 +1,21 @@
-"""What runs on a Dask worker: one ``Job`` → a ``WireResult`` (DESIGN.md §10).
+"""What runs on a Dask worker: one ``Job`` → a ``WireResult``.
 
 Only plain functions and frozen records travel: the coordinator submits
 :func:`run_job` with a :class:`WireJob`; the worker materializes a private
 sandbox for the run and repository from its content cache (keyed by tree
 id), checks its tree, runs the repository's ``setup`` once, reads ``envFrom``
 values from its *own* environment (secrets never cross the wire), runs the
-command as a process group (``changeloop.processes``) and sends back the
-process record, its log files and the files the command wrote in the sandbox.
-Paths the coordinator put in the command (its sandbox, its log directory) are
-re-pointed at the worker's own. A cancelled job (:func:`cancel`) ends its
-process group.
+command as a process group (``changeloop.processes``, recorded so that a
+replacement worker can end it: ``worker_processes.py``) and sends back the
+process record, its log and stdout, its collected records and its declared
+report — nothing else it wrote. Paths the coordinator put in the command and
+in the files shipped with it (its sandbox, its log directory) are re-pointed
+at the worker's own. A cancelled job (:func:`cancel`) ends its process group.
 
 This module holds what the coordinator submits; its parts are ``wire.py`` (the
 records that travel), ``worker_sandboxes.py`` (a run's sandboxes on this
-worker) and ``worker_files.py`` (paths re-pointed, what a command wrote packed).
+worker), ``worker_files.py`` (paths re-pointed, the declared files packed) and
+``worker_processes.py`` (job processes recorded, a dead worker's swept).
 """
 
 from __future__ import annotations

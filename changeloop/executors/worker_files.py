@@ -2,9 +2,9 @@
 
 The coordinator's paths (its sandbox, its log directory) in a job's argv and
 environment become the worker's own (:func:`swap`), and the worker's paths in
-what the job wrote become the coordinator's again (:func:`repoint_back`). What
-a command wrote in its sandbox since it started — not what setup left there
-(:func:`snapshot`) — goes back as one bounded tar archive (:func:`pack_dir`).
+what the job wrote become the coordinator's again (:func:`repoint_back`). What the
+coordinator reads of a job — its logs, its collected records, its report, and
+nothing else it wrote — goes back as one bounded tar archive (:func:`pack_named`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ import io
 import os
 import stat
 import tarfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from changeloop.run.job import Job
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
 SKIP_DIRS = frozenset({".git", "__pycache__"})
-
-Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
 
 
 def repoint_back(
@@ -81,36 +79,6 @@ def walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
             path = Path(folder) / name
             with contextlib.suppress(OSError):
                 yield path, path.lstat()
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file: what a later pack leaves out as unchanged."""
-    return {
-        path.relative_to(root).as_posix(): (stat.st_mtime_ns, stat.st_size)
-        for path, stat in walk(root)
-    }
-
-
-def pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
-    """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
-
-    Bounded to MAX_OUTPUT_BYTES; an uncompressed tar archive, or b"" for none.
-    """
-    buffer = io.BytesIO()
-    budget = MAX_OUTPUT_BYTES
-    added = False
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path, stat in walk(root):
-            name = path.relative_to(root).as_posix()
-            if stat.st_mtime < since or stat.st_size > budget:
-                continue
-            if baseline is not None and baseline.get(name) == (stat.st_mtime_ns, stat.st_size):
-                continue
-            budget -= stat.st_size
-            archive.add(path, arcname=name, recursive=False)
-            added = True
-    # nothing written: nothing to send (an empty tar is 10 KiB, and slow to recognise)
-    return buffer.getvalue() if added else b""
 
 
 def pack_named(root: Path, names: Sequence[str], folders: Sequence[str]) -> bytes:

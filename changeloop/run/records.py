@@ -28,7 +28,7 @@ class ProveOptions:
     url: str | None = None
     executor: Literal["local", "dask"] = "local"
     dask_scheduler: str | None = None
-    # TLS with a client certificate (DESIGN §2.8); None: Dask's distributed.comm.tls.* config
+    # TLS with a client certificate (docs/scale-out.md); None: Dask's distributed.comm.tls.* config
     dask_tls_ca_file: Path | None = None
     dask_tls_cert: Path | None = None
     dask_tls_key: Path | None = None
