@@ -309,3 +309,7 @@ def test_a_hostile_worker_plants_nothing_in_the_checkout(
             assert secret.encode() not in path.read_bytes(), path
     made = [s["predicate"]["changeloop"] for s in statements(root, "c1").values()]
     assert made and all(ext["executor"]["kind"] == "dask" for ext in made)
+    for ext in made:  # the whole answer is refused, naming what it held: never a pass
+        assert ext["status"] == "inconclusive", ext
+        [finding] = ext["findings"]
+        assert finding["kind"] == "worker-error", finding

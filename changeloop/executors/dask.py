@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -28,17 +27,16 @@ from distributed import Client
 from distributed.client import _wait
 
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.executors import content, worker
+from changeloop.executors import worker
+from changeloop.executors.dask_checks import check_environment, content_trees
 from changeloop.executors.dask_results import failed_result, job_result
-from changeloop.executors.shipping import executables, pack_repository, shipped_repositories
+from changeloop.executors.dask_workers import WorkerBook
+from changeloop.executors.shipping import pack_repository
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
-from changeloop.executors.worker_processes import PLUGIN_NAME, SweepOnStart
-from changeloop.identity import content_identity
 from changeloop.model import Plan, SandboxMode
 from changeloop.run.job import Job, JobResult
 
 CONNECT_TIMEOUT_S = 5
-ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
 # Jobs in flight per worker thread: one running and two waiting on the worker, so a worker
 # starts its next job without waiting for the coordinator's round trip (receipts, next job),
@@ -77,53 +75,25 @@ class DaskExecutor:
         self._state_dir = state_dir
         self._session = secrets.token_hex(8)
         self._client: Any = None
-        self._workers: dict[str, int] = {}  # address -> threads
-        self._busy: dict[str, int] = {}
-        self._uses: dict[str, int] = {}
-        self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
+        self._book = WorkerBook(silence_s)  # who is alive, busy, lost; where jobs went
         self._refreshed = float("-inf")
-        self._lost: set[str] = set()
-        self._why: dict[str, str] = {}  # lost worker -> why (named in worker-lost)
-        self._heard: dict[str, tuple[Any, float]] = {}  # worker -> (its last_seen, when it moved)
         self._identified = float("-inf")  # when the scheduler last told the heartbeats
         self.lost_scheduler: Problem | None = None  # set once the scheduler is gone
         self._log_levels: dict[str, int] = {}
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
-        self._placed: dict[str, str] = {}  # provider -> worker that ran it
         self._trees: dict[str, str] = {}  # repository -> its content tree, as shipped
         self._warming: list[tuple[str, Any]] = []  # (worker, prepare future): kept, so it runs
         self._warm_joiners = False  # after prewarm: a worker that joins is warmed too
 
     # -- before the run ----------------------------------------------------------
     async def identify(self) -> None:
-        """The content tree of every repository a job needs; a submodule refuses the run.
+        """The content tree of every repository a job needs; a submodule refuses the run."""
+        self._trees.update(await content_trees(self._plan, self._mode))
 
-        A submodule is a commit id in the content tree: its files are not part of
-        the tree a worker can check, so they cannot travel by tree id (exit 2).
-        """
-        found: list[str] = []
-        for repo in shipped_repositories(self._plan):
-            path = self._plan.repositories[repo].path
-            ident = await anyio.to_thread.run_sync(
-                partial(content_identity, path, include_untracked=self._mode != "worktree")
-            )
-            self._trees[repo] = ident.tree
-            links = await anyio.to_thread.run_sync(content.submodules, path, ident.tree)
-            found.extend(
-                f"{repo}: {link}" if len(self._plan.repositories) > 1 else link for link in links
-            )
-        if found:
-            raise ChangeloopError(
-                Problem(
-                    code="dask_submodule_unsupported",
-                    message="--executor dask ships a repository's content by its git tree, "
-                    "and a submodule is only a commit id in that tree; these submodules "
-                    f"cannot be shipped: {', '.join(found)}",
-                    fix="prove this change with --executor local (or vendor the submodule's "
-                    "files into the repository)",
-                )
-            )
+    async def check_environment(self) -> None:
+        """Every worker runs our worker side and resolves each executable to the same bytes."""
+        await check_environment(self._client, self._plan, self._address)
 
     async def prewarm(self) -> None:
         """Every worker makes this run's sandboxes now, before the first job needs them.
@@ -133,7 +103,7 @@ class DaskExecutor:
         A worker that joins later is asked when the coordinator first sees it.
         """
         self._warm_joiners = True
-        await self._warm(sorted(self._workers))
+        await self._warm(sorted(self._book.workers))
 
     async def _warm(self, addresses: list[str]) -> None:
         for repo, tree in self._trees.items():
@@ -182,7 +152,7 @@ class DaskExecutor:
                     "CHANGELOOP_DASK_SCHEDULER",
                 )
             ) from exc
-        if not self._workers:
+        if not self._book.workers:
             await self.close()
             raise ChangeloopError(
                 Problem(
@@ -192,22 +162,6 @@ class DaskExecutor:
                 )
             )
 
-    async def _register_sweep(self) -> None:
-        """Every worker that starts (a killed one's replacement too) first ends what dead
-        workers' jobs left on its machine: the scheduler hands the plugin to each that joins."""
-        try:
-            await self._client.register_plugin(SweepOnStart(), name=PLUGIN_NAME)
-        except Exception as exc:  # a worker's changeloop cannot run ours: said, not a crash
-            raise ChangeloopError(
-                Problem(
-                    code="dask_worker_failed",
-                    message=f"the Dask workers at {self._address} could not start changeloop's "
-                    f"worker side: {type(exc).__name__}: {exc}",
-                    fix="install the same changeloop version as here on every worker "
-                    "(pip install 'changeloop[dask]')",
-                )
-            ) from exc
-
     @property
     def capacity(self) -> int:
         """Jobs in flight on the cluster: three per worker thread, capped by ``--jobs`` if given.
@@ -215,7 +169,7 @@ class DaskExecutor:
         The others wait on their worker (pinned there), so the worker never idles
         while the coordinator seals the last receipt and builds the next job.
         """
-        threads = max(1, sum(self._workers.values())) * QUEUED
+        threads = max(1, sum(self._book.workers.values())) * QUEUED
         return min(threads, self._cap) if self._cap is not None else threads
 
     async def close(self) -> None:
@@ -231,7 +185,7 @@ class DaskExecutor:
     async def _close(self, client: Any, warming: list[tuple[str, Any]]) -> None:
         gone = self.lost_scheduler is not None
         with anyio.CancelScope(shield=True), anyio.move_on_after(2 if gone else 10):
-            alive = sorted(a for a in self._workers if a not in self._lost)
+            alive = sorted(a for a in self._book.workers if a not in self._book.lost)
             if not gone and alive:
                 with contextlib.suppress(Exception):  # prepares still under way finish first
                     running = [f for address, f in warming if address in alive]
@@ -242,60 +196,6 @@ class DaskExecutor:
             with contextlib.suppress(Exception):
                 await client.close()
 
-    async def check_environment(self) -> None:
-        """Every worker runs our worker side and resolves each executable to the same bytes.
-
-        The two questions go to the workers at once (each is a round trip to all of them).
-        """
-        refused: list[ChangeloopError] = []
-
-        async def ask(question: Any) -> None:
-            try:
-                await question()
-            except ChangeloopError as exc:
-                refused.append(exc)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(ask, self._register_sweep)
-            group.start_soon(ask, self._check_executables)
-        if refused:
-            raise refused[0]
-
-    async def _check_executables(self) -> None:
-        """Every worker must resolve each executable the plan runs to the same bytes.
-
-        One question to every worker for all of the plan's executables at once.
-        """
-        argv0s = sorted(executables(self._plan))
-        if not argv0s:
-            return
-        try:
-            with anyio.fail_after(ASK_TIMEOUT_S):
-                answers: dict[str, dict[str, str]] = await self._client.run(
-                    worker.executable_identities, argv0s
-                )
-        except TimeoutError as exc:
-            raise ChangeloopError(
-                Problem(
-                    code="dask_unreachable",
-                    message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
-                    f"(asked which {', '.join(map(repr, argv0s))} they run)",
-                    fix="check the cluster's workers (dask worker logs)",
-                )
-            ) from exc
-        for argv0 in argv0s:
-            seen = {w: parts.get(argv0, "") for w, parts in answers.items()}
-            if len(set(seen.values())) > 1:
-                detail = ", ".join(f"{w}: {d}" for w, d in sorted(seen.items()))
-                raise ChangeloopError(
-                    Problem(
-                        code="environment-mismatch",
-                        message=f"the workers disagree on executable {argv0!r} ({detail})",
-                        fix="install the same tools on every worker (or restrict the "
-                        "cluster to identical workers)",
-                    )
-                )
-
     # -- Executor ----------------------------------------------------------------
     async def run(self, job: Job) -> JobResult:
         started = datetime.now(UTC)
@@ -304,20 +204,20 @@ class DaskExecutor:
             for _attempt in range(2):
                 if anyio.current_time() - self._refreshed > WATCH_S or tried:
                     await self._refresh()  # workers that joined, left or fell silent since
-                address = self._choose(job, tried)
+                address = self._book.choose(job, tried)
                 if address is None:
                     break
                 tried.append(address)
                 answer = await self._submit(job, address)
                 if answer is not None:
-                    self._placed[job.provider.name] = address
+                    self._book.placed[job.provider.name] = address
                     # unpacking and reading files: off the event loop, which seals receipts
                     return await anyio.to_thread.run_sync(job_result, job, answer, started)
         except _SchedulerLost:
             assert self.lost_scheduler is not None
             failure = ("inconclusive", "scheduler-lost", self.lost_scheduler.message)
             return failed_result(job, started, failure, tried[-1:])
-        where = ", ".join(f"{a} ({self._why.get(a, GONE)})" for a in tried) or "none left"
+        where = ", ".join(f"{a} ({self._book.why.get(a, GONE)})" for a in tried) or "none left"
         why = f"the worker running it was lost: {where}; retried once, never counted a pass"
         return failed_result(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
 
@@ -342,7 +242,7 @@ class DaskExecutor:
             sandbox_aliases=self._aliases(job.sandbox.path),
         )
         trees = {r.tree: r.name for r in (wire.own(), *wire.service_repos)}
-        self._busy[address] = self._busy.get(address, 0) + 1
+        self._book.busy[address] = self._book.busy.get(address, 0) + 1
         try:
             for _ in range(2):
                 ship = [t for t in trees if (address, t) not in self._shipped]
@@ -355,7 +255,7 @@ class DaskExecutor:
                 self._shipped.difference_update((address, t) for t in answer.need)
             raise RuntimeError(f"worker {address} kept asking for content trees {sorted(trees)}")
         finally:
-            self._busy[address] -= 1
+            self._book.busy[address] -= 1
 
     def _aliases(self, path: str) -> tuple[str, ...]:
         """The sandbox path's other spelling here (links resolved), as configs written here hold."""
@@ -384,15 +284,15 @@ class DaskExecutor:
                 except TimeoutError:
                     if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
                         await self._refresh()
-                    if address not in self._workers or address in self._lost:
-                        self._lose(address, GONE)
+                    if address not in self._book.workers or address in self._book.lost:
+                        self._book.lose(address, GONE)
                         with contextlib.suppress(Exception):
                             await future.cancel()
                         return None
             if future.status != "finished":
                 await self._refresh()
-                if address not in self._workers or future.status == "lost":
-                    self._lose(address, GONE)
+                if address not in self._book.workers or future.status == "lost":
+                    self._book.lose(address, GONE)
                     return None
             if future.status == "error":  # the runner itself raised: never a pass
                 error = await future.exception()
@@ -441,16 +341,6 @@ class DaskExecutor:
             )
         raise _SchedulerLost(self.lost_scheduler.message)
 
-    def _lose(self, address: str, why: str) -> None:
-        """``address`` is lost for this run: no job goes there, its job is retried elsewhere."""
-        if address in self._lost:
-            return
-        self._lost.add(address)
-        self._why.setdefault(address, why)
-        self._workers.pop(address, None)
-        # said as it happens: a retry that then passes leaves no finding to name the worker
-        print(f"note: Dask worker {address} {self._why[address]}", file=sys.stderr)
-
     async def _refresh(self) -> None:
         """Workers that joined or left (one small ask), and now and then who fell silent."""
         self._refreshed = now = anyio.current_time()
@@ -459,63 +349,21 @@ class DaskExecutor:
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S * 2):
                 threads: Mapping[str, int] = await self._client.scheduler.ncores()
-                joined = sorted(
-                    a for a in threads if a not in self._workers and a not in self._lost
-                )
+                joined = [
+                    a for a in threads if a not in self._book.workers.keys() | self._book.lost
+                ]
                 # heartbeats (and a new worker's resources): the scheduler's fuller answer,
                 # asked a few times per --dask-worker-timeout rather than on every refresh
                 if joined or now - self._identified >= self._silence_s / SILENCE_CHECKS:
                     self._identified = now
                     info: Mapping[str, Any] = await self._client.scheduler.identity()
-                    self._listen(info.get("workers") or {}, now)
+                    self._book.listen(info.get("workers") or {}, now)
         except (OSError, TimeoutError) as exc:
             self._check_scheduler(None, exc if isinstance(exc, OSError) else OSError(str(exc)))
             raise  # pragma: no cover - _check_scheduler raised
-        self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        joined = self._book.update(threads)
         if joined and self._warm_joiners:
             await self._warm(joined)
-
-    def _listen(self, workers: Mapping[str, Any], now: float) -> None:
-        """Each worker's last heartbeat as the scheduler saw it: silent too long, it is lost.
-
-        Measured by when ``last_seen`` last moved, on this clock: the scheduler's
-        clock may differ from ours.
-        """
-        for address, detail in workers.items():
-            seen = detail.get("last_seen")
-            heard = self._heard.get(address)
-            if heard is None or heard[0] != seen:
-                self._heard[address] = (seen, now)
-            elif now - heard[1] > self._silence_s:
-                self._lose(address, f"stopped answering (no heartbeat for {self._silence_s:g} s)")
-            if address not in self._resources:  # a worker joined: its labels
-                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
-
-    def _choose(self, job: Job, tried: list[str]) -> str | None:
-        alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]
-        # a resource some worker advertises (dask worker --resources GPU=1) is a place too
-        labels = frozenset().union(*self._resources.values()) if self._resources else frozenset()
-        wanted = [r for r in job.provider.resources if r in labels]
-        alive = [a for a in alive if all(r in self._resources.get(a, ()) for r in wanted)]
-        if not alive:
-            return None
-        pinned = [*job.provider.depends_on]
-        if job.provider.capability == "setup":  # a repository's setup commands: one worker
-            pinned.append(job.provider.name)
-        for dep in pinned:  # where its dependencies generated their output
-            if self._placed.get(dep) in alive:
-                return self._placed[dep]
-        # least busy; among equals the least used, so the cluster's workers take turns
-        chosen = min(
-            alive,
-            key=lambda a: (
-                self._busy.get(a, 0) / max(1, self._workers[a]),
-                self._uses.get(a, 0),
-                a,
-            ),
-        )
-        self._uses[chosen] = self._uses.get(chosen, 0) + 1
-        return chosen
 
     async def _archive(self, repo: str, tree: str) -> bytes:
         if tree not in self._archives:
