@@ -42,9 +42,9 @@ def empty(args: argparse.Namespace) -> dict[str, Any]:
 
 @common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
-    from changeloop.cli.prove import load_plan
+    from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
-    from changeloop.keys import load_public_key_file
+    from changeloop.signing.keys import load_public_key_file
 
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)

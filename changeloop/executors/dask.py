@@ -31,10 +31,10 @@ from changeloop.executors import worker
 from changeloop.executors.dask_checks import check_environment, content_trees
 from changeloop.executors.dask_results import failed_result, job_result
 from changeloop.executors.dask_workers import WorkerBook
+from changeloop.executors.job import Job, JobResult
 from changeloop.executors.shipping import pack_repository
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
 from changeloop.model import Plan, SandboxMode
-from changeloop.run.job import Job, JobResult
 
 CONNECT_TIMEOUT_S = 5
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there

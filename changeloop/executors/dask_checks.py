@@ -22,7 +22,7 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
 from changeloop.executors.shipping import executables, shipped_repositories
 from changeloop.executors.worker_processes import PLUGIN_NAME, SweepOnStart
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan, SandboxMode
 
 ASK_TIMEOUT_S = 60

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from changeloop.errors import FileRefused
+from changeloop.executors.job import Job, JobResult
 from changeloop.executors.staging import StagingRefused, copy_file, extract, read_file
 from changeloop.executors.wire import Failure, WireResult
-from changeloop.run.job import Job, JobResult
 
 REPORT_COPY = "report"  # the masked copy of a job's report in its log directory (as local runs)
 
@@ -89,7 +89,7 @@ def _report(
     job: Job, outputs: Path, log_dir: Path, secrets: tuple[str, ...]
 ) -> tuple[bytes | None, str | None]:
     """The report's bytes from staging (None: not written), and its masked copy for people."""
-    from changeloop.providers.reports import REPORT_LIMIT
+    from changeloop.runner_reports import REPORT_LIMIT
 
     assert job.report is not None
     try:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from changeloop.run.job import Job
+from changeloop.executors.job import Job
 
 
 @dataclass

@@ -21,7 +21,7 @@ from distributed import Security
 
 from changeloop.errors import Location, Problem
 from changeloop.executors import TLS_FIX
-from changeloop.run.records import ProveOptions
+from changeloop.records import ProveOptions
 
 FLAGS = {"ca": "--dask-tls-ca-file", "cert": "--dask-tls-cert", "key": "--dask-tls-key"}
 CONFIG = {

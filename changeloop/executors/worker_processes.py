@@ -2,11 +2,11 @@
 
 A job's command runs in a process group of its own, so a worker killed with -9
 leaves it running. The worker records each group as the local runner does
-(``changeloop.process_groups``: its jobs' directories lie under
+(``changeloop.process.groups``: its jobs' directories lie under
 ``<dask scratch>/changeloop-worker/.changeloop/runs/<session>-<pid>/``, outside
 the per-process directory Dask removes), and a worker that starts — the nanny's
 replacement, or any other on that machine — sweeps what a dead worker left
-(``changeloop.sweep``): its groups and every process carrying its owner marker.
+(``changeloop.process.sweep``): its groups and every process carrying its owner marker.
 The sweep runs from :class:`SweepOnStart` (registered by the coordinator, so the
 scheduler hands it to every worker that joins) and, once per process, before a
 worker's first job.
@@ -55,7 +55,7 @@ def sweep_once(dask_worker: Any = None) -> None:
         if os.getpid() in _swept:
             return
         _swept.add(os.getpid())
-    from changeloop.sweep import sweep
+    from changeloop.process.sweep import sweep
 
     state = state_dir(dask_worker)
     report = sweep(state)
