@@ -161,6 +161,7 @@ def unb64(text: str) -> bytes:
 class _NoExecutor:
     remote = False
     capacity = None
+    lost = None
 
     async def run(self, _job: Any) -> Any:
         raise AssertionError("this adapter must run nothing")

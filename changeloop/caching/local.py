@@ -135,7 +135,7 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
 
 def load_unchecked(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
     """:func:`load` without the per-envelope status and adapter check, for a caller that
-    decodes every payload itself and checks both (``ReceiptSink`` verifies each
+    decodes every payload itself and checks both (the run verifies each
     signature anyway: one decode instead of two). None: a miss."""
     try:
         raw, _info = fsio.read_regular_stat(

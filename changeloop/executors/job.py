@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.process.run import ProcessResult
@@ -136,6 +137,11 @@ class Executor(Protocol):
     """Who runs a job: this machine (``executors.local``) or a cluster (``executors.dask``)."""
 
     remote: bool  # jobs run elsewhere: their services start there, envFrom is read there
+
+    @property
+    def lost(self) -> Problem | None:
+        """Why it can run nothing more (a cluster that lost its scheduler); None while it can."""
+        ...
 
     @property
     def capacity(self) -> int | None:

@@ -93,10 +93,9 @@ async def prove(
             except BaseException:
                 await run.writer.drain()  # what finished before a cancel is on disk
                 raise
-            lost: Problem | None = getattr(executor, "lost_scheduler", None)
-            if lost is not None:  # a cluster that lost its scheduler decided nothing more
-                await run.sink.drain()
-                raise ChangeloopError(lost)
+            if executor.lost is not None:  # a cluster that lost its scheduler decides no more
+                await run.writer.drain()
+                raise ChangeloopError(executor.lost)
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":

@@ -43,9 +43,7 @@ def test_notes_are_masked_and_the_first_per_capability_counts() -> None:
         ProviderReport("a", "external", "self"), (("review", "review: no key for s3cretvalue"),)
     )
     b = with_notes(ProviderReport("b", "external", "self"), (("review", "review: later"),))
-    assert notes({"a": a, "b": b}, Masker(["s3cretvalue"])) == {
-        "review": "review: no key for ***"
-    }
+    assert notes({"a": a, "b": b}, Masker(["s3cretvalue"])) == {"review": "review: no key for ***"}
 
 
 def test_finished_words_follow_the_receipts() -> None:
