@@ -44,11 +44,6 @@ def entry_path(cache_dir: Path, fingerprint: str) -> Path:
     return cache_dir / f"{match[1]}.json"
 
 
-def _extension_field(envelope: bytes, key: str) -> str | None:
-    """A string field of the envelope payload's ``predicate.changeloop``, or None."""
-    return _extension_fields(envelope, (key,))[0]
-
-
 def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | None, ...]:
     """String fields of the envelope payload's ``predicate.changeloop`` (None where not)."""
     try:
@@ -59,15 +54,6 @@ def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | Non
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return (None,) * len(keys)
     return tuple(v if isinstance(v, str) else None for v in values)
-
-
-def _status(envelope: bytes) -> str | None:
-    """The ``predicate.changeloop.status`` an envelope's payload claims, or None."""
-    return _extension_field(envelope, "status")
-
-
-def _never_cached(envelope: bytes) -> bool:
-    return _extension_field(envelope, "adapter") in NEVER_CACHED
 
 
 def entry(
