@@ -125,9 +125,10 @@ async def prove(
     record_run(run.runlog, run.sink.reports, run.sink.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
-        written = shared_cache.publish(
+        written, refused = shared_cache.publish(
             options.publish, plan.root, plan, run.sink.reports, run.fingerprints
         )
+        notes += refused
         notes.append(f"published {len(written)} signed receipt(s) to {options.publish}")
     verdict = decide(plan, run.sink.views(), run.sink.notes())
     return ProveResult(
