@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -63,6 +63,9 @@ from changeloop.spawn import environ
 from changeloop.state import StateDir, ensure_gitignored
 from changeloop.verdict import Verdict, decide
 
+if TYPE_CHECKING:
+    from changeloop.trust import Trust
+
 __all__ = [
     "ProveOptions",
     "ProveResult",
@@ -85,6 +88,7 @@ class ProveResult:
     masker: Masker = field(default_factory=lambda: Masker(()))
     notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
     observed: Observed | None = None  # what the run read beyond the plan (changeloop.nochange)
+    trust: Trust | None = None  # where the external providers' keys came from (the CLI says)
 
 
 async def prove(

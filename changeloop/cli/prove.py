@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
 from changeloop.cli.collector import paused
 from changeloop.cli.prove_nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove_plan import dry_run, load_plan
@@ -117,8 +117,9 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="DIR",
         help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
-        "with a ci key the change trusts",
+        "with a ci key the change trusts (with --trust-from/--trust-keyring: those keys)",
     )
+    trust_flags.add(parser)
     parser.add_argument(
         "--report",
         action="store_true",
@@ -161,6 +162,7 @@ def _plan_and_run(
     try:
         with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
             plan = load_plan(args, shape)
+        plan, trust = trust_flags.trusted(args, plan)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
     except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
@@ -190,7 +192,7 @@ def _plan_and_run(
         return 1
     from changeloop.cli.prove_full import prove_full
 
-    return prove_full(args, plan, config[2] if config else None, seen, known)
+    return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
 
 
 def _identified_ahead(

@@ -17,7 +17,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.cli import common, help_examples
+from changeloop.cli import common, help_examples, trust_flags
 from changeloop.text import escape_controls
 
 
@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
         description=(
             "Re-verify the change's receipts as `gate` does and write one DSSE-signed SLSA\n"
             "Verification Summary Attestation: subjects = the repositories' content trees,\n"
-            "policy = evidence.yaml's digest, inputAttestations = every receipt read.\n"
+            "policy = the digests of evidence.yaml and execution.yaml and the trust they were\n"
+            "judged under, inputAttestations = the receipts the verdict weighed.\n"
             "Exit 0 when PASSED, 1 when FAILED (the VSA is written either way), 2 when refused."
         ),
         **help_examples.ending("summary"),
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
         parser,
         "also trust receipts signed by this public key (repeatable)",
     )
+    trust_flags.add(parser)
     common.add_common(parser)
     parser.set_defaults(func=run)
 
@@ -58,16 +60,15 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.argtypes import refuse_out_file
     from changeloop.cli.prove import load_plan
     from changeloop.gate import evaluate
-    from changeloop.keys import load_private_key, load_public_key_file
+    from changeloop.keys import load_private_key
     from changeloop.receipts import write_atomic
-    from changeloop.vsa import build_vsa, seal_vsa
+    from changeloop.vsa import EXTENSION, build_vsa, seal_vsa
 
     refuse_out_file("--out", args.out)
     key = load_private_key(args.sign_key)
-    keys = [load_public_key_file(p) for p in args.public_key]
-    plan = load_plan(args)
-    result = evaluate(plan, keys)
-    statement = build_vsa(result, version=__version__)
+    plan, trust = trust_flags.trusted(args, load_plan(args))
+    result = evaluate(plan, trust.command_line)
+    statement = build_vsa(result, trust, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]
     if args.out is not None:
@@ -80,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         "keyid": sealed.keyid,
         "path": str(args.out) if args.out is not None else None,
         "inputAttestations": len(statement["predicate"]["inputAttestations"]),
+        "setAside": len(statement["predicate"][EXTENSION]["setAside"]),
+        "trust": trust.to_json(),
+        "findings": trust.findings(),
     }
     if common.json_mode(args):
         if args.out is None:
@@ -91,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     where = f" → {args.out}" if args.out is not None else ""
     common.say(
         f"summary of change {plan.change.id}: {verdict} ({doc['inputAttestations']} receipt(s) "
-        f"read){where}"
+        f"weighed, {doc['setAside']} set aside){where}"
     )
+    trust_flags.say(trust)
     for cid, claim in result.claims.items():
         if claim.status != "proven":
             common.say(f"  claim {cid}: {claim.status}")
@@ -138,8 +143,11 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
         result=verified.result,
         verifier=predicate["verifier"]["id"],
         timeVerified=predicate["timeVerified"],
+        resourceUri=predicate["resourceUri"],
         policy=predicate["policy"],
+        trust=predicate["policy"]["annotations"]["trust"],
         inputAttestations=predicate["inputAttestations"],
+        setAside=verified.set_aside,
         subjects=verified.subjects,
     )
     if common.json_mode(args):
@@ -150,7 +158,9 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
     signed_by = escape_controls(str(predicate["verifier"]["id"]))
     common.say(
         f"valid: {verified.id} — verification summary of change {verified.change!r}: "
-        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) read, "
+        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) weighed, "
         f"verified {signed_time} by {signed_by})"
     )
+    source = escape_controls(str(predicate["policy"]["annotations"]["trust"]["source"]))
+    common.say(f"  judged with trust from: {source}")
     return 0

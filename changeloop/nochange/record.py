@@ -60,6 +60,7 @@ def eligible_options(options: ProveOptions) -> bool:
         and options.sign_key is None
         and options.publish is None
         and options.cache_from is None
+        and not options.own_trust
     )
 
 
@@ -346,6 +347,7 @@ def _cached_form(
     return replace(
         ProveResult(plan, run_id, run_dir, providers, verdict, masker=result.masker),
         observed=None,
+        trust=result.trust,  # the same trust a full re-prove names
     )
 
 

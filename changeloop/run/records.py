@@ -30,6 +30,9 @@ class ProveOptions:
     dask_scheduler: str | None = None
     publish: Path | None = None  # --publish DIR (DESIGN §10)
     cache_from: Path | None = None  # --cache-from DIR
+    # --trust-from / --trust-keyring: judged with a trust other than the checkout's, which
+    # the no-change record does not key on (so such a run neither writes nor keeps one)
+    own_trust: bool = False
     # Content trees already computed this invocation (checkout path -> tree), by the
     # no-change check that found them changed: the run starts from them (issue 15).
     trees: Mapping[str, str] = field(default_factory=dict)
