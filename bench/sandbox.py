@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from changeloop import sandboxes
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Repository
 
 GIT_ENV = {

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import anyio
 
-from changeloop.processes import run_process
-from changeloop.scheduler import Task, schedule
+from changeloop.process.run import run_process
+from changeloop.scheduling.scheduler import Task, schedule
 
 N = 1000
 SLOTS = 2

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from changeloop.model import Plan
-    from changeloop.providers.base import Finding, Outcome
+    from changeloop.outcome import Finding, Outcome
 
 __all__ = ["MASK", "MIN_LENGTH", "Masker", "env_from_names", "short_values"]
 

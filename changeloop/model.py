@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from changeloop.changeref import ChangeRef as ChangeRef  # noqa: PLC0414 (re-export)
 from changeloop.errors import Location
+from changeloop.workspace.changeref import ChangeRef
 
 if TYPE_CHECKING:
     from changeloop.config.yamlio import Document

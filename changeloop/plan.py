@@ -21,16 +21,8 @@ from changeloop.config.evidence import load_evidence
 from changeloop.config.execution import default_capability, load_execution
 from changeloop.config.schema import position
 from changeloop.errors import ConfigError, Location, Problem
-from changeloop.model import (
-    ChangeRef,
-    Evidence,
-    Execution,
-    Plan,
-    Provider,
-    Repository,
-    Service,
-    evolve,
-)
+from changeloop.model import Evidence, Execution, Plan, Provider, Repository, Service, evolve
+from changeloop.workspace.changeref import ChangeRef
 
 EVIDENCE_FILE = "evidence.yaml"
 EXECUTION_FILE = "execution.yaml"

@@ -30,10 +30,11 @@ if command -v npm >/dev/null 2>&1; then
   done
 fi
 
-# Gates before the suite (issue 12): formatting, lint (incl. unused arguments),
-# strict typing of the package and the tests. Debt lists live in pyproject.toml.
+# Gates before the suite: formatting, lint (incl. unused arguments), the import
+# layers (pyproject's [tool.importlinter]), strict typing of the package and the tests.
 python3 -m ruff format --check changeloop tests bench
 python3 -m ruff check changeloop tests bench
+python3 -c 'import sys; from importlinter.cli import lint_imports_command as lint; sys.argv[1:] = ["--no-cache"]; lint()'
 python3 -m mypy  # files, strictness and the per-module overrides: pyproject.toml [tool.mypy]
 
 # pyproject.toml makes every warning an error and every xfail strict.

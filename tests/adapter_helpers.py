@@ -17,10 +17,12 @@ from pathlib import Path
 
 import anyio
 
+from changeloop.executors.job import Executor
+from changeloop.executors.local import LocalExecutor
 from changeloop.model import ContentIdentity, Plan, Provider
+from changeloop.outcome import Outcome
 from changeloop.providers import registry
-from changeloop.providers.base import Outcome, RunContext
-from changeloop.run.job import Executor, LocalExecutor
+from changeloop.providers.base import RunContext
 
 PLACEHOLDER = ContentIdentity(tree="0" * 40, head=None, dirty=False)
 

@@ -13,7 +13,6 @@ import pytest
 from adapter_helpers import adapter_context
 
 from changeloop.model import (
-    ChangeRef,
     Claim,
     Evidence,
     InputMode,
@@ -25,6 +24,7 @@ from changeloop.model import (
 )
 from changeloop.providers.base import RunContext
 from changeloop.services.ports import port_holder
+from changeloop.workspace.changeref import ChangeRef
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_WEB = REPO / "examples" / "web"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import repo_helpers
 
-from changeloop.model import ChangeRef, Plan
+from changeloop.model import Plan
 from changeloop.plan import build_plan
-from changeloop.workspace import find_change
+from changeloop.workspace.changeref import ChangeRef
+from changeloop.workspace.discovery import find_change
 
 VALID_EVIDENCE = """\
 version: 3

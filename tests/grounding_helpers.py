@@ -15,7 +15,7 @@ import pytest
 
 from changeloop.grounding.citations import configure, read_records
 from changeloop.providers.pytest_injection import inject
-from changeloop.providers.reports import read_report
+from changeloop.runner_reports import read_report
 
 PACKAGE = {
     "pkg/__init__.py": "",

@@ -14,11 +14,12 @@ import repo_helpers
 from adapter_helpers import adapter_context
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from changeloop.identity import content_identity
-from changeloop.keys import public_pem
+from changeloop.git.identity import content_identity
 from changeloop.model import ContentIdentity, Plan
-from changeloop.providers.base import Outcome, RunContext
-from changeloop.receipts import ReceiptFacts, build_statement, seal
+from changeloop.outcome import Outcome
+from changeloop.providers.base import RunContext
+from changeloop.signing.keys import public_pem
+from changeloop.signing.statement import ReceiptFacts, build_statement, seal
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 GIT_ENV = {

@@ -112,8 +112,8 @@ def fingerprints(
     key: bytes = b"k" * 32,
 ) -> dict[str, str]:
     """Every provider's fingerprint, computed the way the engine does (upstream first)."""
-    from changeloop import fingerprint
-    from changeloop.identity import content_identity
+    from changeloop.fingerprints import fingerprint
+    from changeloop.git.identity import content_identity
     from changeloop.providers import registry
 
     trees = {

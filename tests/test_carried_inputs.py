@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json
 
-from changeloop import fingerprint
 from changeloop.cli.main import main
-from changeloop.fingerprint import InputsIndex, literal_dirs, subtree_entries
+from changeloop.fingerprints import fingerprint
+from changeloop.fingerprints.fingerprint import InputsIndex, literal_dirs, subtree_entries
 from changeloop.nochange import record_path
 
 PROVIDERS = {
@@ -217,9 +217,9 @@ def test_a_signed_cache_entry_that_is_never_reusable_runs_the_provider(
     """The sink decodes each cached payload once and makes cache.load's checks itself:
     even an entry signed with the workspace key is not reused when its adapter's
     results never are, or its extension is not an object."""
-    from changeloop import cache
-    from changeloop.dsse import sign_envelope
-    from changeloop.keys import workspace_key
+    from changeloop.caching import local as cache
+    from changeloop.signing.dsse import sign_envelope
+    from changeloop.signing.keys import workspace_key
 
     doc = _prove(ws, capsys)
     fp = _fingerprints(ws, doc)["pa"]

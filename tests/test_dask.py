@@ -42,7 +42,7 @@ from prove_helpers import (
 )
 
 from changeloop.executors import worker as remote
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 
 EVIDENCE = "version: 3\nclaims:\n  hello: {statement: it greets, requires: [use]}\n"
 

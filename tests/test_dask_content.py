@@ -1,7 +1,7 @@
 """The worker's tree check (``executors.content.tree_of``) agrees with the content identity.
 
 A worker recomputes the tree of the sandbox it materialized; it must be the
-tree ``changeloop.identity`` computed on the coordinator for the same files,
+tree ``changeloop.git.identity`` computed on the coordinator for the same files,
 or every job would fail ``content-mismatch`` (or, worse, a changed file pass).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from repo_helpers import make_repo
 
 from changeloop.executors import content
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 
 
 def _tricky_repo(path: Path) -> Path:

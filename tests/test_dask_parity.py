@@ -240,7 +240,7 @@ def test_every_worker_gets_the_content_before_its_first_job(
 ) -> None:
     """The coordinator ships each tree to every worker when it connects (one job runs here)."""
     from changeloop.executors import worker as remote
-    from changeloop.identity import content_identity
+    from changeloop.git.identity import content_identity
 
     root = make_repo(tmp_path / "ws", {"src/app.py": f"x = {tmp_path.name!r}\n"})
     make_change(
@@ -269,7 +269,7 @@ def test_a_worker_that_joins_during_the_run_is_warmed_too(
     from test_dask import _extra_worker
 
     from changeloop.executors import worker as remote
-    from changeloop.identity import content_identity
+    from changeloop.git.identity import content_identity
 
     started, joined = tmp_path / "started", tmp_path / "joined"
     hold = (

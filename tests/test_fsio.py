@@ -20,8 +20,8 @@ import pytest
 from changeloop import fsio
 from changeloop.errors import FileRefused
 from changeloop.fsio import durability
-from changeloop.providers.reports import read_report
-from changeloop.receipts import write_atomic as receipts_write_atomic
+from changeloop.runner_reports import read_report
+from changeloop.signing.statement import write_atomic as receipts_write_atomic
 
 
 def test_a_symlink_at_the_destination_is_replaced_never_written_through(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from config_helpers import plan_for
 from changeloop import gate
 from changeloop.gate import Kept, ReadEnvelope, Reading, SetAside
 from changeloop.model import ClaimMark, Plan, Status
+from changeloop.signing.verify import Verified
 from changeloop.verdict import ReceiptView
-from changeloop.verify import Verified
 
 EVIDENCE = """\
 version: 3

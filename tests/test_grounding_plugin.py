@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from changeloop.providers.reports import read_report
+from changeloop.runner_reports import read_report
 
 
 def _pytest(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:

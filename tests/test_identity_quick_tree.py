@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from changeloop.identity import (
+from changeloop.git.identity import (
     OPENSPEC,
     _staged_tree,
     _without_openspec,
     content_identity,
     content_tree,
-    git_env,
-    layout,
 )
-from changeloop.loose_tree import top_without
+from changeloop.git.loose_tree import top_without
+from changeloop.git.repo import git_env, layout
 
 FILES = {
     "a.py": "A = 1\n",

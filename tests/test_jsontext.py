@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from changeloop.jsontext import indented
-from changeloop.runlog import RunLog
+from changeloop.run.runlog import RunLog
 
 SCALARS = st.one_of(
     st.none(),

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
 
-from changeloop import environment
-from changeloop.cli import prove as prove_cli
 from changeloop.cli.main import main
-from changeloop.keys import generate_private_key, private_pem
+from changeloop.cli.prove import command as prove_cli
+from changeloop.fingerprints import environment
 from changeloop.nochange import record_path
+from changeloop.signing.keys import generate_private_key, private_pem
 
 TOOL = "#!/bin/sh\nexit 0\n"
 EVIDENCE = "version: 3\nrequires: [alpha, beta]\n"
@@ -434,7 +434,7 @@ def test_help_lists_every_verb(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_tree_from_the_check_completes_to_the_full_identity(tmp_path: Path, where: str) -> None:
     """The full path starts from the trees the no-change check computed (identity_of_tree):
     the same identity as computing it afresh, clean or dirty, at the top or in a subdir."""
-    from changeloop.identity import content_identity, content_tree, identity_of_tree
+    from changeloop.git.identity import content_identity, content_tree, identity_of_tree
 
     top = make_repo(
         tmp_path / "r",

@@ -43,7 +43,7 @@ NOT_ON_THE_FAST_PATH = (
     "asyncio",  # the board's timer needs a running loop, which a no-change answer never has
     "anyio._backends._asyncio",
     "rich",
-    "changeloop.engine",
+    "changeloop.run.engine",
     "changeloop.model",  # two dozen dataclasses; finding the change needs only ChangeRef
     "changeloop.plan",
     "changeloop.detect",
@@ -191,7 +191,7 @@ def test_a_recorded_tree_pruned_by_git_gc_is_not_handed_to_the_full_path(
     assert code == 0
     record = record_path(ws / ".changeloop", "c")
     assert record is not None
-    from changeloop.dsse import parse_envelope
+    from changeloop.signing.dsse import parse_envelope
 
     payload = json.loads(parse_envelope(record.read_bytes()).payload)
     (tree,) = [r["tree"] for r in payload["repositories"].values()]
@@ -249,7 +249,7 @@ def test_two_repositories_each_miss_is_named_and_the_record_answers_again(
     assert code == 0 and _decision(root, doc) == "no-change", err
     record = record_path(root / ".changeloop", "c")
     assert record is not None
-    from changeloop.dsse import parse_envelope
+    from changeloop.signing.dsse import parse_envelope
 
     order = list(json.loads(parse_envelope(record.read_bytes()).payload)["repositories"])
     assert sorted(order) == ["other", "self"]

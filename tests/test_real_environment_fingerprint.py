@@ -14,7 +14,7 @@ from typing import Any
 
 from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
 
-from changeloop import environment
+from changeloop.fingerprints import environment
 
 
 def _tool(path: Path, body: str) -> None:

@@ -49,7 +49,7 @@ def test_ignored_venv_is_neither_content_nor_an_error(
 
 
 def test_unignored_venv_is_still_left_out_of_content(tmp_path: Path, capsys: Any) -> None:
-    from changeloop.identity import content_identity
+    from changeloop.git.identity import content_identity
 
     root = _workspace(tmp_path, "")
     with_venv = content_identity(root, include_untracked=True)

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prove_helpers import make_change, make_repo
 
-from changeloop import runlog
 from changeloop.cli.main import main
 from changeloop.errors import ChangeloopError
+from changeloop.run import runlog
 
 PY = sys.executable
 

@@ -22,8 +22,8 @@ from prove_helpers import make_change, prove_json
 from sandbox_helpers import git, make_repo, write
 
 from changeloop import sandboxes
-from changeloop.fingerprint import InputsIndex, inputs_digest
-from changeloop.identity import content_identity
+from changeloop.fingerprints.fingerprint import InputsIndex, inputs_digest
+from changeloop.git.identity import content_identity
 from changeloop.model import Repository, SandboxMode
 
 ALLOW = ("-c", "protocol.file.allow=always")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prove_helpers import make_change, make_repo, prove_json, provider_entry
 
-from changeloop.keys import generate_private_key, private_pem, public_pem
+from changeloop.signing.keys import generate_private_key, private_pem, public_pem
 
 PY = sys.executable
 CHANGE = "c1"

@@ -33,8 +33,8 @@ def nobody_site() -> Iterator[Path]:
     base = readable_site(
         (
             "changeloop.cli.main",
-            "changeloop.cli.prove",
-            "changeloop.engine",
+            "changeloop.cli.prove.command",
+            "changeloop.run.engine",
             "changeloop.plan",
             "changeloop.config.schema",
             "jsonschema",

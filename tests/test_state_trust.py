@@ -21,8 +21,8 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
 from receipts_helpers import make_workspace
 
-import changeloop.keys
-import changeloop.state
+import changeloop.signing.keys
+import changeloop.workspace.state
 from changeloop.cli.main import main
 from changeloop.errors import StateRefused
 
@@ -79,9 +79,9 @@ def test_a_cloned_repository_with_a_committed_state_symlink_is_refused(
     # The attacker mints the cache with a changeloop that lets it write through the
     # symlink (as the code before this rule did); the bytes are what gets committed.
     with monkeypatch.context() as m:
-        m.setattr(changeloop.state, "check_state", lambda _root: None, raising=False)
-        m.setattr(changeloop.keys, "check_state", lambda _root: None, raising=False)
-        m.setattr(changeloop.state, "_check_dir", lambda _path: True, raising=False)
+        m.setattr(changeloop.workspace.state, "check_state", lambda _root: None, raising=False)
+        m.setattr(changeloop.signing.keys, "check_state", lambda _root: None, raising=False)
+        m.setattr(changeloop.workspace.state, "_check_dir", lambda _path: True, raising=False)
         _prove_passing(evil, monkeypatch, capsys)
     planted = evil / "openspec" / "state"
     assert any((planted / "cache").iterdir())
@@ -389,21 +389,21 @@ def test_the_state_is_checked_once_per_invocation_and_afresh_by_the_next(
     root = make_repo(tmp_path / "ws", {"a.txt": "a\n"})
     (root / ".changeloop" / "cache").mkdir(parents=True)
     seen: list[Path] = []
-    real = changeloop.state._check_tracked
+    real = changeloop.workspace.state._check_tracked
 
     def counted(where: Path) -> None:
         seen.append(where)
         real(where)
 
-    monkeypatch.setattr(changeloop.state, "_check_tracked", counted)
-    with changeloop.state.one_check_per_invocation():
+    monkeypatch.setattr(changeloop.workspace.state, "_check_tracked", counted)
+    with changeloop.workspace.state.one_check_per_invocation():
         for _ in range(4):
-            changeloop.state.check_state(root)
+            changeloop.workspace.state.check_state(root)
     assert len(seen) == 1
 
     shutil.rmtree(root / ".changeloop" / "cache")
     (root / ".changeloop" / "cache").symlink_to(tmp_path)
-    with changeloop.state.one_check_per_invocation(), pytest.raises(StateRefused):
-        changeloop.state.check_state(root)
+    with changeloop.workspace.state.one_check_per_invocation(), pytest.raises(StateRefused):
+        changeloop.workspace.state.check_state(root)
     with pytest.raises(StateRefused):
-        changeloop.state.check_state(root)  # outside an invocation: every call checks
+        changeloop.workspace.state.check_state(root)  # outside an invocation: every call checks

@@ -45,8 +45,8 @@ def register(sub: Any) -> None:
 
 def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
     """Repository name → path; one entry per distinct path."""
-    from changeloop import workspace
     from changeloop.plan import build_plan
+    from changeloop.workspace import discovery as workspace
 
     changes = (
         [workspace.find_change(root, change_id)]

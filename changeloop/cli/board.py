@@ -18,10 +18,9 @@ from changeloop.text import escape_controls
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
 
-    from changeloop.engine import ProveResult
     from changeloop.masking import Masker
     from changeloop.model import Plan
-    from changeloop.run.records import RunEvent
+    from changeloop.records import ProveResult, RunEvent
 
 _ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
 _CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}

@@ -48,7 +48,7 @@ _FOUND: list[Path] = []
 
 def find_root(args: argparse.Namespace) -> Path:
     """The workspace root (``--root``, else found upward), remembered for the document."""
-    from changeloop import workspace
+    from changeloop.workspace import discovery as workspace
 
     root = workspace.find_root(override=root_arg(args))
     _FOUND[:] = [root]

@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     verb = getattr(args, "evidence_verb", "detect")
     empty = _empty(verb)
     try:
-        from changeloop import workspace
         from changeloop.detect import load_context
+        from changeloop.workspace import discovery as workspace
 
         root = common.find_root(args)
         empty["root"] = str(root)  # a refusal after this point names the root it found
@@ -211,7 +211,7 @@ def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
     as in ``cli/prove_plan.load_plan``).
     """
     from changeloop.detect.derive import derivation_possible
-    from changeloop.preflight.findings import preflight_findings
+    from changeloop.detect.doctor.preflight import preflight_findings
 
     possible = derivation_possible(ctx.evidence, ctx.execution, ctx.repositories)
     return preflight_findings(

@@ -43,7 +43,7 @@ def empty(args: argparse.Namespace) -> dict[str, Any]:
 
 @common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
-    from changeloop.cli.prove import load_plan
+    from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
 
     plan, trust = trust_flags.trusted(args, load_plan(args))

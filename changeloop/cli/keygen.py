@@ -96,7 +96,7 @@ def _refuse_unignored(out_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from changeloop.keys import keyid, load_private_key, write_keypair
+    from changeloop.signing.keys import keyid, load_private_key, write_keypair
 
     _refuse_unignored(args.out)
     try:

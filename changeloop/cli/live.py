@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from changeloop.model import Plan
-from changeloop.run.records import RunEvent
+from changeloop.records import RunEvent
 
 _STYLE = {
     "queued": "dim",

@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             SIGNALS.arm()
-            from changeloop.process_groups import private_tempdir
+            from changeloop.process.groups import private_tempdir
 
             _CRASH_DIR.append(tempfile.gettempdir())
             with private_tempdir():  # temp files that name their owner (§5 Faults)
@@ -287,7 +287,7 @@ def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
         )
         return _answer(raw, None, ChangeloopError(problem), echo=False)  # argparse said it
     state["args"] = args
-    from changeloop.state import one_check_per_invocation
+    from changeloop.workspace.state import one_check_per_invocation
 
     try:
         with one_check_per_invocation():
@@ -390,7 +390,7 @@ def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
 
 
 def entry() -> None:
-    from changeloop.cli.collector import own_process
+    from changeloop.cli.prove.collector import own_process
 
     own_process()  # its collector may be tuned for the run (cli/collector.py)
     sys.exit(main())

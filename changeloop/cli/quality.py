@@ -48,10 +48,10 @@ def _empty(args: argparse.Namespace) -> dict[str, Any]:
 
 @common.with_shape(_empty)
 def run(args: argparse.Namespace) -> int:
-    from changeloop import workspace
     from changeloop.errors import ConfigError, Location, Problem
     from changeloop.plan import build_plan
-    from changeloop.quality import QUALITY_FILE, lanes_for, load_quality, run_lanes, worst
+    from changeloop.quality.lanes import QUALITY_FILE, lanes_for, load_quality, run_lanes, worst
+    from changeloop.workspace import discovery as workspace
 
     root = common.find_root(args)
     change = workspace.find_change(root, args.change)

@@ -61,7 +61,7 @@ def empty(args: argparse.Namespace) -> dict[str, Any]:
 
 @common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
-    from changeloop.cli.prove import load_plan
+    from changeloop.cli.prove.plan import load_plan
     from changeloop.report import write_report
 
     plan, trust = trust_flags.trusted(args, load_plan(args))
@@ -77,7 +77,7 @@ def _refuse_run_without_runs(root: Path, change: str, run_id: str) -> None:
     """``--run`` where no run is recorded: there is nothing to choose from, so say how to
     make one (report/runs.py answers an unknown id among recorded runs)."""
     from changeloop.errors import ChangeloopError, Problem
-    from changeloop.state import StateDir
+    from changeloop.workspace.state import StateDir
 
     runs = StateDir(root).runs
     if runs.is_dir() and any(p.is_dir() for p in runs.iterdir()):

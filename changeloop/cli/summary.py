@@ -15,10 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from changeloop.cli import common, help_examples, trust_flags
-from changeloop.text import escape_controls
 
 
 def register(sub: Any) -> None:
@@ -58,11 +55,11 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from changeloop import __version__
     from changeloop.cli.argtypes import refuse_out_file
-    from changeloop.cli.prove import load_plan
+    from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
-    from changeloop.keys import load_private_key
-    from changeloop.receipts import write_atomic
-    from changeloop.vsa import EXTENSION, build_vsa, seal_vsa
+    from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
+    from changeloop.signing.keys import load_private_key
+    from changeloop.signing.statement import write_atomic
 
     refuse_out_file("--out", args.out)
     key = load_private_key(args.sign_key)
@@ -116,51 +113,3 @@ def _next_steps(change: str, verdict: str, out: Path | None, key: Path) -> None:
     else:
         common.say(f"  changeloop prove {change}     # prove what is not proven, then")
         common.say(f"  changeloop summary {change}   # sign the summary again")
-
-
-def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519PublicKey]) -> int:
-    """``receipt verify`` on a VSA: signature and shape, then its result (exit 0 valid)."""
-    from changeloop.cli.receipt.verify import answer_invalid
-    from changeloop.dsse import VerificationError
-    from changeloop.vsa import VSA_TYPE, verify_vsa
-
-    doc: dict[str, Any] = {"version": "1", "file": str(args.file), "predicateType": VSA_TYPE}
-    try:
-        verified = verify_vsa(data, keys)
-        if args.change is not None and verified.change != args.change:
-            raise VerificationError(
-                "change", f"summary is for change {verified.change!r}, not {args.change!r}"
-            )
-    except VerificationError as exc:
-        return answer_invalid(args, doc, exc)
-    predicate = verified.predicate
-    doc.update(
-        valid=True,
-        id=verified.id,
-        keyid=verified.keyid,
-        change=verified.change,
-        verificationResult=verified.result,
-        result=verified.result,
-        verifier=predicate["verifier"]["id"],
-        timeVerified=predicate["timeVerified"],
-        resourceUri=predicate["resourceUri"],
-        policy=predicate["policy"],
-        trust=predicate["policy"]["annotations"]["trust"],
-        inputAttestations=predicate["inputAttestations"],
-        setAside=verified.set_aside,
-        subjects=verified.subjects,
-    )
-    if common.json_mode(args):
-        common.emit_json(doc)
-    # Signed strings are quoted on one line: a line break in one stays escaped, so it
-    # cannot print a line of its own (say() keeps the newlines of our own messages).
-    signed_time = escape_controls(str(predicate["timeVerified"]))
-    signed_by = escape_controls(str(predicate["verifier"]["id"]))
-    common.say(
-        f"valid: {verified.id} — verification summary of change {verified.change!r}: "
-        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) weighed, "
-        f"verified {signed_time} by {signed_by})"
-    )
-    source = escape_controls(str(predicate["policy"]["annotations"]["trust"]["source"]))
-    common.say(f"  judged with trust from: {source}")
-    return 0

@@ -26,15 +26,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from changeloop.contracts.node_tools import declared_packages, node_bin, package_version
-
-if TYPE_CHECKING:
-    from changeloop.detect import ChangeContext
-    from changeloop.detect.doctor import DoctorFinding
 
 PROBE_TIMEOUT_S = 60
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?")
@@ -201,7 +197,7 @@ def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Reso
             manifest if manifest.is_file() else found.resolve(),
         )
     if "pythonModule" in how:
-        from changeloop.detect.python import venv_python
+        from changeloop.fingerprints.environment import venv_python
 
         interpreter = str(venv_python(repo) or shutil.which("python3") or "python3")
         module = how["pythonModule"]
@@ -314,8 +310,8 @@ RECORD = Path(".changeloop") / "adapters-check.json"
 
 def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
     """What the last ``adapters check`` found, for ``doctor`` (which runs nothing)."""
-    from changeloop.receipts import write_atomic
-    from changeloop.state import ensure_gitignored
+    from changeloop.signing.statement import write_atomic
+    from changeloop.workspace.state import ensure_gitignored
 
     ensure_gitignored(root)
     doc = {
@@ -329,40 +325,7 @@ def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
     write_atomic(root / RECORD, (json.dumps(doc, indent=2) + "\n").encode())
 
 
-def _still_same(stamp: Any) -> bool:
+def still_same(stamp: Any) -> bool:
     if not isinstance(stamp, dict) or not isinstance(stamp.get("file"), str):
         return False
     return _stamp(Path(stamp["file"])) == stamp
-
-
-def doctor_findings(ctx: ChangeContext) -> list[DoctorFinding]:
-    """Drift the last ``changeloop adapters check`` found in this change's repositories,
-    while the drifted tool is still the one installed. Doctor executes nothing, so it
-    reads the record instead of asking the tools (a repository's node_modules/.bin and
-    .venv are the project's own code)."""
-    from changeloop.detect.doctor import DoctorFinding
-
-    try:
-        doc = json.loads((ctx.root / RECORD).read_text(encoding="utf-8"))
-        tools = [t for t in doc["tools"] if isinstance(t, dict)]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    paths = {str(repo.path.resolve()): name for name, repo in ctx.repositories.items()}
-    out: list[DoctorFinding] = []
-    for tool in tools:
-        name = paths.get(str(tool.get("repositoryPath")))
-        if name is None or tool.get("status") != "drift" or not _still_same(tool.get("stamp")):
-            continue
-        missing = ", ".join(str(m.get("name")) for m in tool.get("missing") or [])
-        out.append(
-            DoctorFinding(
-                "tool-contract-drift",
-                str(tool.get("message")),
-                f"install a {tool.get('tool')} version that has {missing} (pin it in the "
-                "repository's lock file), or wire the provider's command by hand in "
-                "execution.yaml; then run `changeloop adapters check` again",
-                "changeloop adapters check",
-                repository=name,
-            )
-        )
-    return out

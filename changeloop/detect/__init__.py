@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from changeloop.detect.types import Detection, select
-from changeloop.model import ChangeRef, Evidence, Execution, Provider, Repository
+from changeloop.model import Evidence, Execution, Provider, Repository
+from changeloop.workspace.changeref import ChangeRef
 
 if TYPE_CHECKING:  # the readers are imported when a repository is walked (prove rarely does)
-    from changeloop.detect.manifests import Unreadable
+    from changeloop.project.manifests import Unreadable
 
 __all__ = ["ChangeContext", "Detection", "derived_for", "detect_repository", "load_context"]
 
@@ -128,7 +129,7 @@ def load_context(
 
         detect = derivation_possible(evidence, execution, repos)
     if detect:
-        from changeloop.detect.manifests import Unreadable
+        from changeloop.project.manifests import Unreadable
     for name, repo in repos.items() if detect else ():
         skipped = Unreadable()
         detections[name] = detect_repository(
@@ -156,9 +157,9 @@ def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
 
 def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
     """Derived providers with their evidence, given the services execution.yaml declares."""
-    from changeloop import quality
     from changeloop.detect.derive import attach_services, derive_explained
+    from changeloop.detect.quality_lanes import prefer_quality_lanes
 
     found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
-    found = quality.prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes
+    found = prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes
     return attach_services(found, ctx.execution, ctx.repositories)

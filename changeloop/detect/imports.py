@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from changeloop.detect.manifests import read_ini, read_toml
-from changeloop.detect.packages import project_packages
-from changeloop.environment import resolve_argv
+from changeloop.fingerprints.environment import resolve_argv
+from changeloop.project.manifests import read_ini, read_toml
+from changeloop.project.packages import project_packages
 from changeloop.providers.pytest_injection import inside, pytest_position
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from changeloop.detect.manifests import Unreadable, head, read_json, walk_files
 from changeloop.detect.types import Detection
+from changeloop.project.manifests import Unreadable, head, read_json, walk_files
 
 # adapter -> (npm package, test type, binary in node_modules/.bin)
 TOOLS: dict[str, tuple[str, str, str]] = {

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from changeloop.model import ChangeRef, Evidence, Execution, Repository
+from changeloop.model import Evidence, Execution, Repository
+from changeloop.workspace.changeref import ChangeRef
 
 
 def load(root: Path, change: ChangeRef) -> tuple[Evidence, Execution | None]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from changeloop.detect.manifests import MAX_BYTES, dig, read_ini, read_toml
+from changeloop.project.manifests import MAX_BYTES, dig, read_ini, read_toml
 
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
 _MAKE_TARGET = re.compile(r"^(?P<targets>[A-Za-z0-9_.\-/ ]+?)\s*::?(?!=)(?P<deps>.*)$")

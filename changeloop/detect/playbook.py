@@ -10,8 +10,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from changeloop.detect.manifests import read_toml
 from changeloop.model import Repository
+from changeloop.project.manifests import read_toml
 
 ESLINT = "npm i -D eslint && npm pkg set scripts.lint='eslint .'"
 
@@ -104,7 +104,7 @@ def change_dir(root: Path, change_path: Path) -> str:
 
 def _npm_test_script(repo: Repository) -> str | None:
     """package.json's own `test` script, unless it is npm's placeholder."""
-    from changeloop.detect.manifests import read_json
+    from changeloop.project.manifests import read_json
 
     package = read_json(repo.path / "package.json")
     scripts = package.get("scripts") if isinstance(package, dict) else None

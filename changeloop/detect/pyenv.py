@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.detect.imports import interpreter_of, pytest_pythonpath, trusted_interpreter
-from changeloop.detect.manifests import dig, read_toml, requirement
-from changeloop.detect.packages import project_packages
 from changeloop.detect.python import venv_version
-from changeloop.environment import DERIVED_PYTHON, venv_python
+from changeloop.fingerprints.environment import DERIVED_PYTHON, venv_python
+from changeloop.project.manifests import dig, read_toml, requirement
+from changeloop.project.packages import project_packages
 from changeloop.providers.pytest_injection import pytest_position
 
 TIMEOUT_S = 30

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.detect import maintainers
-from changeloop.detect.manifests import (
+from changeloop.detect.types import Detection
+from changeloop.project.manifests import (
     Unreadable,
     dig,
     head,
@@ -29,7 +30,6 @@ from changeloop.detect.manifests import (
     requirement_lines,
     walk_files,
 )
-from changeloop.detect.types import Detection
 
 VENV_DIRS = (".venv", "venv", "env", ".env")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from changeloop.detect import scripts
-from changeloop.detect.manifests import dig, read_toml
 from changeloop.detect.types import Detection
-from changeloop.environment import DERIVED_PYTHON
+from changeloop.fingerprints.environment import DERIVED_PYTHON
+from changeloop.project.manifests import dig, read_toml
 
 
 def test_command(det: Detection, repo: Path, report: str) -> tuple[tuple[str, ...], str | None]:
@@ -23,7 +23,7 @@ def test_command(det: Detection, repo: Path, report: str) -> tuple[tuple[str, ..
         return (DERIVED_PYTHON, "-m", "unittest", *det.args, "-v"), None
     if det.adapter == "pytest":
         # `python` is resolved when the provider runs (the repository's .venv if it
-        # has one then), never frozen here (changeloop/environment.py).
+        # has one then), never frozen here (changeloop/fingerprints/environment.py).
         return (DERIVED_PYTHON, "-m", "pytest", f"--junitxml={report}.xml"), f"{report}.xml"
     if det.adapter == "vitest":
         return (

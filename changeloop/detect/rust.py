@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from changeloop.detect.manifests import dig, read_toml
 from changeloop.detect.types import Detection
+from changeloop.project.manifests import dig, read_toml
 
 
 def workspace_members(repo: Path) -> list[str] | None:

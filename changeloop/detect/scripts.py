@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from changeloop.detect.manifests import read_json
+from changeloop.project.manifests import read_json
 
 MAX_DEPTH = 6
 _BUILDISH = re.compile(r"build|compile|generate|bundle|prepare|codegen", re.IGNORECASE)

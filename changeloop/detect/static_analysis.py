@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from changeloop.detect.derived_names import provider_name
-from changeloop.detect.manifests import dig, read_ini, read_json, read_toml
-from changeloop.environment import DERIVED_PYTHON
+from changeloop.fingerprints.environment import DERIVED_PYTHON
 from changeloop.model import Confidence, Provider
+from changeloop.project.manifests import dig, read_ini, read_json, read_toml
 
 # The files :func:`linters` and :func:`clippy` read, at a repository's top level: what a
 # derived static-analysis provider depends on (keep the three together).

@@ -1,6 +1,6 @@
 """Executors: who runs a provider's ``Job`` (DESIGN.md §9, §10).
 
-``local`` (this machine, ``changeloop.run.job.LocalExecutor``) is the default;
+``local`` (this machine, ``changeloop.executors.job.LocalExecutor``) is the default;
 ``dask`` runs jobs on a Dask cluster and needs ``pip install 'changeloop[dask]'``.
 Nothing from Dask is imported unless ``--executor dask`` asks for it.
 """
@@ -12,9 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from changeloop.errors import ChangeloopError, Problem
+from changeloop.executors.job import Executor
+from changeloop.executors.local import LocalExecutor
 from changeloop.model import Plan
-from changeloop.run.job import Executor, LocalExecutor
-from changeloop.run.records import ProveOptions
+from changeloop.records import ProveOptions
 
 SCHEDULER_ENV = "CHANGELOOP_DASK_SCHEDULER"
 

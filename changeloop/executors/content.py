@@ -4,7 +4,7 @@ The coordinator packs a repository's tracked plus untracked-not-ignored files
 (tracked only for ``--sandbox worktree``) into a tar archive, once per
 content tree; a worker unpacks it into a cache keyed by the tree id, copies a
 private sandbox from there, and recomputes the git tree of what it holds
-(``openspec/`` left out, as ``changeloop.identity`` does) before any command
+(``openspec/`` left out, as ``changeloop.git.identity`` does) before any command
 runs. Only plain ``git`` and the standard library are needed on a worker.
 """
 
@@ -19,7 +19,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from changeloop.identity import OPENSPEC, git
+from changeloop.git.identity import OPENSPEC
+from changeloop.git.repo import git
 
 GIT_QUIET = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
 

@@ -28,11 +28,11 @@ from distributed.client import _wait
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import content, worker
 from changeloop.executors.dask_results import failed_result, job_result
+from changeloop.executors.job import Job, JobResult
 from changeloop.executors.shipping import executables, pack_repository, shipped_repositories
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan, SandboxMode
-from changeloop.run.job import Job, JobResult
 
 CONNECT_TIMEOUT_S = 5
 ASK_TIMEOUT_S = 60

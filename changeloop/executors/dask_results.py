@@ -14,8 +14,9 @@ import tarfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from changeloop.executors.job import Job, JobResult
+from changeloop.executors.local import collected_files, fresh_report, read_report, whole_bytes
 from changeloop.executors.wire import Failure, WireResult
-from changeloop.run.job import Job, JobResult, _collected, _fresh_report, _read_report, _whole
 
 
 def job_result(job: Job, answer: WireResult, started: datetime) -> JobResult:
@@ -23,12 +24,12 @@ def job_result(job: Job, answer: WireResult, started: datetime) -> JobResult:
     if answer.failure is not None:
         return failed_result(job, started, answer.failure, [answer.worker])
     log_dir = Path(job.log_dir)
-    report = _fresh_report(job)  # a stale local report must not speak for this run
+    report = fresh_report(job)  # a stale local report must not speak for this run
     _unpack(answer.logs, log_dir)
     _unpack(answer.outputs, Path(job.sandbox.path))
-    data, error = _read_report(job, report, log_dir, job.secrets(os.environ))
+    data, error = read_report(job, report, log_dir, job.secrets(os.environ))
     log_path, stdout_path = log_dir / answer.log_name, log_dir / answer.stdout_name
-    whole = (_whole(stdout_path), _whole(log_path)) if job.output else (None, None)
+    whole = (whole_bytes(stdout_path), whole_bytes(log_path)) if job.output else (None, None)
     return JobResult(
         argv=job.argv,
         exit_code=answer.exit_code,
@@ -47,7 +48,7 @@ def job_result(job: Job, answer: WireResult, started: datetime) -> JobResult:
         leftovers=answer.leftovers,
         report=data,
         report_error=error,
-        files=_collected(job),
+        files=collected_files(job),
         stdout=whole[0],
         log=whole[1],
         worker=answer.worker,

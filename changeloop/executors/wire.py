@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from changeloop.executors.job import Job
 from changeloop.model import Service
-from changeloop.run.job import Job
 
 Failure = tuple[str, str, str]  # (status, finding kind, message)
 

@@ -5,7 +5,7 @@ Only plain functions and frozen records travel: the coordinator submits
 sandbox for the run and repository from its content cache (keyed by tree
 id), checks its tree, runs the repository's ``setup`` once, reads ``envFrom``
 values from its *own* environment (secrets never cross the wire), runs the
-command as a process group (``changeloop.processes``) and sends back the
+command as a process group (``changeloop.process.run``) and sends back the
 process record, its log files and the files the command wrote in the sandbox.
 Paths the coordinator put in the command (its sandbox, its log directory) are
 re-pointed at the worker's own. A cancelled job (:func:`cancel`) ends its
@@ -33,6 +33,7 @@ from typing import Any, cast
 
 import anyio
 
+from changeloop.executors.local import fresh_report
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
 from changeloop.executors.worker_files import pack_dir, relative, repoint_back, swap
 from changeloop.executors.worker_sandboxes import (
@@ -44,9 +45,8 @@ from changeloop.executors.worker_sandboxes import (
     setup_done,
 )
 from changeloop.model import Plan, Service
-from changeloop.processes import ProcessResult, run_process
-from changeloop.providers.base import Finding
-from changeloop.run.job import _fresh_report
+from changeloop.outcome import Finding
+from changeloop.process.run import ProcessResult, run_process
 
 _cancelled: set[str] = set()
 
@@ -86,14 +86,14 @@ def cleanup(session: str, dask_worker: Any = None) -> None:
 
 
 def executable_identity(argv0: str) -> str:
-    """The environment part of ``argv0`` on this worker (``changeloop.environment.part``).
+    """The environment part of ``argv0`` on this worker (``fingerprints.environment.part``).
 
     The sha256 of the resolved executable's bytes, a shebang's interpreter, a
     Python's version and installed distributions — as canonical JSON, so the
     coordinator compares workers' answers byte for byte.
     """
-    from changeloop.environment import part
-    from changeloop.jcs import canonicalize
+    from changeloop.fingerprints.environment import part
+    from changeloop.signing.jcs import canonicalize
 
     return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
 
@@ -156,7 +156,7 @@ def run_job(wire: WireJob) -> WireResult:
     swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
     argv = [swap(a, swaps) for a in job.argv]
     env = {k: swap(v, swaps) for k, v in job.environment(os.environ).items()}
-    _fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
+    fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
     started, clock = datetime.now(UTC), time.time()
     workdirs = {name: box.path for name, box in boxes.items()}
     result = anyio.run(_cancellable, wire, argv, workdirs, env, jobdir)

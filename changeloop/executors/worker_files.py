@@ -16,7 +16,7 @@ import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from changeloop.run.job import Job
+from changeloop.executors.job import Job
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
 SKIP_DIRS = frozenset({".git", "__pycache__"})

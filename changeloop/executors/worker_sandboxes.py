@@ -21,7 +21,7 @@ import anyio
 from changeloop.executors.content import tree_of, unpack
 from changeloop.executors.wire import Failure, WireJob, WireRepo
 from changeloop.executors.worker_files import Baseline, snapshot
-from changeloop.processes import ProcessResult, run_process
+from changeloop.process.run import ProcessResult, run_process
 
 SETUP_TIMEOUT_MS = 30 * 60 * 1000
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from changeloop.gitrepo import git
+from changeloop.git.repo import git
 
 __all__ = ["LIMIT", "changed_paths"]
 

@@ -20,15 +20,15 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from changeloop.dsse import VerificationError, loads_strict, parse_envelope
 from changeloop.gate.changed import changed_paths
 from changeloop.gate.freshness import committed_expiry, workspace_expiry
 from changeloop.gate.records import Kept, ReadEnvelope, SetAside
 from changeloop.gate.trust import SIGN_OFF_ADAPTERS, Scope
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan, Provider
+from changeloop.signing.dsse import VerificationError, loads_strict, parse_envelope
+from changeloop.signing.verify import Expectation, Trusted, verify_envelope
 from changeloop.verdict import ReceiptView
-from changeloop.verify import Expectation, Trusted, verify_envelope
 
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
@@ -63,7 +63,7 @@ class Trees:
 
 def current_wiring(plan: Plan, provider: Provider) -> str:
     """The wiring digest this checkout's plan gives ``provider`` (DESIGN.md §2.6)."""
-    from changeloop.wiring import wiring_digest
+    from changeloop.fingerprints.wiring import wiring_digest
 
     return wiring_digest(plan, provider)
 

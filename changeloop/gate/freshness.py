@@ -22,7 +22,7 @@ from typing import Any
 
 from changeloop.model import Plan, Provider
 from changeloop.providers.external_judge import check_failed, no_valid_receipt
-from changeloop.verify import age_problem
+from changeloop.signing.verify import age_problem
 
 __all__ = ["committed_expiry", "workspace_expiry"]
 

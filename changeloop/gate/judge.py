@@ -27,8 +27,8 @@ from changeloop.gate.records import (
     SetAside,
 )
 from changeloop.model import Claim, Plan
+from changeloop.signing.verify import parse_time
 from changeloop.verdict import ClaimVerdict, ReceiptView, Verdict, decide
-from changeloop.verify import parse_time
 
 
 def judge(plan: Plan, reading: Reading) -> GateResult:

@@ -22,13 +22,13 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.dsse import VerificationError, read_envelope
 from changeloop.gate.check import Trees, check, unauthenticated_hint
 from changeloop.gate.files import committed_files, local_files, uri
 from changeloop.gate.records import Kept, ReadEnvelope, Reading, SetAside, Source
 from changeloop.gate.trust import Scope, committed_scope, external_keys, workspace_public_key
 from changeloop.model import Plan
-from changeloop.verify import Trusted
+from changeloop.signing.dsse import VerificationError, read_envelope
+from changeloop.signing.verify import Trusted
 
 
 def read_receipts(

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from changeloop.model import Plan
+from changeloop.signing.verify import Verified
 from changeloop.verdict import ReceiptView, Verdict
-from changeloop.verify import Verified
 
 ReasonCode = Literal[
     "no-receipt", "stale-content", "stale-wiring", "failed", "inconclusive", "unverified"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop.keys import keyid, load_private_key, load_public_key
 from changeloop.model import Plan, Provider
-from changeloop.verify import Trusted, Verified
+from changeloop.signing.keys import keyid, load_private_key, load_public_key
+from changeloop.signing.verify import Trusted, Verified
 
 # Sign-offs (`receipt sign`) carry no wiring: they bind content, capability and claims.
 SIGN_OFF_ADAPTERS = frozenset({"signed", "receipt-sign"})

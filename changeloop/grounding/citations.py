@@ -3,9 +3,10 @@
 Example (an adapter's ``prepare`` and ``read``)::
 
     env = configure(ctx.run_dir, repo, workdir, provider.entry_points, injected.env)
-    job = replace(ctx.job(...), collect=(FOLDER,), context=crediting_context(ctx))
+    context = crediting_context(ctx.plan, ctx.provider)
+    job = replace(ctx.job(...), collect=(FOLDER,), context=context)
     ... the executor runs pytest with ``env`` ...
-    marks, findings = claim_marks(job, report, status)   # the §11 crediting rule, pure
+    marks, findings = claim_marks(job, report, status)   # the crediting rule, pure
     traced = records_of(result.files)    # the engine: nodeid -> {claims, grounding, functions}
     remember(plan.root, plan.change.id, repo, traced)    # the sink, for mutation and --dry-run
 
@@ -21,18 +22,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from changeloop.executors.job import Job
 from changeloop.grounding.entrypoints import resolve
-from changeloop.model import Archetype, ClaimMark, Status
-from changeloop.providers.base import Finding, RunContext
-from changeloop.providers.reports.model import ReportResult
-from changeloop.run.job import Job
-from changeloop.state import StateDir
+from changeloop.model import Archetype, ClaimMark, Plan, Provider, Status
+from changeloop.outcome import Finding
+from changeloop.runner_reports.model import ReportResult
 from changeloop.verdict import (
     citation_credits,
     listing_blocked,
     listing_message,
     uncredited_message,
 )
+from changeloop.workspace.state import StateDir
 
 GROUNDING_ENV = "CHANGELOOP_GROUNDING"  # the same name as in the pytest plugin
 CONFIG_FILE = "config.json"
@@ -157,13 +158,13 @@ def receipt_citations(report: ReportResult | None) -> dict[str, tuple[dict[str, 
     return {claim: tuple(entries) for claim, entries in sorted(out.items())}
 
 
-def crediting_context(ctx: RunContext) -> dict[str, Any]:
+def crediting_context(plan: Plan, provider: Provider) -> dict[str, Any]:
     """What :func:`claim_marks` needs of the plan, as JSON-able data for ``Job.context``."""
-    claims = ctx.plan.evidence.claims
+    claims = plan.evidence.claims
     return {
         "archetypes": {cid: claim.archetype for cid, claim in sorted(claims.items())},
         "listingBlocked": sorted(
-            cid for cid, claim in claims.items() if listing_blocked(ctx.plan, claim, ctx.provider)
+            cid for cid, claim in claims.items() if listing_blocked(plan, claim, provider)
         ),
     }
 

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from changeloop.executors.job import JobResult
 from changeloop.model import ClaimMark, Provider, Status
 from changeloop.mutation.mutants import Mutant
-from changeloop.providers.base import Finding, Observer, Outcome
-from changeloop.run.job import JobResult
+from changeloop.outcome import Finding, Observer, Outcome
 
 ADAPTER = "mutation"  # the adapter's NAME (providers/mutation.py)
 MAX_SURVIVORS_SHOWN = 20

@@ -28,12 +28,11 @@ parts are :mod:`~changeloop.nochange.signed` (reading and verifying the record),
 from changeloop.nochange.answer import Answer, answer
 from changeloop.nochange.key import config_digests, option_key, record_path
 from changeloop.nochange.miss import EXPLAIN
-from changeloop.nochange.record import Observed, eligible_options, remember
+from changeloop.nochange.record import eligible_options, remember
 
 __all__ = [
     "EXPLAIN",
     "Answer",
-    "Observed",
     "answer",
     "config_digests",
     "eligible_options",

@@ -89,7 +89,7 @@ def _answer(  # noqa: PLR0917 (one caller)
     seen: dict[str, str],
     known: dict[str, KnownInputs],
 ) -> Answer | None:
-    from changeloop.state import STATE, StateDir
+    from changeloop.workspace.state import STATE, StateDir
 
     # The content identities (git, ~55 ms for 20,000 files, waiting on processes) run on
     # threads of their own while everything else is checked. The workspace root's starts
@@ -140,7 +140,7 @@ def _decide(  # noqa: PLR0917 (one caller)
     comes first either way (an edited input is the usual miss), and its trees are handed
     on to the full path (``seen``) whatever missed.
     """
-    from changeloop.state import ensure_gitignored, new_run_id
+    from changeloop.workspace.state import ensure_gitignored, new_run_id
 
     if doc["key"] != base:
         content.hand_on(seen)
@@ -191,7 +191,7 @@ def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, 
 
 def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
     """envFrom values, free service ports, cache entries and environment parts as recorded."""
-    from changeloop import environment
+    from changeloop.fingerprints import environment
 
     names = list(doc["envFrom"])
     if env_from(names, secret_key(seed), os.environ) != doc["envFrom"]:
@@ -239,8 +239,8 @@ def _prepared(doc: Mapping[str, Any], run_id: str) -> Answer:
     The printed answer goes through a masker of this run's ``envFrom`` values, as
     the full path's does (the run id is new text).
     """
-    from changeloop import runlog  # noqa: F401 (imported now, used once the content holds)
     from changeloop.masking import Masker
+    from changeloop.run import runlog  # noqa: F401 (imported now, used once the content holds)
 
     recorded = doc["answer"]
     placeholder = recorded["placeholder"]

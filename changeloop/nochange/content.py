@@ -82,7 +82,7 @@ class Content:
         """Wait; the trees computed, for the full path to start from (a miss). A tree equal
         to the recorded one was not written (``content_tree(expected=)``); it is handed on
         only when its object is still in the repository (``git gc`` may have pruned it)."""
-        from changeloop.identity import git
+        from changeloop.git.repo import git
 
         self.wait()
         for path, tree in self._trees.items():
@@ -105,7 +105,7 @@ def _same_content(
     name: str, repo: Mapping[str, Any], untracked: bool, seen: dict[str, str]
 ) -> None:
     """The repository's content identity (into ``seen``), and no link in it leaving it."""
-    from changeloop.identity import content_tree
+    from changeloop.git.identity import content_tree
 
     path = Path(repo["path"])
     tree = content_tree(path, include_untracked=untracked, expected=repo["tree"])
@@ -117,6 +117,6 @@ def _same_content(
 
 
 def _links_leave(path: Path, links: Sequence[str]) -> bool:
-    from changeloop.fingerprint import external_symlinks
+    from changeloop.fingerprints.fingerprint import external_symlinks
 
     return bool(external_symlinks(path, links))

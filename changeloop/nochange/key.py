@@ -117,7 +117,7 @@ def env_from(names: Sequence[str], secret: bytes, environ: Mapping[str, str]) ->
 
 
 def part_digest(part: Mapping[str, Any]) -> str:
-    from changeloop.jcs import canonicalize
+    from changeloop.signing.jcs import canonicalize
 
     return hashlib.sha256(canonicalize(dict(part))).hexdigest()
 

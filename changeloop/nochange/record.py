@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
@@ -28,26 +28,11 @@ from changeloop.nochange.key import (
     seed,
     stat_of,
 )
+from changeloop.records import Observed
 
 if TYPE_CHECKING:
-    from changeloop.engine import ProveResult
     from changeloop.model import Plan
-    from changeloop.run.records import ProveOptions
-
-
-class Observed(NamedTuple):
-    """What a full run read from outside the plan, handed from the engine to :func:`remember`."""
-
-    trees: Mapping[str, str]  # repository -> content tree the receipts name
-    environments: Mapping[str, tuple[tuple[str, ...] | None, Path, Mapping[str, Any]]]
-    fingerprints: Mapping[str, str]
-    symlinks: Mapping[str, Sequence[str]]  # repository -> links in its content
-    key: Any  # the workspace key that signed the run (None with --sign-key)
-    state: Path
-    # repository -> globs key -> inputs digest over its tree (run.carried), and whether
-    # its content holds a submodule (then no digest is carried from the record)
-    inputs: Mapping[str, Mapping[str, str]] = {}
-    gitlinks: Mapping[str, bool] = {}
+    from changeloop.records import ProveOptions, ProveResult
 
 
 Render = Callable[["ProveResult"], tuple[dict[str, Any], str]]
@@ -91,8 +76,8 @@ def remember(
     if doc is None:
         _forget(target)
         return None
-    from changeloop.dsse import sign_envelope
-    from changeloop.jcs import canonicalize
+    from changeloop.signing.dsse import sign_envelope
+    from changeloop.signing.jcs import canonicalize
 
     envelope = sign_envelope(canonicalize(doc), PAYLOAD_TYPE, observed.key)
     if len(envelope) > RECORD_LIMIT:
@@ -146,7 +131,7 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
     render: Render,
 ) -> dict[str, Any] | None:
     """The record's document, or None when this run's answer is not one to repeat."""
-    from changeloop.cache import NEVER_CACHED, entry_path, load
+    from changeloop.caching.local import NEVER_CACHED, entry_path, load
 
     derivation = _derivation_files(plan)
     if derivation is None or set(observed.trees) != set(plan.repositories):
@@ -289,10 +274,9 @@ def _cached_form(
     """
     from dataclasses import replace
 
-    from changeloop.engine import ProveResult
+    from changeloop.outcome import TestCounts
     from changeloop.providers import registry
-    from changeloop.providers.base import TestCounts
-    from changeloop.run.records import ProviderReport, ReceiptEntry
+    from changeloop.records import ProveResult, ProviderReport, ReceiptEntry
     from changeloop.verdict import ReceiptView, decide
 
     run_dir = plan.root / ".changeloop" / "runs" / run_id

@@ -76,7 +76,7 @@ def verify_record(state: Path, raw: bytes, payload: bytes) -> bytes:
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from changeloop.dsse import pae, parse_envelope
+    from changeloop.signing.dsse import pae, parse_envelope
 
     seed = workspace_seed(state / "keys" / "local.key")
     if seed is None:

@@ -6,10 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from changeloop import graph
 from changeloop.errors import Problem
 from changeloop.model import Plan, Provider
 from changeloop.preflight.locate import Locator
+from changeloop.scheduling import graph
 
 
 def links(plan: Plan, at: Locator) -> Iterable[Problem]:

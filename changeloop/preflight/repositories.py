@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from changeloop.errors import Location, Problem
 from changeloop.model import Plan
 from changeloop.preflight.locate import Locator
-from changeloop.workspace import git_work_tree_refusal
+from changeloop.workspace.discovery import git_work_tree_refusal
 
 
 def repositories(plan: Plan, at: Locator) -> Iterable[Problem]:

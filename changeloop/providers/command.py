@@ -14,20 +14,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from changeloop.environment import resolve_argv
 from changeloop.errors import Problem
+from changeloop.executors.job import Job, JobResult
+from changeloop.fingerprints.environment import resolve_argv
 from changeloop.model import Plan, Provider
-from changeloop.processes import ProcessResult
+from changeloop.outcome import Finding, Observer, Outcome
+from changeloop.process.run import ProcessResult
 from changeloop.providers.base import (
-    Finding,
-    Observer,
-    Outcome,
     RunContext,
     missing_command,
     own_repository,
     read_own_workspace,
 )
-from changeloop.run.job import Job, JobResult
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -66,7 +64,7 @@ def prepare(ctx: RunContext) -> Job:
     provider = ctx.provider
     assert provider.command is not None and provider.repository is not None
     workdir = ctx.workdirs[provider.repository]
-    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    # derived `python` is the repository's venv when it runs (fingerprints/environment.py)
     argv = resolve_argv(provider.command, ctx.sources.get(provider.repository, workdir), ctx.env)
     return ctx.job(argv, repo=provider.repository, env=ctx.env, log_name=provider.name)
 

@@ -19,7 +19,8 @@ from typing import Any
 from changeloop.errors import FileRefused, Problem
 from changeloop.fsio import MIB, read_regular
 from changeloop.model import Plan, Provider
-from changeloop.providers.base import Finding, Observer, Outcome, RunContext, escape_reason
+from changeloop.outcome import Finding, Observer, Outcome
+from changeloop.providers.base import RunContext, escape_reason
 
 NAME = "contract-digest"
 DEFAULT_CAPABILITY = "cross-repo-contract"

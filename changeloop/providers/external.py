@@ -4,7 +4,7 @@ It executes nothing. It reads DSSE envelopes from the *workspace* (never a
 sandbox): ``openspec/changes/<id>/receipts/*.json`` — plain files, so they are
 committed and archived with the change — or the provider's ``receipts:`` path
 (relative to the workspace root; a file or a directory). Each envelope goes
-through the whole verification order (``changeloop.verify``) against the keys
+through the whole verification order (``changeloop.signing.verify``) against the keys
 the provider names (``ci: {issuer, publicKey}`` / ``authority: {name,
 publicKey}``), bound to this change, the current content identity of every
 repository of the provider, the provider's ``claims`` and the issuer.
@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import Problem
-from changeloop.keys import KeyRefused, load_public_key
 from changeloop.model import Plan, Provider
-from changeloop.providers.base import Outcome, RunContext
+from changeloop.outcome import Outcome
+from changeloop.providers.base import RunContext
 from changeloop.providers.external_check import ADAPTER, bound_repositories, check_file
 from changeloop.providers.external_judge import display, fail, judge
-from changeloop.verify import Trusted
+from changeloop.signing.keys import KeyRefused, load_public_key
+from changeloop.signing.verify import Trusted
 
 NAME = ADAPTER
 DEFAULT_CAPABILITY = "review"

@@ -24,14 +24,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from changeloop.dsse import VerificationError, parse_envelope, read_envelope, verify_signatures
 from changeloop.errors import ChangeloopError
+from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.model import Plan, Provider
 from changeloop.providers.base import RunContext
-from changeloop.receipts import EXTENSION_SCHEMA as RECEIPT_SCHEMA
-from changeloop.receipts import SIGNED_ADAPTER
-from changeloop.verify import Expectation, Trusted, Verified, verify_envelope
-from changeloop.wiring import wiring_digest
+from changeloop.signing.dsse import (
+    VerificationError,
+    parse_envelope,
+    read_envelope,
+    verify_signatures,
+)
+from changeloop.signing.statement import EXTENSION_SCHEMA as RECEIPT_SCHEMA
+from changeloop.signing.statement import SIGNED_ADAPTER
+from changeloop.signing.verify import Expectation, Trusted, Verified, verify_envelope
 
 ADAPTER = "external"
 Kind = Literal["broken", "ignored", "invalid", "valid"]
@@ -193,7 +198,7 @@ def _verifies(data: bytes, keys: list[Trusted]) -> bool:
 
 def _trees(ctx: RunContext, repos: Sequence[str]) -> dict[str, str]:
     """Current content of repositories beyond this provider's own (an accepted provider's)."""
-    from changeloop.identity import content_identity
+    from changeloop.git.identity import content_identity
 
     out: dict[str, str] = {}
     for repo in repos:

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from changeloop.model import ClaimMark, Provider, Status
-from changeloop.providers.base import Finding, Observer, Outcome
+from changeloop.outcome import Finding, Observer, Outcome
 from changeloop.providers.external_check import ADAPTER, Judged
-from changeloop.verify import Verified
+from changeloop.signing.verify import Verified
 
 
 def judge(provider: Provider, root: Path, judged: Sequence[Judged]) -> list[Outcome]:

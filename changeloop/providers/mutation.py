@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from changeloop.detect.packages import project_packages
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
 from changeloop.model import Plan, Provider
@@ -53,7 +52,9 @@ from changeloop.mutation.judge import (
 )
 from changeloop.mutation.sandbox import make_copy, mutated
 from changeloop.mutation.select import claim_mutants, compiles, plan_for_claim
-from changeloop.providers.base import Outcome, RunContext, missing_command, own_repository
+from changeloop.outcome import Outcome
+from changeloop.project.packages import project_packages
+from changeloop.providers.base import RunContext, missing_command, own_repository
 from changeloop.providers.pytest_injection import inject
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
@@ -117,7 +118,7 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 def _seed(ctx: RunContext) -> str:
     """Deterministic per provider wiring and content (the fingerprint's stable parts)."""
-    from changeloop.wiring import wiring_digest
+    from changeloop.fingerprints.wiring import wiring_digest
 
     trees = sorted(f"{repo}={ident.tree}" for repo, ident in ctx.identities.items())
     text = "\n".join([wiring_digest(ctx.plan, ctx.provider), *trees])

@@ -15,7 +15,7 @@ make the next receipts ``dirty`` or re-run an unchanged provider. The
 fingerprint keeps the command without that per-run path.
 
 Claims come from ``{type: "claim", description: "<id>"}`` annotations, read by
-:mod:`changeloop.providers.reports.playwright_json`. A passing run that leaves a
+:mod:`changeloop.runner_reports.playwright_json`. A passing run that leaves a
 claim the capability needs uncredited is ``inconclusive``: green is not evidence
 for a claim no test names (DESIGN.md §3, §7).
 
@@ -31,23 +31,16 @@ from dataclasses import replace
 from typing import Any
 
 from changeloop.errors import Problem
+from changeloop.executors.job import Job, JobResult
 from changeloop.model import Plan, Provider
-from changeloop.processes import ProcessResult
+from changeloop.outcome import Observer, Outcome
+from changeloop.process.run import ProcessResult
 from changeloop.providers import playwright_argv
-from changeloop.providers.base import (
-    Observer,
-    Outcome,
-    RunContext,
-    escapes,
-    inside,
-    missing_command,
-    own_repository,
-)
+from changeloop.providers.base import RunContext, escapes, inside, missing_command, own_repository
 from changeloop.providers.playwright_argv import OUTPUT_DIR, output_env, run_argv
 from changeloop.providers.playwright_judge import run_verdict, settle
-from changeloop.providers.reports import playwright_json
-from changeloop.providers.reports.model import ReportResult, unreadable
-from changeloop.run.job import Job, JobResult
+from changeloop.runner_reports import playwright_json
+from changeloop.runner_reports.model import ReportResult, unreadable
 
 NAME = "playwright"
 DEFAULT_CAPABILITY = "browser"

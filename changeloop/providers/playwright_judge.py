@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from changeloop.executors.job import JobResult
 from changeloop.model import ClaimMark, ClaimScope, Provider, Status
-from changeloop.processes import ProcessResult
-from changeloop.providers.base import Finding, Outcome, TestCounts
-from changeloop.providers.reports.model import ReportResult
-from changeloop.run.job import JobResult
+from changeloop.outcome import Finding, Outcome, TestCounts
+from changeloop.process.run import ProcessResult
+from changeloop.runner_reports.model import ReportResult
 
 
 @dataclass(frozen=True)

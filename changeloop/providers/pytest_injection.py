@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from changeloop.providers.base import Finding
+from changeloop.outcome import Finding
 
 PLUGIN = "changeloop_claims"
 # The plugin file itself (never imported here: it imports pytest, which changeloop

@@ -58,15 +58,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from changeloop.detect.packages import project_packages
-from changeloop.environment import expand_globs, resolve_argv
 from changeloop.errors import Problem
+from changeloop.executors.job import Job, JobResult
+from changeloop.fingerprints.environment import expand_globs, resolve_argv
 from changeloop.grounding import citations as grounding
 from changeloop.model import Plan, Provider
+from changeloop.outcome import Finding, Observer, Outcome
+from changeloop.project.packages import project_packages
 from changeloop.providers.base import (
-    Finding,
-    Observer,
-    Outcome,
     RunContext,
     escapes,
     inside,
@@ -75,15 +74,14 @@ from changeloop.providers.base import (
     read_own_workspace,
 )
 from changeloop.providers.pytest_injection import PLUGIN, inject
-from changeloop.providers.reports import FORMATS, canonical_format
-from changeloop.providers.reports.classify import classify
 from changeloop.providers.test_discovery_judge import (
     judge_discovery,
     judge_test,
     version_from_output,
 )
 from changeloop.providers.test_discovery_report import as_text, foreign_imports, names, report_of
-from changeloop.run.job import Job, JobResult
+from changeloop.runner_reports import FORMATS, canonical_format
+from changeloop.runner_reports.classify import classify
 
 NAME = "test-discovery"
 DEFAULT_CAPABILITY = "test"
@@ -161,7 +159,7 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     provider = ctx.provider
     repo = provider.repository or next(iter(ctx.workdirs))
     workdir = ctx.workdirs[repo]
-    # derived `python` is the repository's venv when it runs (changeloop/environment.py)
+    # derived `python` is the repository's venv when it runs (fingerprints/environment.py)
     argv = resolve_argv(provider.command or (), ctx.sources.get(repo, workdir), ctx.env)
     argv = expand_globs(argv, workdir)  # node --test dist-node/test/*.js, after the build
     if provider.report is not None and inside(workdir, provider.report) is None:
@@ -192,7 +190,7 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         "packages": dict(packages),
         "roots": [str(workdir), str(source)],
         "source": str(source),
-        **grounding.crediting_context(ctx),
+        **grounding.crediting_context(ctx.plan, ctx.provider),
     }
     return replace(
         job,

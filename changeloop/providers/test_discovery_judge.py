@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from changeloop.model import Status
-from changeloop.providers.reports.model import ReportResult
+from changeloop.runner_reports.model import ReportResult
 
 
 def judge_test(

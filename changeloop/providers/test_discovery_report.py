@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from changeloop.providers.base import Finding
+from changeloop.executors.job import Job, JobResult
+from changeloop.outcome import Finding
 from changeloop.providers.pytest_injection import outside_imports
-from changeloop.providers.reports import canonical_format, read_report
-from changeloop.providers.reports.model import ReportResult, unreadable
-from changeloop.providers.reports.sniff import sniff
-from changeloop.run.job import Job, JobResult
+from changeloop.runner_reports import canonical_format, read_report
+from changeloop.runner_reports.model import ReportResult, unreadable
+from changeloop.runner_reports.sniff import sniff
 
 MAX_NAMES = 200
 

@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop.errors import StateRefused
 from changeloop.model import Plan
-from changeloop.receipts import write_atomic
 from changeloop.report.model import Report
-from changeloop.state import check_state, ensure_gitignored
+from changeloop.signing.statement import write_atomic
+from changeloop.workspace.state import check_state, ensure_gitignored
 
 if TYPE_CHECKING:
     from changeloop.trust import Trust

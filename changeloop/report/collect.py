@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from changeloop import __version__, gate, runlog
+from changeloop import __version__, gate
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan
 from changeloop.report.findings import findings_of
 from changeloop.report.links import Links
@@ -32,6 +32,7 @@ from changeloop.report.model import RepoIdentity, Report, RequireRow
 from changeloop.report.providers import provider_rows
 from changeloop.report.refs import refs_of, worst_statuses
 from changeloop.report.runs import find_run, run_envelopes, timeline_of
+from changeloop.run import runlog
 
 if TYPE_CHECKING:
     from changeloop.trust import Trust

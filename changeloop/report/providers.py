@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from changeloop import gate, runlog
+from changeloop import gate
 from changeloop.model import Plan
 from changeloop.report.links import Links
 from changeloop.report.model import Counts, ProviderRow
 from changeloop.report.refs import STATUS_RANK, Refs, issuer
-from changeloop.state import StateDir
+from changeloop.run import runlog
+from changeloop.workspace.state import StateDir
 
 
 def provider_rows(

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from changeloop.dsse import VerificationError, read_envelope
 from changeloop.gate import GateResult
 from changeloop.report.model import ReceiptRef
+from changeloop.signing.dsse import VerificationError, read_envelope
 
 STATUS_RANK = {"pass": 0, "inconclusive": 1, "fail": 2}
 

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from changeloop import runlog
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.model import Plan
 from changeloop.report import timeline as gantt
 from changeloop.report.model import Bar, Timeline
-from changeloop.state import StateDir
-from changeloop.verify import parse_time
+from changeloop.run import runlog
+from changeloop.signing.verify import parse_time
+from changeloop.workspace.state import StateDir
 
 
 def find_run(plan: Plan, run_id: str | None) -> Path | None:

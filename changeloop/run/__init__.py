@@ -13,5 +13,5 @@
 - :mod:`.recording`    ``RecordingExecutor``: what a provider's jobs left for its receipt
 - :mod:`.provider_services` a provider's services: their sandboxes, workdirs, leftover ports
 
-``changeloop.engine`` drives them; none writes into another's state.
+``changeloop.run.engine`` drives them; none writes into another's state.
 """

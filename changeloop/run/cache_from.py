@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from changeloop import shared_cache
+from changeloop.caching import shared as shared_cache
 from changeloop.model import ContentIdentity, Plan, Provider
 from changeloop.run.fingerprinter import Fingerprinter
 

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from changeloop import cache
-from changeloop.dsse import parse_envelope, verify_signatures
+from changeloop.caching import local as cache
 from changeloop.errors import ChangeloopError
-from changeloop.providers.base import Outcome, TestCounts
+from changeloop.outcome import Outcome, TestCounts
+from changeloop.signing.dsse import parse_envelope, verify_signatures
 
 __all__ = ["Parsed", "cached_outcome", "same_bytes", "verified_passes"]
 

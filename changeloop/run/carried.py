@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from changeloop.fingerprint import InputsIndex, literal_dirs, matching, subtree_entries
-from changeloop.identity import git
+from changeloop.fingerprints.fingerprint import InputsIndex, literal_dirs, matching, subtree_entries
+from changeloop.git.repo import git
 
 __all__ = ["Carried", "KnownInputs", "globs_key"]
 

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from changeloop import environment
-from changeloop import fingerprint as fingerprints
+from changeloop.fingerprints import environment
+from changeloop.fingerprints import fingerprint as fingerprints
+from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.model import ContentIdentity, Plan, Provider
 from changeloop.providers import registry
 from changeloop.run.carried import Carried, KnownInputs, globs_key
-from changeloop.wiring import wiring_digest
 
 SCHEMA_VERSION = fingerprints.SCHEMA_VERSION
 
@@ -134,7 +134,7 @@ class Fingerprinter:
         return self._carried[repo]
 
     def wiring(self, provider: Provider) -> str:
-        """The provider's wiring digest (changeloop.wiring), computed once per run."""
+        """The provider's wiring digest (changeloop.fingerprints.wiring), computed once per run."""
         if self._plan.providers.get(provider.name) is not provider:
             return wiring_digest(self._plan, provider)  # e.g. a repository's setup pseudo-provider
         if provider.name not in self._wirings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from changeloop.cache import NEVER_CACHED, entry_path
+from changeloop.caching.local import NEVER_CACHED, entry_path
 from changeloop.errors import ChangeloopError
 from changeloop.model import Plan, Provider
 from changeloop.providers import registry

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from changeloop.run.job import Executor, Job, JobResult
+from changeloop.executors.job import Executor, Job, JobResult
 
 __all__ = ["RecordingExecutor"]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from changeloop.executors.job import Executor
 from changeloop.masking import Masker
 from changeloop.model import Plan
-from changeloop.run.job import Executor
-from changeloop.run.records import ProveOptions, ProviderReport
-from changeloop.runlog import RunLog
+from changeloop.records import ProveOptions, ProviderReport
+from changeloop.run.runlog import RunLog
 
 __all__ = ["new_runlog", "record_run", "slots"]
 

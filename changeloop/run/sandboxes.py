@@ -22,7 +22,7 @@ import anyio
 
 from changeloop import sandboxes
 from changeloop.errors import ChangeloopError
-from changeloop.identity import content_identity, identity_of_tree
+from changeloop.git.identity import content_identity, identity_of_tree
 from changeloop.model import ContentIdentity, Plan, SandboxMode
 from changeloop.sandboxes.none import InPlace
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from changeloop.executors.job import Executor, Job, SandboxSpec
 from changeloop.masking import env_from_names
 from changeloop.model import Plan, Provider, SandboxMode
-from changeloop.providers.base import Outcome
-from changeloop.run.job import Executor, Job, SandboxSpec
+from changeloop.outcome import Outcome
 from changeloop.run.sink import ReceiptSink, Timing
 
 SETUP_TIMEOUT_MS = 30 * 60 * 1000

@@ -25,26 +25,26 @@ from typing import Any
 
 import anyio
 
-from changeloop import cache
+from changeloop.caching import local as cache
 from changeloop.fsio import Pending
-from changeloop.jcs import canonicalize
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
+from changeloop.outcome import Finding, Outcome, mark_listed_claims
 from changeloop.providers import registry
-from changeloop.providers.base import Finding, Outcome, mark_listed_claims
-from changeloop.receipts import (
+from changeloop.records import ProviderReport, ReceiptEntry
+from changeloop.run.cache_reuse import cached_outcome, same_bytes, verified_passes
+from changeloop.run.commit import GroupCommit
+from changeloop.run.symlink_findings import with_symlink_findings
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.statement import (
     ReceiptFacts,
     build_statement,
     configuration_digests,
     seal,
     sha256_hex,
 )
-from changeloop.run.cache_reuse import cached_outcome, same_bytes, verified_passes
-from changeloop.run.commit import GroupCommit
-from changeloop.run.records import ProviderReport, ReceiptEntry
-from changeloop.run.symlink_findings import with_symlink_findings
-from changeloop.state import StateDir
 from changeloop.verdict import ReceiptView
+from changeloop.workspace.state import StateDir
 
 _CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
 

@@ -2,7 +2,7 @@
 
 ``compose`` builds them from the plan and the options: the signing key, the
 one masker, the ``Fingerprinter``, the ``ReceiptSink``, the run's log and, for
-``--cache-from``, the shared cache. ``changeloop.engine`` then drives them;
+``--cache-from``, the shared cache. ``changeloop.run.engine`` then drives them;
 none writes into another's state.
 """
 
@@ -13,20 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from changeloop.keys import load_private_key, workspace_key
+from changeloop.caching.shared import SharedCache
+from changeloop.executors.job import Executor
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
+from changeloop.records import EventSink, ProveOptions, RunEvent
 from changeloop.run.cache_from import open_cache_from
 from changeloop.run.carried import KnownInputs
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
-from changeloop.run.job import Executor
-from changeloop.run.records import EventSink, ProveOptions, RunEvent
 from changeloop.run.run_json import new_runlog, slots
+from changeloop.run.runlog import RunLog
 from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.sink import ReceiptSink
-from changeloop.runlog import RunLog
-from changeloop.shared_cache import SharedCache
-from changeloop.state import StateDir
+from changeloop.signing.keys import load_private_key, workspace_key
+from changeloop.workspace.state import StateDir
 
 __all__ = ["RunStages", "compose"]
 

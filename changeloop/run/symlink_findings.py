@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from changeloop.masking import Masker
 from changeloop.model import Plan
-from changeloop.providers.base import Finding, Outcome
+from changeloop.outcome import Finding, Outcome
 
 __all__ = ["MAX_SYMLINK_FINDINGS", "with_symlink_findings"]
 

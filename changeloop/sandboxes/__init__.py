@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from changeloop.identity import git
+from changeloop.git.repo import git
 from changeloop.model import Repository, SandboxMode
 from changeloop.sandboxes import copy, none, worktree
 from changeloop.sandboxes.base import Maker, Sandbox, owner_alive, remove_tree

@@ -25,17 +25,12 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from changeloop import submodules
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.identity import (
-    GitLayout,
-    git,
-    git_env,
-    identity_from_tree,
-    layout,
-    stage,
-    virtualenv_excludes,
-)
+from changeloop.git import submodules
+from changeloop.git.commit import with_config
+from changeloop.git.identity import identity_from_tree
+from changeloop.git.index import stage, virtualenv_excludes
+from changeloop.git.repo import GitLayout, git, git_env, layout
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes import own_repo
 from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
@@ -171,7 +166,7 @@ def stage_copy(path: Path, lay: GitLayout) -> tuple[str, dict[str, str]]:
     index = path / ".git" / "index"
     if not lay.prefix and lay.index.is_file():
         shutil.copy2(lay.index, index)
-    env = own_repo.with_config(
+    env = with_config(
         git_env(index, {"GIT_DIR": str(lay.git_dir), "GIT_WORK_TREE": str(path)}),
         {
             "core.checkStat": "minimal",

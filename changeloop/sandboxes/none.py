@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes.base import Sandbox
 

@@ -12,7 +12,7 @@ untracked files are absent. The identity is the same tree minus ``openspec/``,
 so it names exactly what was checked out; the checkout keeps ``openspec/``
 (providers may read it).
 
-Each initialized submodule is identified the same way (``changeloop.submodules``:
+Each initialized submodule is identified the same way (``changeloop.git.submodules``:
 its gitlink names its content) and checked out into its folder as a
 repository of its own; an uninitialized one stays an empty folder.
 
@@ -27,8 +27,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from changeloop import submodules
-from changeloop.identity import git, git_env, identity_from_tree, layout, seed_index, stage
+from changeloop.git import submodules
+from changeloop.git.commit import own_env, with_config
+from changeloop.git.identity import identity_from_tree
+from changeloop.git.index import seed_index, stage
+from changeloop.git.repo import git, git_env, layout
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes import own_repo
 from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
@@ -78,7 +81,7 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
 def _checkout_env(root: Path) -> dict[str, str]:
     """git checking out into the sandbox at ``root``: parallel, never into submodules itself."""
     settings = {"checkout.workers": str(os.cpu_count() or 1), "submodule.recurse": "false"}
-    return own_repo.with_config(own_repo.own_env(root), settings)
+    return with_config(own_env(root), settings)
 
 
 def _materialize(root: Path, prefix: str, subs: list[submodules.Submodule]) -> None:

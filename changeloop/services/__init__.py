@@ -41,13 +41,13 @@ import anyio
 import anyio.abc
 
 from changeloop.model import Plan, Service
-from changeloop.process_groups import claim_run, close_run, run_dir_of
-from changeloop.processes import SpawnError, start_process
-from changeloop.providers.base import Finding
-from changeloop.running_process import RunningProcess
+from changeloop.outcome import Finding
+from changeloop.process.groups import claim_run, close_run, run_dir_of
+from changeloop.process.run import SpawnError, start_process
+from changeloop.process.running import RunningProcess
+from changeloop.process.sweep import sweep
 from changeloop.services.ports import port_holder
 from changeloop.services.probe import ATTEMPT_S, Probe, expectation, probe_once
-from changeloop.sweep import sweep
 
 __all__ = ["ServiceManager"]
 

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from changeloop.errors import ChangeloopError, FileRefused, Problem
 from changeloop.fsio import KIB
-from changeloop.gitrepo import git
+from changeloop.git.repo import git
 from changeloop.model import Plan
 from changeloop.trust.records import ProviderTrust, of_provider
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 from changeloop.errors import ConfigError, FileRefused, Location, Problem
 from changeloop.fsio import KIB, MIB, read_regular
-from changeloop.keys import KeyRefused, load_public_key
 from changeloop.model import TrustedKey
+from changeloop.signing.keys import KeyRefused, load_public_key
 
 __all__ = ["Keyring", "load_keyring"]
 

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop.errors import Location
-from changeloop.keys import keyid, load_public_key
 from changeloop.model import Plan, Provider, TrustedKey, evolve
+from changeloop.signing.keys import keyid, load_public_key
 
 __all__ = ["ProviderTrust", "Source", "Trust", "TrustChanged"]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.errors import Location
-from changeloop.keys import load_public_key_file
 from changeloop.model import Plan, Provider, TrustedKey
+from changeloop.signing.keys import load_public_key_file
 from changeloop.trust.at_rev import AtRev, read_at_rev
 from changeloop.trust.keyring import Keyring, load_keyring
 from changeloop.trust.records import ProviderTrust, Source, Trust, TrustChanged, of_provider

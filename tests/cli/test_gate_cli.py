@@ -243,9 +243,9 @@ def test_receipt_without_wiring_digest_is_stale_wiring(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A prove receipt from before receipts carried `wiring` (re-signed here with the workspace key)."""
-    from changeloop.jcs import canonicalize
-    from changeloop.keys import workspace_key
-    from changeloop.receipts import seal
+    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.keys import workspace_key
+    from changeloop.signing.statement import seal
 
     root = workspace(tmp_path)
     assert prove(root, capsys) == 0

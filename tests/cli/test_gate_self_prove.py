@@ -11,7 +11,7 @@ import pytest
 from repo_paths import REPO_ROOT
 
 from changeloop.cli.main import main
-from changeloop.workspace import list_changes
+from changeloop.workspace.discovery import list_changes
 
 REPO = REPO_ROOT
 SCRIPT = REPO / "scripts" / "self-prove.sh"

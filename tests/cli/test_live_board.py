@@ -8,8 +8,9 @@ from pathlib import Path
 from rich.console import Console
 
 from changeloop.cli.live import LiveBoard
-from changeloop.model import ChangeRef, Evidence, Plan, Provider
-from changeloop.run.records import RunEvent
+from changeloop.model import Evidence, Plan, Provider
+from changeloop.records import RunEvent
+from changeloop.workspace.changeref import ChangeRef
 
 
 def _plan() -> Plan:

@@ -19,7 +19,7 @@ from stream_helpers import RecordingStream
 
 from changeloop.cli.board import FLUSH_S, Progress
 from changeloop.model import Plan
-from changeloop.run.records import RunEvent
+from changeloop.records import RunEvent
 
 
 class _Plan:

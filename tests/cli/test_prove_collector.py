@@ -27,7 +27,7 @@ def watch(stage, info):
         seen["all"] += 1
         seen[phase[0]] = seen.get(phase[0], 0) + (phase[0] == "plan")
 gc.callbacks.append(watch)
-import changeloop.cli.prove as verb
+import changeloop.cli.prove.command as verb
 load = verb.load_plan
 def marked(*args, **kwargs):
     phase[0] = "plan"

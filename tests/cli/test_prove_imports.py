@@ -19,7 +19,7 @@ NOT_NEEDED = (
     "jsonschema",
     "tomllib",
     "configparser",
-    "changeloop.detect.manifests",
+    "changeloop.project.manifests",
     "changeloop.detect.javascript",
     "changeloop.detect.python",
     "changeloop.detect.runner_commands",
@@ -56,10 +56,10 @@ def test_a_prove_that_derives_nothing_imports_no_reader_it_does_not_use(tmp_path
     execution = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'
     code, modules = _modules(tmp_path, "version: 3\nrequires: [ok]\n", execution)
     assert code == 0
-    assert "changeloop.engine" in modules  # the full path did run
+    assert "changeloop.run.engine" in modules  # the full path did run
     assert [name for name in NOT_NEEDED if name in modules] == []
 
 
 def test_a_prove_that_derives_still_reads_the_manifests(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "version: 3\nrequires: [test]\n", "version: 1\n")
-    assert "changeloop.detect.manifests" in modules and "tomllib" in modules, code
+    assert "changeloop.project.manifests" in modules and "tomllib" in modules, code

@@ -19,8 +19,8 @@ from securesystemslib.dsse import Envelope as SslEnvelope
 from securesystemslib.signer import SSlibKey
 
 from changeloop import __version__
-from changeloop.identity import content_identity
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.git.identity import content_identity
+from changeloop.signing.keys import keyid, load_public_key_file
 
 
 def _keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
@@ -159,9 +159,9 @@ def test_receipt_verify_checks_a_vsa(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_receipt_verify_refuses_a_tampered_or_misshapen_vsa(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from changeloop.dsse import sign_envelope
-    from changeloop.jcs import canonicalize
-    from changeloop.keys import load_private_key
+    from changeloop.signing.dsse import sign_envelope
+    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.keys import load_private_key
 
     root = workspace(tmp_path)
     key, pub = _keys(tmp_path, capsys)
@@ -205,8 +205,8 @@ def test_hostile_envelopes_are_refused_not_crashed(
     (The receipt path's own hardening belongs to `receipt verify`'s receipt checks.)"""
     import pytest
 
-    from changeloop.dsse import VerificationError
-    from changeloop.vsa import claims_to_be_vsa, verify_vsa
+    from changeloop.gate.vsa import claims_to_be_vsa, verify_vsa
+    from changeloop.signing.dsse import VerificationError
 
     _key, pub = _keys(tmp_path, capsys)
     deep = b"[" * 100000 + b"]" * 100000
@@ -228,9 +228,9 @@ def test_a_line_break_in_a_signed_verifier_id_cannot_forge_a_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The human answer quotes signed strings: a newline in one stays escaped on its line."""
-    from changeloop.dsse import sign_envelope
-    from changeloop.jcs import canonicalize
-    from changeloop.keys import load_private_key
+    from changeloop.signing.dsse import sign_envelope
+    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.keys import load_private_key
 
     root = workspace(tmp_path)
     key, pub = _keys(tmp_path, capsys)

@@ -167,7 +167,7 @@ def _attempt(root: Path, evidence: str, execution: str) -> None:
     change = root / "openspec" / "changes" / "demo"
     (change / "evidence.yaml").write_bytes(evidence.encode("utf-8", "surrogatepass"))
     (change / "execution.yaml").write_bytes(execution.encode("utf-8", "surrogatepass"))
-    from changeloop.workspace import find_change
+    from changeloop.workspace.discovery import find_change
 
     try:
         plan = build_plan(root, find_change(root, "demo"))
@@ -181,7 +181,7 @@ def _attempt(root: Path, evidence: str, execution: str) -> None:
 
 def test_the_unmutated_files_are_valid(workspace: Path) -> None:
     _attempt(workspace, VALID_EVIDENCE, FULL_EXECUTION)
-    from changeloop.workspace import find_change
+    from changeloop.workspace.discovery import find_change
 
     plan = build_plan(workspace, find_change(workspace, "demo"))
     assert set(plan.providers) == {"test", "lint", "review", "contract"}

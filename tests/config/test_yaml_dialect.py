@@ -22,7 +22,7 @@ from changeloop.config.yamlio import parse_yaml
 from changeloop.detect.init_writer import _yaml, provider_yaml
 from changeloop.model import Provider
 from changeloop.plan import build_plan
-from changeloop.workspace import find_change
+from changeloop.workspace.discovery import find_change
 
 EXECUTION = """\
 version: 1

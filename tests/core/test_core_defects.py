@@ -12,8 +12,8 @@ import pytest
 from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 
-from changeloop.resources import parse_resources
-from changeloop.scheduler import Task, TaskResult, schedule
+from changeloop.scheduling.resources import parse_resources
+from changeloop.scheduling.scheduler import Task, TaskResult, schedule
 
 SERVER = """\
 import http.server, sys

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prove_helpers import make_repo
 
-from changeloop.fingerprint import InputsIndex
+from changeloop.fingerprints.fingerprint import InputsIndex
 
 FILES = [
     "src/a.py",

@@ -230,8 +230,8 @@ def test_kill9_soak(soak: Soak) -> None:
 
 def test_live_run_and_reused_pid_are_never_touched(soak: Soak) -> None:
     """A run whose owner lives (or whose pid now names a younger process) is not swept."""
-    from changeloop.process_groups import OWNER_FILE, PGROUPS, process_start
-    from changeloop.sweep import sweep
+    from changeloop.process.groups import OWNER_FILE, PGROUPS, process_start
+    from changeloop.process.sweep import sweep
 
     state = soak.root / ".changeloop"
     victim = subprocess.Popen(["sleep", f"3000.{soak.token}"], start_new_session=True)
@@ -264,7 +264,7 @@ def test_groups_are_recorded_while_they_run_and_forgotten_after(
     """A provider sees its own group's record (pgid, leader start, owner) and the owner
     marker; once the run is over no record is left."""
     from changeloop.cli.main import main
-    from changeloop.process_groups import process_start
+    from changeloop.process.groups import process_start
 
     seen = tmp_path / "seen.txt"
     script = (  # the record is written just after the spawn: wait for it (at most 10 s)

@@ -28,7 +28,7 @@ from repo_paths import REPO_ROOT
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.signing.keys import keyid, load_public_key_file
 
 PROVIDERS = 160
 KILL_AFTER_FIRST_RECEIPT_S = (0.0, 0.05, 0.15, 0.4)

@@ -25,7 +25,7 @@ from repo_paths import REPO_ROOT
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.signing.keys import keyid, load_public_key_file
 
 QUICK = 40
 

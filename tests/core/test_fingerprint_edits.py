@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sandbox_helpers import changed, fingerprints, make_repo, write
 
-from changeloop import fingerprint
+from changeloop.fingerprints import fingerprint
 from changeloop.model import Provider, Readiness, Service
 
 SECRET = "s3cr3t-value-never-in-clear"
@@ -246,7 +246,7 @@ def test_ignored_files_never_count_in_inputs(tmp_path: Path) -> None:
 def test_glob_matching_agrees_with_git(tmp_path: Path, pattern: str) -> None:
     from sandbox_helpers import git
 
-    from changeloop.fingerprint import InputsIndex
+    from changeloop.fingerprints.fingerprint import InputsIndex
 
     repo = make_repo(
         tmp_path / "r",

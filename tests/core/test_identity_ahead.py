@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from prove_helpers import git, make_change, make_repo, prove_json
 
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.run import sandboxes
 
 EXECUTION = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sandbox_helpers import commit_all, git, make_repo, reference_tree, user_state, write
 
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 
 FILES = {
     "src/app.py": "print('hi')\n",

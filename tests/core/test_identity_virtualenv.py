@@ -8,7 +8,7 @@ from pathlib import Path
 from prove_helpers import make_repo
 
 from changeloop import sandboxes
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Repository
 
 

@@ -16,9 +16,10 @@ import pytest
 from adapter_helpers import adapter_context
 from browser_helpers import make_plan
 
+from changeloop.executors.job import Job
+from changeloop.executors.local import LocalExecutor
 from changeloop.model import Provider
 from changeloop.providers import command
-from changeloop.run.job import Job, LocalExecutor
 
 SECRET = "s3cr3t-value-that-must-not-travel"
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from engine_helpers import env
 
-from changeloop.processes import run_process
+from changeloop.process.run import run_process
 
 
 @pytest.mark.parametrize("suffix", [".log", ".stdout"])

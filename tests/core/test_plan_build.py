@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from config_helpers import VALID_EXECUTION, git_init, make_workspace, plan_for
 
-from changeloop.graph import CycleError, topological_order
 from changeloop.model import Provider
 from changeloop.plan import build_plan
+from changeloop.scheduling.graph import CycleError, topological_order
 
 
 def test_defaults_without_execution(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 from engine_helpers import env
 
-from changeloop.process_groups import group_alive
-from changeloop.processes import ProcessResult, run_process, start_process
-from changeloop.running_process import RECORD_AFTER_S
+from changeloop.process.groups import group_alive
+from changeloop.process.run import ProcessResult, run_process, start_process
+from changeloop.process.running import RECORD_AFTER_S
 
 
 def _run(tmp: Path, script: str, timeout_ms: int) -> ProcessResult:

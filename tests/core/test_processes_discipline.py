@@ -15,8 +15,8 @@ import pytest
 from engine_helpers import assert_tree_gone, env, pid_alive, tree_argv, wait_ready
 from repo_paths import REPO_ROOT
 
-from changeloop.process_output import TAIL_BYTES, TAIL_LINES
-from changeloop.processes import ProcessResult, run_process, start_process
+from changeloop.process.output import TAIL_BYTES, TAIL_LINES
+from changeloop.process.run import ProcessResult, run_process, start_process
 
 GRACE = 0.3
 
@@ -105,8 +105,8 @@ DRIVER = """
 import sys
 from pathlib import Path
 import anyio
-from changeloop.processes import run_process
-from changeloop.signals import cancel_on_signals
+from changeloop.process.run import run_process
+from changeloop.process.signals import cancel_on_signals
 
 async def main() -> int:
     async with cancel_on_signals() as stop:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from changeloop.resources import Claim, ResourceTable, parse_resources
+from changeloop.scheduling.resources import Claim, ResourceTable, parse_resources
 
 
 def test_parse_normalises_and_write_dominates() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from changeloop.scheduler import Task, TaskEvent, TaskResult, priorities, schedule
+from changeloop.scheduling.scheduler import Task, TaskEvent, TaskResult, priorities, schedule
 
 
 def run_all(

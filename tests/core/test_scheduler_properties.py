@@ -14,8 +14,8 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeloop.resources import parse_resources
-from changeloop.scheduler import Task, TaskEvent, TaskResult, schedule
+from changeloop.scheduling.resources import parse_resources
+from changeloop.scheduling.scheduler import Task, TaskEvent, TaskResult, schedule
 
 POOL = (
     "workspace-read:a",

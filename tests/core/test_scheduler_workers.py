@@ -11,7 +11,7 @@ import asyncio
 
 import anyio
 
-from changeloop.scheduler import Task, TaskResult, schedule
+from changeloop.scheduling.scheduler import Task, TaskResult, schedule
 
 
 def test_a_thousand_jobs_run_on_at_most_slots_tasks() -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from changeloop import spawn_libc
-from changeloop.run.job import env_delta
-from changeloop.spawn import SpawnedChild, environ, start_child
+from changeloop.executors.job import env_delta
+from changeloop.process import spawn_libc
+from changeloop.process.spawn import SpawnedChild, environ, start_child
 
 # (way, runs in this process's directory, glibc's posix_spawn allowed)
 WAYS = [

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from changeloop.model import ChangeRef, Claim, Evidence, Plan, Repository
+from changeloop.model import Claim, Evidence, Plan, Repository
 from changeloop.verdict import ReceiptView, decide
+from changeloop.workspace.changeref import ChangeRef
 
 
 def _plan(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from changeloop.errors import ConfigError
-from changeloop.workspace import find_change, find_root, list_changes
+from changeloop.workspace.discovery import find_change, find_root, list_changes
 
 
 @pytest.mark.parametrize("marker", ["specs/", "changes/", "config.yaml", "config.yml"])

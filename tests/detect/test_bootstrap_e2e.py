@@ -55,7 +55,7 @@ def _prove(root: Path, change: str) -> tuple[int, dict[str, Any]]:
 
 
 def _prove_is_placeholder() -> bool:
-    source = (REPO_ROOT / "changeloop/cli/prove.py").read_text()
+    source = (REPO_ROOT / "changeloop/cli/prove/command.py").read_text()
     return "PLACEHOLDER" in source
 
 

@@ -11,7 +11,7 @@ from bootstrap_helpers import CHANGE, venv_with, workspace, write
 from changeloop.detect import derived_for, load_context
 from changeloop.model import Provider
 from changeloop.plan import build_plan
-from changeloop.workspace import find_change
+from changeloop.workspace.discovery import find_change
 
 
 def derived(root: Path) -> dict[str, Provider]:

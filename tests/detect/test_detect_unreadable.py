@@ -37,8 +37,8 @@ def nobody_site() -> Iterator[Path]:
         (
             "changeloop.cli.main",
             "changeloop.cli.evidence",
-            "changeloop.cli.prove",
-            "changeloop.engine",
+            "changeloop.cli.prove.command",
+            "changeloop.run.engine",
             "changeloop.detect.doctor",
             "changeloop.detect.init_writer",
             "jsonschema",

@@ -13,7 +13,7 @@ from sandbox_helpers import commit_all, git, make_repo
 from changeloop.detect import load_context
 from changeloop.detect.doctor import diagnose
 from changeloop.model import Provider
-from changeloop.workspace import find_change
+from changeloop.workspace.discovery import find_change
 
 
 def doctor(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, Any]]:

@@ -9,11 +9,11 @@ import anyio
 import pytest
 from receipts_helpers import T0, make_workspace, run_context, write_files
 
-from changeloop import workspace
 from changeloop.model import Plan
+from changeloop.outcome import Outcome
 from changeloop.plan import build_plan
 from changeloop.providers import contract_digest
-from changeloop.providers.base import Outcome
+from changeloop.workspace import discovery as workspace
 
 PROVIDER = (
     "  contract:\n    adapter: contract-digest\n    claims: [auth-boundary]\n"

@@ -27,15 +27,15 @@ from receipts_helpers import (
     write_files,
 )
 
-from changeloop import workspace
-from changeloop.dsse import sign_envelope
-from changeloop.identity import content_identity
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, private_pem, public_pem
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan
+from changeloop.outcome import Outcome
 from changeloop.plan import build_plan
 from changeloop.providers import external
-from changeloop.providers.base import Outcome
+from changeloop.signing.dsse import sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key, private_pem, public_pem
+from changeloop.workspace import discovery as workspace
 
 KEY = generate_private_key()
 NOW = T0 + timedelta(minutes=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 from changeloop.model import Provider
 from changeloop.providers.external_check import Judged
 from changeloop.providers.external_judge import display, judge
-from changeloop.verify import Verified
+from changeloop.signing.verify import Verified
 
 ROOT = Path("/ws")
 RECEIPTS = ROOT / "openspec/changes/c/receipts"

@@ -24,7 +24,7 @@ from prove_helpers import make_change, make_repo, prove_json, receipts_of
 
 from changeloop import pytest_plugin
 from changeloop.cli.main import main
-from changeloop.detect.packages import project_packages
+from changeloop.project.packages import project_packages
 from changeloop.providers import pytest_injection
 
 CHANGE = "answer"

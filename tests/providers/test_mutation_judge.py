@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from config_helpers import plan_for
 
+from changeloop.executors.job import JobResult
 from changeloop.model import Provider
 from changeloop.mutation.judge import ClaimRuns, MutantRun, baseline_failure, fate, judge
 from changeloop.mutation.mutants import mutants_of
-from changeloop.run.job import JobResult
 
 EVIDENCE = """\
 version: 3

@@ -21,9 +21,9 @@ from browser_helpers import (
     require_browser,
 )
 
+from changeloop.outcome import Outcome
 from changeloop.providers import playwright
-from changeloop.providers.base import Outcome
-from changeloop.providers.reports import playwright_json
+from changeloop.runner_reports import playwright_json
 
 pytestmark = pytest.mark.browser
 

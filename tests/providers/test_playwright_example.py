@@ -11,11 +11,11 @@ import pytest
 from browser_helpers import EXAMPLE_WEB, assert_clean, make_ctx, require_browser
 from port_helpers import free_port
 
+from changeloop.outcome import Finding, Outcome
 from changeloop.plan import build_plan
 from changeloop.providers import playwright
-from changeloop.providers.base import Finding, Outcome
 from changeloop.services import ServiceManager
-from changeloop.workspace import find_change
+from changeloop.workspace.discovery import find_change
 
 pytestmark = pytest.mark.browser
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from changeloop.model import ClaimScope, Provider
-from changeloop.providers.base import Outcome
+from changeloop.outcome import Outcome
 from changeloop.providers.playwright_judge import RunVerdict, settle
-from changeloop.providers.reports.model import ReportResult, TestCase, counts_of
+from changeloop.runner_reports.model import ReportResult, TestCase, counts_of
 
 PROVIDER = Provider(name="browser", adapter="playwright", capability="browser", repository="web")
 GREEN = RunVerdict(None, None, ())

@@ -8,9 +8,10 @@ from typing import Any
 
 from adapter_helpers import adapter_context, run_adapter
 
-from changeloop.model import ChangeRef, Claim, Evidence, Plan, Provider, Repository
+from changeloop.model import Claim, Evidence, Plan, Provider, Repository
+from changeloop.outcome import Outcome
 from changeloop.providers import test_discovery
-from changeloop.providers.base import Outcome
+from changeloop.workspace.changeref import ChangeRef
 
 GREEN = """
 import pytest

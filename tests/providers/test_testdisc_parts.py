@@ -13,10 +13,10 @@ from pathlib import Path
 
 from repo_paths import FIXTURES
 
+from changeloop.executors.job import Job, JobResult, SandboxSpec
 from changeloop.model import Provider
 from changeloop.providers.test_discovery_judge import version_from_output
 from changeloop.providers.test_discovery_report import MAX_NAMES, as_text, names, report_of
-from changeloop.run.job import Job, JobResult, SandboxSpec
 
 REPORTS = FIXTURES / "reports"
 T = datetime(2026, 1, 1, tzinfo=UTC)

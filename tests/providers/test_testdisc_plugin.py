@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from changeloop.providers.reports import read_report
+from changeloop.runner_reports import read_report
 
 
 def test_claim_marker_under_strict_markers_reaches_junit_and_json(tmp_path: Path) -> None:

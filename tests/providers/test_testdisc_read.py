@@ -22,11 +22,12 @@ from browser_helpers import make_plan
 from grounding_helpers import PACKAGE, write_tree
 from prove_helpers import git, make_change, prove_json
 
+from changeloop.executors.job import Job
+from changeloop.executors.local import LocalExecutor
 from changeloop.grounding.citations import last_record, record_path
 from changeloop.model import Provider
+from changeloop.outcome import Outcome
 from changeloop.providers import test_discovery
-from changeloop.providers.base import Outcome
-from changeloop.run.job import Job, LocalExecutor
 
 REPORT = ".changeloop/reports/test.xml"
 

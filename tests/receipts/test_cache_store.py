@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from changeloop import cache
+from changeloop.caching import local as cache
 
 FP = "sha256:" + "ab" * 32
 

@@ -9,7 +9,7 @@ import pytest
 from securesystemslib.dsse import Envelope as SslEnvelope
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
-from changeloop.dsse import (
+from changeloop.signing.dsse import (
     PAYLOAD_TYPE,
     VerificationError,
     pae,
@@ -17,7 +17,7 @@ from changeloop.dsse import (
     sign_envelope,
     verify_signatures,
 )
-from changeloop.keys import generate_private_key, keyid
+from changeloop.signing.keys import generate_private_key, keyid
 
 
 def test_pae_matches_the_dsse_spec_test_vector() -> None:

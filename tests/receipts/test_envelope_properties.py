@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from receipts_helpers import identities, make_workspace, pem_text
 
 from changeloop.cli.main import main
-from changeloop.dsse import PAYLOAD_TYPE, VerificationError, sign_envelope
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, keyid, private_pem, public_pem
-from changeloop.verify import Expectation, verify_envelope
+from changeloop.signing.dsse import PAYLOAD_TYPE, VerificationError, sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key, keyid, private_pem, public_pem
+from changeloop.signing.verify import Expectation, verify_envelope
 
 KEY = generate_private_key()
 OTHER = generate_private_key()

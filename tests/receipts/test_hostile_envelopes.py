@@ -22,10 +22,10 @@ import pytest
 from receipts_helpers import T0, identities, make_workspace, pem_text, signed, statement
 from repo_paths import REPO_ROOT
 
-from changeloop.dsse import MAX_ENVELOPE_BYTES, PAYLOAD_TYPE, sign_envelope
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, public_pem
 from changeloop.model import ContentIdentity
+from changeloop.signing.dsse import MAX_ENVELOPE_BYTES, PAYLOAD_TYPE, sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key, public_pem
 
 KEY = generate_private_key()
 WEB = ContentIdentity(tree="3f2a" + "0" * 36, head="71be" + "0" * 36, dirty=False)

@@ -20,7 +20,7 @@ from receipts_helpers import make_workspace, pem_text
 from repo_paths import REPO_ROOT
 
 from changeloop.cli.main import main
-from changeloop.keys import generate_private_key, private_pem
+from changeloop.signing.keys import generate_private_key, private_pem
 from changeloop.text import escape_controls, escape_json_text
 
 KEY = generate_private_key()

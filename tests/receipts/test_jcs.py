@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from changeloop.jcs import CanonicalizationError, canonicalize, format_number
+from changeloop.signing.jcs import CanonicalizationError, canonicalize, format_number
 
 RFC_INPUT = r"""{
   "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeloop import jcs
+from changeloop.signing import jcs
 
 
 def careful(obj: Any) -> bytes:

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa, x25519
 
 from changeloop.cli.main import main
-from changeloop.keys import (
+from changeloop.signing.keys import (
     KeyRefused,
     generate_private_key,
     keyid,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prove_helpers import make_change, make_repo
 
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 
 
 def _trees(envelope: Path) -> dict[str, str]:

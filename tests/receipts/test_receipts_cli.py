@@ -10,11 +10,11 @@ import anyio
 import pytest
 from receipts_helpers import commit_all, make_workspace, run_context, write_files
 
-from changeloop import workspace
 from changeloop.cli.main import main
-from changeloop.keys import load_private_key
 from changeloop.plan import build_plan
 from changeloop.providers import external
+from changeloop.signing.keys import load_private_key
+from changeloop.workspace import discovery as workspace
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from in_toto_attestation.v1.statement_pb2 import Statement as StatementProto
 from prove_helpers import make_change, make_repo, prove_json
 from receipts_helpers import make_workspace
 
-from changeloop.receipts import check_statement
 from changeloop.schemas import validate_named
+from changeloop.signing.statement import check_statement
 
 PY = sys.executable
 

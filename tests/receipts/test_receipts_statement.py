@@ -13,12 +13,12 @@ from google.protobuf import json_format
 from in_toto_attestation.v1.statement import Statement
 from receipts_helpers import T0
 
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key
 from changeloop.model import ContentIdentity
-from changeloop.providers.base import Finding, Observer, Outcome
-from changeloop.providers.base import TestCounts as Counts
-from changeloop.receipts import (
+from changeloop.outcome import Finding, Observer, Outcome
+from changeloop.outcome import TestCounts as Counts
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key
+from changeloop.signing.statement import (
     ReceiptFacts,
     ReceiptSchemaError,
     build_statement,

@@ -20,10 +20,10 @@ import pytest
 from receipts_helpers import make_workspace, pem_text, write_files
 
 from changeloop.cli.main import main
-from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, private_pem
-from changeloop.receipts import rfc3339
+from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key, private_pem
+from changeloop.signing.statement import rfc3339
 
 CI_KEY = generate_private_key()
 CHANGE = "add-review"

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changeloop import cache
-from changeloop.receipts import rfc3339
+from changeloop.caching import local as cache
+from changeloop.signing.statement import rfc3339
 
 
 def rfc3339_by_strftime(moment: datetime) -> str:

@@ -10,9 +10,9 @@ from cryptography.hazmat.primitives import serialization
 from receipts_helpers import T0, make_workspace, pem_text, signed, statement
 
 from changeloop.cli.main import main
-from changeloop.keys import generate_private_key, private_pem
 from changeloop.model import ContentIdentity
-from changeloop.verify import Expectation, VerificationError, verify_envelope
+from changeloop.signing.keys import generate_private_key, private_pem
+from changeloop.signing.verify import Expectation, VerificationError, verify_envelope
 
 KEY = generate_private_key()
 WEB = ContentIdentity(tree="3f2a" + "0" * 36, head="71be" + "0" * 36, dirty=False)
@@ -89,7 +89,7 @@ def test_a_failed_external_receipt_imported_later_is_not_hidden_by_the_cache(
 def test_a_non_ed25519_private_key_is_refused_with_private_key_advice(tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric import ed448
 
-    from changeloop.keys import KeyRefused, load_private_key
+    from changeloop.signing.keys import KeyRefused, load_private_key
 
     path = tmp_path / "ed448.key"
     path.write_bytes(

@@ -10,11 +10,11 @@ import pytest
 from receipts_helpers import T0, b64, envelope_doc, reencode, signed, statement, unb64
 
 from changeloop.cli.main import main
-from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key, public_pem
 from changeloop.model import ContentIdentity
-from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
+from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key, public_pem
+from changeloop.signing.verify import Expectation, Trusted, VerificationError, verify_envelope
 
 WEB = ContentIdentity(tree="3f2a" + "0" * 36, head="71be" + "0" * 36, dirty=False)
 KEY = generate_private_key()

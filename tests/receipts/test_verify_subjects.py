@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from receipts_helpers import T0, statement
 
-from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
-from changeloop.jcs import canonicalize
-from changeloop.keys import generate_private_key
 from changeloop.model import ContentIdentity
-from changeloop.verify import Expectation, VerificationError, verify_envelope
+from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import generate_private_key
+from changeloop.signing.verify import Expectation, VerificationError, verify_envelope
 
 WEB = ContentIdentity(tree="3f2a" + "0" * 36, head="71be" + "0" * 36, dirty=False)
 KEY = generate_private_key()

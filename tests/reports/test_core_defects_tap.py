@@ -12,8 +12,8 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 from repo_paths import FIXTURES
 
-from changeloop.providers.reports import read_report
-from changeloop.providers.reports.tap import parse
+from changeloop.runner_reports import read_report
+from changeloop.runner_reports.tap import parse
 
 FIXTURES = FIXTURES / "reports"
 NODE_TAPS = sorted(FIXTURES.glob("node*/*/report.tap"))

@@ -15,7 +15,7 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, receipts_of
 from repo_paths import FIXTURES
 
-from changeloop.providers.reports import read_report
+from changeloop.runner_reports import read_report
 
 FIXTURES = FIXTURES / "reports"
 SUITES = FIXTURES / "node_suites"

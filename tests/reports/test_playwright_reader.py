@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from changeloop.providers.reports import playwright_json
+from changeloop.runner_reports import playwright_json
 
 
 def _report(tests: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> bytes:

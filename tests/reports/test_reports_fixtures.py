@@ -8,9 +8,9 @@ import json
 import pytest
 from repo_paths import FIXTURES
 
-from changeloop.providers.reports import read_report
-from changeloop.providers.reports.classify import classify
 from changeloop.providers.test_discovery_judge import judge_discovery, judge_test
+from changeloop.runner_reports import read_report
+from changeloop.runner_reports.classify import classify
 
 FIXTURES = FIXTURES / "reports"
 

@@ -13,9 +13,9 @@ import re
 import pytest
 from repo_paths import FIXTURES
 
-from changeloop.providers.reports import read_report
-from changeloop.providers.reports.sniff import sniff
 from changeloop.providers.test_discovery_judge import judge_discovery, judge_test
+from changeloop.runner_reports import read_report
+from changeloop.runner_reports.sniff import sniff
 
 FIXTURES = FIXTURES / "reports" / "unittest"
 VERSIONS = sorted(p.name for p in FIXTURES.glob("py3.*"))

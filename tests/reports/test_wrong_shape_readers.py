@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from changeloop.cli.main import main
-from changeloop.providers.reports import read_report
-from changeloop.providers.reports.playwright_json import read as read_playwright
+from changeloop.runner_reports import read_report
+from changeloop.runner_reports.playwright_json import read as read_playwright
 
 WRONG_SHAPES = [
     ("playwright", {"suites": [{"title": "a", "specs": 5}]}),

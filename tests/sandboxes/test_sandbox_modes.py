@@ -11,7 +11,7 @@ import pytest
 from sandbox_helpers import git, make_repo, reference_tree, user_state, write
 
 from changeloop import sandboxes
-from changeloop.identity import content_identity
+from changeloop.git.identity import content_identity
 from changeloop.model import Repository, SandboxMode
 from changeloop.sandboxes.base import owner_alive
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from prove_helpers import make_change, make_repo
 
-from changeloop.resources import ResourceTable, parse_resources
-from changeloop.workspace import find_change
+from changeloop.scheduling.resources import ResourceTable, parse_resources
+from changeloop.workspace.discovery import find_change
 
 
 def test_users_of_a_service_share_its_port_and_exclude_a_port_holder() -> None:

@@ -54,7 +54,8 @@ def test_a_service_shared_by_three_providers_starts_once(
 
 
 def test_users_are_counted_once_per_provider() -> None:
-    from changeloop.model import ChangeRef, Evidence, Plan
+    from changeloop.model import Evidence, Plan
+    from changeloop.workspace.changeref import ChangeRef
 
     providers = {
         name: Provider(name=name, adapter="command", capability=name, services=services)

@@ -14,7 +14,7 @@ from browser_helpers import alive, assert_clean, make_plan, pids_of, service
 from port_helpers import free_port
 
 from changeloop.model import Service
-from changeloop.providers.base import Finding
+from changeloop.outcome import Finding
 from changeloop.services import ServiceManager
 
 

@@ -29,7 +29,7 @@ from anchor_helpers import (
 )
 from repo_helpers import git
 
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.signing.keys import keyid, load_public_key_file
 
 
 def _changed(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -263,9 +263,9 @@ def test_every_verb_names_the_same_trust(
 
 def _forge_pass(envelope: Path, key: Path) -> None:
     """The author turns their own failing `test` receipt into a pass, signed with their key."""
-    from changeloop.dsse import PAYLOAD_TYPE, sign_envelope
-    from changeloop.jcs import canonicalize
-    from changeloop.keys import load_private_key
+    from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
+    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.keys import load_private_key
 
     statement = json.loads(base64.b64decode(json.loads(envelope.read_bytes())["payload"]))
     statement["predicate"]["result"] = "PASSED"

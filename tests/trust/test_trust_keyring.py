@@ -16,7 +16,7 @@ import pytest
 from anchor_helpers import cli, keygen
 from gate_helpers import workspace
 
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.signing.keys import keyid, load_public_key_file
 
 
 def _gate(

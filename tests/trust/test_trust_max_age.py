@@ -32,7 +32,7 @@ from anchor_helpers import (
 )
 from repo_helpers import make_repo
 
-from changeloop.verify import parse_time
+from changeloop.signing.verify import parse_time
 
 MAX_AGE_S = 4
 

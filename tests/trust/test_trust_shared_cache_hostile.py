@@ -29,7 +29,7 @@ import pytest
 from prove_helpers import make_change, make_repo, prove_json, provider_entry
 from repo_helpers import git
 
-from changeloop.keys import generate_private_key, private_pem, public_pem
+from changeloop.signing.keys import generate_private_key, private_pem, public_pem
 
 CHANGE = "c1"
 ADDRESS_SPACE = 3 << 30  # a runaway read ends in MemoryError, not in the machine's OOM killer

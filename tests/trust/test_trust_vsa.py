@@ -30,7 +30,7 @@ from anchor_helpers import (
 )
 from repo_helpers import git, make_repo
 
-from changeloop.keys import keyid, load_public_key_file
+from changeloop.signing.keys import keyid, load_public_key_file
 
 
 def _predicate(path: Path) -> dict[str, Any]:

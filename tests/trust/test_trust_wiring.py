@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from changeloop.cli.main import main
-from changeloop.jcs import canonicalize
-from changeloop.keys import load_private_key
-from changeloop.receipts import seal
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.keys import load_private_key
+from changeloop.signing.statement import seal
 
 CHANGE = "add-greeting"
 GOOD = 'def greet() -> str:\n    return "hello"\n'
@@ -285,9 +285,9 @@ def test_wiring_digest_is_machine_independent_and_moves_with_the_wiring(
 ) -> None:
     import dataclasses
 
-    from changeloop import workspace
+    from changeloop.fingerprints.wiring import wiring_digest
     from changeloop.plan import build_plan
-    from changeloop.wiring import wiring_digest
+    from changeloop.workspace import discovery as workspace
 
     _key, pub = ci_key
     a = make_main(tmp_path / "a", GOOD, pub)

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 
 @common.with_shape(lambda a: {"version": "1", "change": a.change, "imported": []})
 def run_import(args: argparse.Namespace) -> int:
-    from changeloop import workspace
     from changeloop.plan import build_plan, display_path
-    from changeloop.state import check_state
+    from changeloop.workspace import discovery as workspace
+    from changeloop.workspace.state import check_state
 
     root = common.find_root(args)
     check_state(root)
@@ -49,11 +49,11 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace, plan: Plan, trust: Trust, target: Path) -> int:
-    from changeloop.dsse import read_envelope
     from changeloop.fsio import write_all
-    from changeloop.keys import load_public_key
     from changeloop.plan import display_path
-    from changeloop.verify import Expectation, Trusted, VerificationError, verify_envelope
+    from changeloop.signing.dsse import read_envelope
+    from changeloop.signing.keys import load_public_key
+    from changeloop.signing.verify import Expectation, Trusted, VerificationError, verify_envelope
 
     root, change = plan.root, plan.change
     keys = [

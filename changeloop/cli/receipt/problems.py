@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from changeloop.errors import Location, Problem
 
 if TYPE_CHECKING:  # registering the verb imports no verification code (PLC0415)
-    from changeloop.verify import VerificationError
+    from changeloop.signing.verify import VerificationError
 
 NOTHING_IMPORTED = Problem(
     code="nothing_imported", message="nothing was imported (one refusal copies nothing)"

@@ -25,15 +25,14 @@ if TYPE_CHECKING:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    from changeloop import workspace
     from changeloop.cli.argtypes import refuse_out_file
-    from changeloop.identity import content_identity
-    from changeloop.jcs import canonicalize
-    from changeloop.keys import load_private_key
+    from changeloop.git.identity import content_identity
     from changeloop.model import ClaimMark
+    from changeloop.outcome import Observer, Outcome
     from changeloop.plan import build_plan
-    from changeloop.providers.base import Observer, Outcome
-    from changeloop.receipts import (
+    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.keys import load_private_key
+    from changeloop.signing.statement import (
         SIGNED_ADAPTER,
         ReceiptFacts,
         build_statement,
@@ -42,6 +41,7 @@ def run_sign(args: argparse.Namespace) -> int:
         sha256_hex,
         write_atomic,
     )
+    from changeloop.workspace import discovery as workspace
 
     refuse_out_file("--out", args.out)
     key = load_private_key(args.key)

@@ -28,13 +28,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from changeloop import contracts, quality
 from changeloop.detect import ChangeContext
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.doctor.config import config_findings
+from changeloop.detect.doctor.contracts import contract_findings
 from changeloop.detect.doctor.finding import DoctorFinding, edit_command, unique
 from changeloop.detect.doctor.interpreter import interpreter_findings
+from changeloop.detect.doctor.quality import quality_findings
 from changeloop.detect.doctor.submodules import submodule_findings
 from changeloop.detect.doctor.tools import tool_findings
 from changeloop.detect.doctor.wiring import wiring_findings
@@ -83,8 +84,8 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         findings.extend(_provider_findings(ctx, provider, cdir))
     findings = unique(findings)
     findings.extend(submodule_findings(ctx.repositories.values()))
-    findings.extend(quality.doctor_findings(ctx))  # changeloop/quality.py
-    findings.extend(contracts.doctor_findings(ctx))  # changeloop/contracts/ (tool drift)
+    findings.extend(quality_findings(ctx))
+    findings.extend(contract_findings(ctx))
     return findings
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from changeloop.detect import javascript
 from changeloop.detect.doctor.finding import DoctorFinding, cd_into
-from changeloop.detect.manifests import head
 from changeloop.model import Provider, Repository
+from changeloop.project.manifests import head
 
 
 def browsers_missing(provider: Provider, repo: Repository) -> DoctorFinding | None:

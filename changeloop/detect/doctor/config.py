@@ -12,8 +12,8 @@ import re
 
 from changeloop.detect import javascript, python
 from changeloop.detect.doctor.finding import DoctorFinding, edit_command
-from changeloop.detect.manifests import head, read_ini, read_toml
 from changeloop.model import Provider, Repository
+from changeloop.project.manifests import head, read_ini, read_toml
 
 _JUNIT_OPT = re.compile(r"--junit-?xml|-p\s*no:junitxml")
 

@@ -15,7 +15,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from changeloop.detect.manifests import read_json
+from changeloop.project.manifests import read_json
 
 # lock file → (package manager, the command that installs exactly what it locks)
 _LOCKS = (

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from changeloop import submodules
 from changeloop.detect.doctor.finding import DoctorFinding, cd_into
+from changeloop.git import submodules
 from changeloop.model import Repository
 
 

@@ -15,7 +15,7 @@ from changeloop.detect.doctor.browsers import browsers_missing
 from changeloop.detect.doctor.finding import DoctorFinding, cd_into
 from changeloop.detect.doctor.node import manager_hint, needs_node_modules, node_install
 from changeloop.detect.imports import runs_tests
-from changeloop.environment import DERIVED_PYTHON
+from changeloop.fingerprints.environment import DERIVED_PYTHON
 from changeloop.model import Provider, Repository
 
 # what `npx <word>` runs → the npm package that must be installed for it

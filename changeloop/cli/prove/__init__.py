@@ -1,0 +1,7 @@
+"""The ``prove`` verb: its arguments and roads (``command``), the plan (``plan``),
+the no-change answer (``nochange``) and the full run (``full``).
+"""
+
+from changeloop.cli.prove.command import register
+
+__all__ = ["register"]

@@ -1,0 +1,255 @@
+"""``changeloop prove <change>``: run the change's providers and decide it.
+
+Exit 0 when the change is proven, 1 when it is not, 2 when configuration or
+preflight refuses it, 130 when interrupted (DESIGN.md §7).
+
+This module is the verb: its arguments and the order of its roads. The no-change
+answer's glue is :mod:`~changeloop.cli.prove.nochange`, loading the plan and
+``--dry-run`` :mod:`~changeloop.cli.prove.plan` (``load_plan`` is re-exported here
+for the verbs that load a plan too), the full run :mod:`~changeloop.cli.prove.full`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from changeloop.cli import common, trust_flags
+from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.collector import paused
+from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
+from changeloop.cli.prove.plan import dry_run, load_plan
+from changeloop.errors import ChangeloopError
+
+__all__ = ["DEFAULT_SANDBOX", "SANDBOX_MODES", "register", "run"]
+
+# The sandbox modes as the model names them (``model.SandboxMode``, in its order), without
+# importing the model or the sandboxes (a re-prove answered from its record needs neither:
+# ~7 ms of dataclasses); tests/test_nochange.py holds these equal to SandboxMode,
+# changeloop.sandboxes.MODES and DEFAULT_MODE.
+SANDBOX_MODES: tuple[str, ...] = ("worktree", "copy", "none")
+DEFAULT_SANDBOX = "none"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "prove",
+        help="run the providers of a change and write signed receipts",
+        description=(
+            "Run every provider the change needs (from execution.yaml, or derived from the\n"
+            "repository's manifests), in parallel under their resources, write one signed\n"
+            "receipt per capability, and decide each claim.\n\n"
+            "exit codes: 0 proven, 1 not proven, 2 refused by configuration or preflight,\n"
+            "130 interrupted"
+        ),
+        epilog=(
+            "examples:\n"
+            "  changeloop prove add-greeting --dry-run     show the plan, run nothing\n"
+            "  changeloop prove add-greeting               prove it\n"
+            "  changeloop prove add-greeting --json        one JSON document on stdout\n"
+            "  changeloop prove add-greeting --sandbox worktree --no-cache"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common.add_common(parser)
+    parser.add_argument("change", help="change id (openspec/changes/<id>/, archived ones too)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help=f"providers run at once (default: CPU count, {os.cpu_count() or 2} here; "
+        "on a Dask cluster: its worker threads, and N caps the jobs in flight there)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default=DEFAULT_SANDBOX,
+        help="where providers run: in place (none, default); worktree: a git repository of "
+        "its own holding the tracked content; copy: the same with untracked-not-ignored "
+        "files too",
+    )
+    parser.add_argument("--keep-sandbox", action="store_true", help="keep sandboxes after the run")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="start nothing new after a failure"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="re-run providers even when cached")
+    parser.add_argument(
+        "--sign-key",
+        type=Path,
+        metavar="PATH",
+        help="Ed25519 private key (PKCS#8 PEM) to sign receipts; default: the workspace key",
+    )
+    parser.add_argument(
+        "--issuer",
+        default="local",
+        help="issuer recorded in receipts (e.g. github-actions in CI; default: local)",
+    )
+    parser.add_argument("--url", help="URL of the CI run, recorded in receipts")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="where provider commands run: this machine (local, default) or a Dask cluster "
+        "(needs pip install 'changeloop[dask]')",
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="the Dask scheduler, e.g. tcp://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+    )
+    parser.add_argument(
+        "--publish",
+        type=Path,
+        metavar="DIR",
+        help="copy each receipt signed with --sign-key to DIR/<fingerprint>/<capability>.json",
+    )
+    parser.add_argument(
+        "--cache-from",
+        type=Path,
+        metavar="DIR",
+        help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
+        "with a ci key the change trusts (with --trust-from/--trust-keyring: those keys)",
+    )
+    trust_flags.add(parser)
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also write the HTML report of this run (.changeloop/report/<change>.html)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    _cheap_shutdown()
+    shape = dict(EMPTY)
+    config = config_before_plan(args)
+    seen: dict[str, str] = {}  # content trees the no-change check computed
+    known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
+    if config is not None and answerable(args):
+        code = answer_from_record(args, *config, jobs=jobs_wanted(args), seen=seen, known=known)
+        if code is not None:
+            return code
+    with _identified_ahead(args, config, seen):
+        return _plan_and_run(args, shape, config, seen, known)
+
+
+def _plan_and_run(
+    args: argparse.Namespace,
+    shape: dict[str, Any],
+    config: tuple[Path, Any, dict[str, str | None]] | None,
+    seen: dict[str, str],
+    known: dict[str, Any],
+) -> int:
+    try:
+        with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
+            plan = load_plan(args, shape)
+        plan, trust = trust_flags.trusted(args, plan)
+    except ChangeloopError as exc:
+        return common.fail(args, exc, shape)
+    except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
+        common.say("interrupted before anything ran")
+        if common.json_mode(args):
+            common.emit_json({**shape, "interrupted": True})
+        return 130
+    if plan.change.archived:
+        common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
+    if args.dry_run:
+        return dry_run(args, plan)
+    with paused():  # the run's imports: long-lived too
+        from changeloop.run.engine import nothing_to_prove
+
+    empty = nothing_to_prove(plan)
+    if empty is not None:
+        if common.json_mode(args):
+            common.emit_json(
+                {
+                    **EMPTY,
+                    "root": str(plan.root),
+                    "change": plan.change.id,
+                    "errors": [empty.to_json()],
+                }
+            )
+        common.say(empty.render())
+        return 1
+    from changeloop.cli.prove.full import prove_full
+
+    return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
+
+
+def _identified_ahead(
+    args: argparse.Namespace,
+    config: tuple[Path, Any, dict[str, str | None]] | None,
+    seen: Mapping[str, str],
+) -> contextlib.AbstractContextManager[None]:
+    """The workspace's content identity started on a thread while the plan loads (~15 ms
+    of git processes on the other core), when it is surely the change's one repository:
+    evidence.yaml names no ``repositories`` (the default is the workspace itself).
+
+    ``.changeloop/`` is made ignored first, as the run does before it identifies
+    anything: loading the plan writes there (the validation memo), which git must not see.
+    """
+    if config is None or args.dry_run:
+        return contextlib.nullcontext()
+    root, change, _ = config
+    if str(root.resolve()) in seen:  # the no-change check has its tree: cheaper still
+        return contextlib.nullcontext()
+    from changeloop.errors import FileRefused
+    from changeloop.fsio import KIB, read_regular
+
+    try:
+        evidence = read_regular(change.path / "evidence.yaml", limit=64 * KIB, what="evidence")
+    except FileRefused:
+        return contextlib.nullcontext()  # loading the plan says why (or reads it whole)
+    if b"repositories" in evidence:
+        return contextlib.nullcontext()
+    from changeloop.workspace.state import check_state, ensure_gitignored
+
+    try:  # .changeloop/ out of git's view before git looks (the run does this first too)
+        check_state(root)
+        ensure_gitignored(root)
+    except (ChangeloopError, OSError):
+        return contextlib.nullcontext()  # the run refuses the state as it always did
+    with paused():
+        from changeloop.run.sandboxes import identified_ahead
+
+    return identified_ahead(root, include_untracked=args.sandbox != "worktree")
+
+
+_SHUTDOWN_REGISTERED: list[bool] = []
+
+
+def _cheap_shutdown() -> None:
+    """At interpreter exit, move every object out of the garbage collector's reach first.
+
+    The collection the interpreter makes while tearing down a full ``prove``'s
+    objects took ~30 ms of a ~480 ms re-prove (bench/README.md "Issue 15 (hP)").
+    Nothing is lost: everything a run writes is on disk before ``prove``
+    returns, objects are still freed by reference counting, and ``weakref.finalize``
+    callbacks (temporary directories) run from their own exit hook. Registered once
+    per process; in-process callers (tests) only meet it when their process ends.
+    """
+    if _SHUTDOWN_REGISTERED:
+        return
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
+    _SHUTDOWN_REGISTERED.append(True)

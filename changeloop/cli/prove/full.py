@@ -1,0 +1,193 @@
+"""The full ``prove`` run: the engine under the signal watcher, its board, report and record.
+
+Reached once the plan is loaded and the no-change record did not answer
+(``changeloop.cli.prove.run``); imported only then, so its imports (anyio, the
+engine, rich for a terminal) are never paid by a re-prove answered from its record.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from changeloop.cli import common, trust_flags
+from changeloop.cli.common import only_user_error
+from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.collector import before_run, paused
+from changeloop.cli.prove.nochange import remember
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.text import TerminalText
+
+if TYPE_CHECKING:
+    import argparse
+
+    from changeloop.cli.live import LiveBoard
+    from changeloop.model import Plan
+    from changeloop.trust import Trust
+
+
+def prove_full(
+    args: argparse.Namespace,
+    plan: Plan,
+    config: dict[str, str | None] | None,
+    seen: dict[str, str] | None = None,
+    known: dict[str, Any] | None = None,
+    *,
+    trust: Trust,
+) -> int:
+    """Run the plan through the engine, show it (board or live view), and decide: the exit code.
+
+    ``seen`` and ``known`` are what the no-change check learnt on its way to a miss
+    (content trees, carried inputs digests); the full path starts from them. ``plan``
+    judges with ``trust`` already (``trust_flags.trusted``).
+    """
+    with paused():
+        import anyio
+
+        from changeloop.cli.board import Progress, render_board, to_json
+        from changeloop.process.signals import cancel_on_signals
+        from changeloop.records import ProveOptions, ProveResult
+        from changeloop.run.engine import prove
+
+    if args.sign_key is not None:
+        from changeloop.signing.keys import load_private_key
+
+        load_private_key(args.sign_key)  # refuse a bad key before anything runs
+    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
+    usage = _scale_out_problem(args)
+    if usage is not None:
+        return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
+    options = ProveOptions(
+        jobs=jobs_wanted(args),
+        jobs_given=args.jobs is not None,
+        sandbox=args.sandbox,
+        fail_fast=args.fail_fast,
+        use_cache=not args.no_cache,
+        keep_sandbox=args.keep_sandbox,
+        sign_key=args.sign_key,
+        issuer=args.issuer,
+        url=args.url,
+        executor=args.executor,
+        dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
+        publish=args.publish,
+        cache_from=args.cache_from,
+        own_trust=trust_flags.requested(args),
+        trees=dict(seen or {}),
+    )
+    live = sys.stderr.isatty() and not common.json_mode(args)
+    terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
+    progress = Progress(plan, terminal.as_textio())
+    board: LiveBoard | None = None
+    if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
+        from rich.console import Console
+
+        from changeloop.cli.live import LiveBoard
+
+        board = LiveBoard(plan, Console(stderr=True))
+    outcome: dict[str, ProveResult] = {}
+    interrupted = False
+
+    async def main() -> None:
+        nonlocal interrupted
+        async with cancel_on_signals() as interruption:
+            if board is not None:
+                with board:
+                    outcome["result"] = await prove(plan, options, board.event, known=known)
+            else:
+                outcome["result"] = await prove(plan, options, progress.event, known=known)
+        interrupted = interruption.interrupted
+
+    try:
+        before_run()
+        anyio.run(main)
+    except ChangeloopError as exc:
+        return common.fail(args, exc, refused)
+    except BaseExceptionGroup as group:  # raised through the signal watcher's task group
+        user = only_user_error(group)
+        if user is None:
+            raise
+        return common.fail(args, user, refused)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if isinstance(progress, Progress):
+            progress.flush()  # progress lines are written in batches (board.Progress)
+    if interrupted or "result" not in outcome:
+        common.say(
+            "interrupted: running processes were stopped; unfinished providers wrote no receipt"
+        )
+        if common.json_mode(args):
+            common.emit_json(
+                {**EMPTY, "root": str(plan.root), "change": plan.change.id, "interrupted": True}
+            )
+        return 130
+    result = outcome["result"]
+    result.trust = trust
+    for note in result.notes:
+        common.say(note)
+    if common.json_mode(args):
+        common.emit_json(to_json(result))
+    render_board(result, terminal.as_textio())
+    if args.report:
+        _write_report(plan, result.run_id, args.sign_key, trust)
+    if config is not None:
+        remember(plan, options, result, config)
+    return 0 if result.verdict.proven else 1
+
+
+def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
+    """--publish without --sign-key or into a file, or a --cache-from that is not a
+    directory: refused before anything runs."""
+    from changeloop.cli.argtypes import file_in_the_way
+    from changeloop.errors import Location
+
+    if args.publish is not None and args.sign_key is None:
+        return Problem(
+            code="publish_needs_sign_key",
+            message="--publish shares receipts signed with --sign-key; none was given",
+            fix="add --sign-key PATH (the CI key an external provider's ci: trusts)",
+        )
+    blocked = file_in_the_way(args.publish) if args.publish is not None else None
+    if blocked is not None:
+        return Problem(
+            code="publish_not_a_directory",
+            message="--publish names it, and it is a file, not a directory"
+            if blocked == args.publish
+            else f"--publish {args.publish} lies under it, and it is a file, not a directory",
+            location=Location(str(blocked)),
+            fix="name a directory (it is created if missing) for the CI run's shared cache",
+        )
+    if args.cache_from is not None and not args.cache_from.is_dir():
+        return Problem(
+            code="cache_from_missing",
+            message=f"--cache-from {args.cache_from}: not a directory",
+            fix="name the directory a CI run wrote with --publish",
+        )
+    return None
+
+
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) -> None:
+    """``--report``: the page of this very run; a failure to write it never changes the verdict.
+
+    Receipts signed with ``--sign-key`` are verified with that key's public half.
+    """
+    from changeloop.report import write_report
+    from changeloop.signing.keys import load_private_key
+
+    keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []
+    try:
+        path, _ = write_report(plan, run_id=run_id, public_keys=keys, trust=trust)
+    except ChangeloopError as exc:
+        for problem in exc.problems:
+            common.say(f"warning: report not written: {problem.render()}")
+        return
+    except OSError as exc:
+        common.say(f"warning: report not written: {exc.filename or ''} {exc.strerror or exc}")
+        return
+    try:
+        shown = path.relative_to(plan.root.resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    common.say(f"report: {shown}")

@@ -1,0 +1,127 @@
+"""The local executor: a :class:`~changeloop.executors.job.Job` run on this machine.
+
+Its helpers (a fresh report path, the report read back, the collected files)
+are public because the Dask coordinator turns a worker's answer into the same
+:class:`~changeloop.executors.job.JobResult` with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from changeloop.executors.job import Job, JobResult
+from changeloop.fsio import read_regular
+from changeloop.process.run import run_process
+from changeloop.process.spawn import environ
+
+
+class LocalExecutor:
+    """Runs jobs as process groups on this machine (``changeloop.process.run``).
+
+    Jobs start from :func:`environ` (``os.environ`` decoded once while it does not
+    change), and the values to mask are read once per set of names.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+        # The masked values per set of names, for one base environment (a new one: reread).
+        self._secrets: tuple[Mapping[str, str] | None, dict[tuple[str, ...], tuple[str, ...]]]
+        self._secrets = (None, {})
+
+    def _masked(self, job: Job, base: Mapping[str, str]) -> tuple[str, ...]:
+        if self._secrets[0] is not base:
+            self._secrets = (base, {})
+        known = self._secrets[1]
+        if job.masked not in known:
+            known[job.masked] = job.secrets(base)
+        return known[job.masked]
+
+    async def run(self, job: Job) -> JobResult:
+        base = environ() if self._environ is None else self._environ
+        secrets = self._masked(job, base)
+        log_dir = Path(job.log_dir)
+        report = fresh_report(job)
+        started = datetime.now(UTC)
+        result = await run_process(
+            list(job.argv),
+            cwd=Path(job.sandbox.path),
+            env=job.environment(base),
+            timeout_ms=job.timeout_ms,
+            log_dir=log_dir,
+            log_name=job.log_name,
+            secrets=secrets,
+        )
+        data, error = read_report(job, report, log_dir, secrets)
+        stdout, log = (
+            (whole_bytes(result.stdout_path), whole_bytes(result.log_path))
+            if job.output
+            else (None, None)
+        )
+        return JobResult.of(
+            result,
+            started,
+            datetime.now(UTC),
+            report=data,
+            report_error=error,
+            files=collected_files(job),
+            stdout=stdout,
+            log=log,
+        )
+
+
+def fresh_report(job: Job) -> Path | None:
+    """Where the job's report goes, with any stale one removed (None: no report, or it escapes)."""
+    if job.report is None:
+        return None
+    root = Path(job.sandbox.path)
+    path = root / job.report
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return None  # the adapter refused it before building the job
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file() or path.is_symlink():
+        path.unlink()  # a stale report must never speak for this run
+    return path
+
+
+def read_report(
+    job: Job, path: Path | None, log_dir: Path, secrets: tuple[str, ...]
+) -> tuple[bytes | None, str | None]:
+    if path is None or not path.is_file():
+        return None, None
+    # imported only for a job that has a report: the readers' package costs ~35 ms to load
+    from changeloop.errors import FileRefused
+    from changeloop.masking import Masker
+    from changeloop.runner_reports import REPORT_LIMIT
+
+    if job.keep_report:
+        with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
+            # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
+            Masker(secrets).copy_file(path, log_dir / f"report{path.suffix or '.txt'}")
+    try:
+        return read_regular(path, limit=REPORT_LIMIT, what="report"), None
+    except FileRefused as exc:
+        return None, exc.problems[0].message
+
+
+def whole_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def collected_files(job: Job) -> dict[str, bytes]:
+    """The files of ``collect`` (relative to ``log_dir``) as ``"<dir>/<name>" -> bytes``."""
+    files: dict[str, bytes] = {}
+    for directory in (Path(job.log_dir) / d for d in job.collect):
+        with contextlib.suppress(OSError):
+            for path in sorted(directory.iterdir()):
+                with contextlib.suppress(OSError):
+                    if path.is_file():
+                        files[f"{directory.name}/{path.name}"] = path.read_bytes()
+    return files

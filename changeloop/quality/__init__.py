@@ -1,0 +1,3 @@
+"""Consumer-quality lanes (``quality/foundation-quality.json``): loading, running,
+and the worst-lane summary.
+"""
