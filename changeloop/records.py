@@ -36,6 +36,12 @@ class ProveOptions:
     url: str | None = None
     executor: Literal["local", "dask"] = "local"
     dask_scheduler: str | None = None
+    # TLS with a client certificate (docs/scale-out.md); None: Dask's distributed.comm.tls.* config
+    dask_tls_ca_file: Path | None = None
+    dask_tls_cert: Path | None = None
+    dask_tls_key: Path | None = None
+    dask_insecure: bool = False  # --dask-insecure: a cluster without TLS is accepted
+    dask_worker_timeout: float = 30.0  # a worker silent this long (no heartbeat) is lost
     publish: Path | None = None  # --publish DIR (DESIGN §10)
     cache_from: Path | None = None  # --cache-from DIR
     # --trust-from / --trust-keyring: judged with a trust other than the checkout's, which

@@ -16,7 +16,8 @@ opened without blocking so a FIFO never hangs the run, at most 4 MiB), and
 
 The fingerprint "computed here" is computed with the issuer the trusted key
 names (the fingerprint includes the issuer, and a developer's run says
-``local`` where CI says ``github-actions``); see docs/decisions.md.
+``local`` where CI says ``github-actions``); see
+docs/decisions/070-the-shared-cache-is-trusted-by-signature.md.
 """
 
 from __future__ import annotations

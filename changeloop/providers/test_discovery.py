@@ -178,9 +178,11 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
     env = injected.env
     collect: tuple[str, ...] = ()
+    inputs: tuple[tuple[str, bytes], ...] = ()
     if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
         env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
         collect = (injected.imports_dir.name, grounding.FOLDER)
+        inputs = grounding.shipped(ctx.run_dir)  # travels with the job to a remote worker
     job = ctx.job(injected.argv, repo=repo, env=env, log_name=provider.name)
     source = ctx.sources.get(repo, workdir)
     context = {
@@ -197,6 +199,7 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         report=provider.report,
         keep_report=True,
         collect=collect,
+        inputs=inputs,
         output=True,
         context=context,
     )

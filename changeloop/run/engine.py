@@ -92,6 +92,10 @@ async def prove(
             except BaseException:
                 await run.sink.drain()  # what finished before a cancel is on disk (§13)
                 raise
+            lost: Problem | None = getattr(executor, "lost_scheduler", None)
+            if lost is not None:  # a cluster that lost its scheduler decided nothing more
+                await run.sink.drain()
+                raise ChangeloopError(lost)
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":

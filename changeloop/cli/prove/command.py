@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common, trust_flags
+from changeloop.cli.argtypes import positive_seconds
 from changeloop.cli.prove.args import EMPTY, jobs_wanted
 from changeloop.cli.prove.collector import paused
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
@@ -103,7 +104,41 @@ def register(sub: Any) -> None:
         "--dask-scheduler",
         metavar="ADDRESS",
         default=None,
-        help="the Dask scheduler, e.g. tcp://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+        help="the Dask scheduler, e.g. tls://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+    )
+    parser.add_argument(
+        "--dask-tls-ca-file",
+        type=Path,
+        metavar="PEM",
+        help="the CA certificate the Dask cluster's certificates are signed by "
+        "(default: Dask's distributed.comm.tls.ca-file)",
+    )
+    parser.add_argument(
+        "--dask-tls-cert",
+        type=Path,
+        metavar="PEM",
+        help="this client's certificate, signed by that CA "
+        "(default: Dask's distributed.comm.tls.client.cert)",
+    )
+    parser.add_argument(
+        "--dask-tls-key",
+        type=Path,
+        metavar="PEM",
+        help="this client's private key (default: Dask's distributed.comm.tls.client.key)",
+    )
+    parser.add_argument(
+        "--dask-insecure",
+        action="store_true",
+        help="accept a Dask scheduler address without TLS (tcp://): anyone who can reach "
+        "that cluster can run code on its workers and decide results",
+    )
+    parser.add_argument(
+        "--dask-worker-timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a Dask worker that sends the scheduler no heartbeat for this long is lost: "
+        "its job is retried once elsewhere, then inconclusive (worker-lost); default 30",
     )
     parser.add_argument(
         "--publish",

@@ -71,11 +71,26 @@ def prove_full(
         url=args.url,
         executor=args.executor,
         dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
+        dask_tls_ca_file=args.dask_tls_ca_file,
+        dask_tls_cert=args.dask_tls_cert,
+        dask_tls_key=args.dask_tls_key,
+        dask_insecure=args.dask_insecure,
+        dask_worker_timeout=args.dask_worker_timeout,
         publish=args.publish,
         cache_from=args.cache_from,
         own_trust=trust_flags.requested(args),
         trees=dict(seen or {}),
     )
+    if options.executor == "dask":  # refused before anything runs: no extra, no TLS
+        from changeloop.executors import check_dask, insecure_note
+
+        try:
+            check_dask(options)
+        except ChangeloopError as exc:
+            return common.fail(args, exc, refused)
+        note = insecure_note(options)
+        if note is not None:
+            common.say(note)
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
     progress = Progress(plan, terminal.as_textio())
