@@ -61,7 +61,7 @@ def entry(
 ) -> tuple[Path, bytes] | None:
     """What :func:`store` writes for pass ``envelopes``: the entry's path and bytes.
 
-    None when they are never cached (re-judged on every run). The run's sink
+    None when they are never cached (re-judged on every run). The run's writer
     writes this in its group commit instead of calling :func:`store`.
     """
     if not envelopes:
@@ -79,7 +79,7 @@ def entry_of_passes(
 ) -> tuple[Path, bytes]:
     """:func:`entry` for envelopes the caller itself just sealed as passes of a cached adapter.
 
-    The run's sink knows both facts without parsing its own envelopes again
+    The run's writer knows both facts without parsing its own envelopes again
     (two JSON parses and a base64 decode per receipt, per provider).
 
     The bytes are ``json.dumps({"fingerprint": …, "envelopes": [base64, …]},

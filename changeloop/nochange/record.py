@@ -45,6 +45,7 @@ def eligible_options(options: ProveOptions) -> bool:
         and options.sign_key is None
         and options.publish is None
         and options.cache_from is None
+        and not options.own_trust
     )
 
 
@@ -285,7 +286,10 @@ def _cached_form(
             verified.append((envelope, payload, json.loads(payload)["predicate"]["changeloop"]))
         providers[provider.name] = reused(provider, verified, origin="local", run_rel=run_rel)
     verdict = decide(plan, views(providers), {})
-    return ProveResult(plan, run_id, run_dir, providers, verdict, masker=result.masker)
+    # the same trust a full re-prove names
+    return ProveResult(
+        plan, run_id, run_dir, providers, verdict, masker=result.masker, trust=result.trust
+    )
 
 
 def substitute(value: Any, old: str, new: str) -> Any:

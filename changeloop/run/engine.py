@@ -109,7 +109,10 @@ async def prove(
     record_run(run.runlog, reports, run.sealer.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
-        written = shared_cache.publish(options.publish, plan.root, plan, reports, run.fingerprints)
+        written, refused = shared_cache.publish(
+            options.publish, plan.root, plan, reports, run.fingerprints
+        )
+        notes += refused
         notes.append(f"published {len(written)} signed receipt(s) to {options.publish}")
     verdict = decide(plan, fold.views(reports), fold.notes(reports, run.sealer.masker))
     return ProveResult(

@@ -1,7 +1,7 @@
 """A run's ``runs/<id>/run.json``: its ``RunLog`` made at the start and settled at the end.
 
 The scheduler's events fill in slots and times while the run goes (``RunLog.event``);
-the sink's reports, the only record of how each provider ended, settle it.
+the run's reports, the only record of how each provider ended, settle it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
 from changeloop.cli.argtypes import positive_seconds
 from changeloop.cli.prove.args import EMPTY, jobs_wanted
 from changeloop.cli.prove.collector import paused
@@ -151,8 +151,9 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="DIR",
         help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
-        "with a ci key the change trusts",
+        "with a ci key the change trusts (with --trust-from/--trust-keyring: those keys)",
     )
+    trust_flags.add(parser)
     parser.add_argument(
         "--report",
         action="store_true",
@@ -195,6 +196,7 @@ def _plan_and_run(
     try:
         with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
             plan = load_plan(args, shape)
+        plan, trust = trust_flags.trusted(args, plan)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
     except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
@@ -224,7 +226,7 @@ def _plan_and_run(
         return 1
     from changeloop.cli.prove.full import prove_full
 
-    return prove_full(args, plan, config[2] if config else None, seen, known)
+    return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
 
 
 def _identified_ahead(
