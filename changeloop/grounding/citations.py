@@ -10,7 +10,7 @@ Example (an adapter's ``prepare`` and ``read``)::
     report = from_record(report, traced)  # the plugin ran: claims and groundings from it alone
     report, problems = check_depths(report, entry_points=bool(provider.entry_points))
     marks, findings = claim_marks(job, report, status)   # the crediting rule, pure
-    remember(plan.root, plan.change.id, repo, traced)    # the sink, for mutation and --dry-run
+    remember(plan.root, plan.change.id, repo, traced)    # the engine, for mutation and --dry-run
 
 Where changeloop's plugin ran, a test's claims and grounding come only from the
 plugin's own record (a file the run directory holds, outside the report), never
@@ -89,6 +89,15 @@ def configure(
         return out
     out[GROUNDING_ENV] = str(target)
     return out
+
+
+def shipped(run_dir: Path) -> tuple[tuple[str, bytes], ...]:
+    """The config :func:`configure` wrote, as a job's ``inputs``: a remote worker writes it
+    into its own job directory (the variable's path is re-pointed there), never reads ours."""
+    try:
+        return ((f"{FOLDER}/{CONFIG_FILE}", (folder(run_dir) / CONFIG_FILE).read_bytes()),)
+    except OSError:
+        return ()
 
 
 def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -44,7 +44,7 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.mutation.judge import (
     ADAPTER,
     ClaimRuns,
@@ -66,13 +66,20 @@ from changeloop.mutation.select import (
 )
 from changeloop.outcome import Outcome
 from changeloop.project.packages import project_packages
-from changeloop.providers.base import RunContext, missing_command, own_repository
+from changeloop.providers.base import (
+    RunContext,
+    missing_command,
+    own_repository,
+    reads_nothing,
+    runs_itself,
+)
 from changeloop.providers.pytest_injection import inject, inject_mutation
 
 MUTANTS_ENV = "CHANGELOOP_MUTANTS"  # the same name as in pytest_mutate.py
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
-DEFAULT_CAPABILITY = "mutation"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
+prepare, read = runs_itself, reads_nothing  # the work is in run()
 RUNS_COMMAND = True
 MIN_MUTANT_TIMEOUT_MS = 10_000
 
