@@ -544,26 +544,28 @@ class MonitoringTracer(_Base):
 
     def _start(self, code: CodeType, offset: int) -> Any:
         state = self.state
-        if not state.interesting(code):
+        found = state.scope.codes.get(code)  # one lookup on the hot path
+        kind, key = found if found is not None else state.kind(code)
+        if kind == BORING:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
-        kind, key = state.kind(code)
-        if threading.get_ident() == state.thread:
-            if state.lines is not None and kind in (PRODUCTION, ENTRY):
-                self._lines_of(code)
-            try:
-                state.started(code)
-            except Exception as exc:  # a tracer bug must not fail the test
-                state.error = f"{type(exc).__name__}: {exc}"
-                return None
-            if kind == BODY or (kind == PRODUCTION and state.outside and key in state.functions):
-                # Nothing more to learn from this code in this test (a body read once; a
-                # function recorded under an entry point while code outside one already ran):
-                # stop paying for its calls until the next test.
-                return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
-        elif kind in (PRODUCTION, ENTRY):
-            # Production code on another thread while the test ran: work was handed off
-            # there (a queue, a pre-started worker) and is not followed.
-            state.dispatched = True
+        if threading.get_ident() != state.thread:
+            if kind in (PRODUCTION, ENTRY):
+                # Production code on another thread while the test ran: work was handed off
+                # there (a queue, a pre-started worker) and is not followed.
+                state.dispatched = True
+            return None
+        if state.lines is not None and kind in (PRODUCTION, ENTRY):
+            self._lines_of(code)
+        try:
+            state.started(code)
+        except Exception as exc:  # a tracer bug must not fail the test
+            state.error = f"{type(exc).__name__}: {exc}"
+            return None
+        if kind == BODY or (kind == PRODUCTION and state.outside and key in state.functions):
+            # Nothing more to learn from this code in this test (a body read once; a
+            # function recorded under an entry point while code outside one already ran):
+            # stop paying for its calls until the next test.
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
         return None
 
     def _lines_of(self, code: CodeType) -> None:
