@@ -206,6 +206,7 @@ class _State:
         self.entry_labels: dict[str, None] = {}
         self.error: str | None = None
         self.blind_threads = False  # other threads ran unobserved (sys.settrace/setprofile)
+        self.on_depth: Callable[[int], None] | None = None  # told when depth enters/leaves 0
         self.blind_lines: str | None = None  # why the test's own lines cannot be seen
 
     def kind(self, code: CodeType) -> tuple[int, Function | None]:
@@ -241,6 +242,8 @@ class _State:
         if kind == ENTRY:
             if self.depth == 0:
                 self.entry_labels[self.label] = None
+                if self.on_depth is not None:
+                    self.on_depth(1)
             self.depth += 1
             self.entry_ran = True
         self.production_ran = True
@@ -253,6 +256,8 @@ class _State:
         """A frame of ``code`` returned, yielded or unwound on the traced thread."""
         if self.depth > 0 and self.kind(code)[0] == ENTRY:
             self.depth -= 1
+            if self.depth == 0 and self.on_depth is not None:
+                self.on_depth(0)
 
     def line(self, code: CodeType, line: int) -> None:
         """A line ran: the test's own (reads by name) or production code's (``lines``)."""
@@ -489,12 +494,20 @@ class MonitoringTracer(_Base):
     while a citing test runs, so code found uninteresting stays disabled. Line
     events are local to the test's own code and, when lines are asked for, to
     production code; a line is disabled once seen until the next test.
+
+    A production function already recorded under an entry point is disabled for
+    the rest of the test; a second tool id (the *watcher*) sees function starts
+    only while no entry point's frame is active after one ran, so a later direct
+    call of that function still shows as ``reached_outside_entry``. Without a
+    free second id nothing is disabled that could still say so.
     """
 
     def __init__(self, scope: Scope) -> None:
         super().__init__(scope)
         self.tool: int | None = None
+        self.watcher: int | None = None
         self.events = 0
+        self.watch_events = 0
         self.active = False
         self.line_codes: set[CodeType] = set()  # production code with local line events
 
@@ -510,6 +523,19 @@ class MonitoringTracer(_Base):
         else:
             return "no free sys.monitoring tool id (all are in use)"
         ev = mon.events
+        self.watcher = None
+        for tool in _TOOL_IDS:
+            if tool == self.tool:
+                continue
+            try:
+                mon.use_tool_id(tool, TOOL_NAME)
+            except ValueError:
+                continue
+            self.watcher = tool
+            self.watch_events = ev.PY_START | ev.PY_RESUME
+            mon.register_callback(tool, ev.PY_START, self._outside)
+            mon.register_callback(tool, ev.PY_RESUME, self._outside)
+            break
         self.events = ev.PY_START | ev.PY_RESUME | ev.PY_THROW
         self.events |= ev.PY_RETURN | ev.PY_YIELD | ev.PY_UNWIND
         for event, callback in (
@@ -539,8 +565,32 @@ class MonitoringTracer(_Base):
             mon.set_local_events(self.tool, code, mon.events.LINE)
         mon.restart_events()  # what the last test disabled matters again
         mon.set_events(self.tool, self.events)
+        if self.watcher is not None and mon.get_tool(self.watcher) == TOOL_NAME:
+            mon.set_events(self.watcher, 0)
+            state.on_depth = self._depth
+        else:
+            self.watcher = None
         self.active = True
         _watch_opens(state)
+
+    def _depth(self, depth: int) -> None:
+        """Watch function starts only while no entry point runs and none was seen outside."""
+        state = self.state
+        if self.watcher is None:
+            return
+        want = self.watch_events if depth == 0 and not state.outside else 0
+        sys.monitoring.set_events(self.watcher, want)  # type: ignore[attr-defined,unused-ignore]
+
+    def _outside(self, code: CodeType, offset: int) -> Any:
+        state = self.state
+        found = state.scope.codes.get(code)
+        kind = found[0] if found is not None else state.kind(code)[0]
+        if kind == BORING:
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
+        if kind == PRODUCTION and state.depth == 0 and threading.get_ident() == state.thread:
+            state.outside = True
+            self._depth(0)  # nothing more to watch for in this test
+        return None
 
     def _start(self, code: CodeType, offset: int) -> Any:
         state = self.state
@@ -561,10 +611,14 @@ class MonitoringTracer(_Base):
         except Exception as exc:  # a tracer bug must not fail the test
             state.error = f"{type(exc).__name__}: {exc}"
             return None
-        if kind == BODY or (kind == PRODUCTION and state.outside and key in state.functions):
+        if kind == BODY or (
+            kind == PRODUCTION
+            and key in state.functions
+            and (state.outside or self.watcher is not None)
+        ):
             # Nothing more to learn from this code in this test (a body read once; a
-            # function recorded under an entry point while code outside one already ran):
-            # stop paying for its calls until the next test.
+            # function recorded under an entry point, while the watcher sees a later call
+            # outside one): stop paying for its calls until the next test.
             return sys.monitoring.DISABLE  # type: ignore[attr-defined,unused-ignore]
         return None
 
@@ -621,6 +675,14 @@ class MonitoringTracer(_Base):
                 mon.set_events(self.tool, 0)
                 for code in state.watch:
                     mon.set_local_events(self.tool, code, 0)
+            if self.watcher is not None:
+                if mon.get_tool(self.watcher) != TOOL_NAME:
+                    state.error = (
+                        state.error or "the monitoring tool was changed while the test ran"
+                    )
+                    self.watcher = None
+                else:
+                    mon.set_events(self.watcher, 0)
         except ValueError as exc:
             state.error = state.error or f"sys.monitoring: {exc}"
             self.tool = None
