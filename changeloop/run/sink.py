@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from changeloop.caching import local as cache
+from changeloop.errors import filesystem_cause
 from changeloop.fsio import Pending
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
@@ -47,6 +48,7 @@ from changeloop.verdict import ReceiptView
 from changeloop.workspace.state import StateDir
 
 _CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
+CANCELLED_DRAIN_S = 10.0  # how long an interrupted run waits for its receipts to reach the disk
 
 
 @dataclass(frozen=True)
@@ -171,15 +173,21 @@ class ReceiptSink:
         self._report(pseudo).state = "ran"
 
     async def drain(self) -> None:
-        """Wait (shielded) until every receipt handed over is on disk.
+        """Wait until every receipt handed over is on disk.
 
         A provider whose files could not be written loses its receipts and gets a
         note naming the file, as if it could not run; the verdict reads only
         what is on disk. The engine calls this before the verdict, and when the
-        run is cancelled.
+        run is cancelled: then the wait is shielded, but for
+        :data:`CANCELLED_DRAIN_S` at most, so a stuck disk cannot hold an
+        interrupted run (what is not written by then is what a kill leaves).
         """
-        with anyio.CancelScope(shield=True):
-            failed = await anyio.to_thread.run_sync(self._commits.wait)
+        try:
+            failed = await self._commits.settled()
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(CANCELLED_DRAIN_S, shield=True):
+                await self._commits.settled()
+            raise
         for tag, error in failed:
             self._unwritable(tag, error)
 
@@ -354,12 +362,20 @@ class ReceiptSink:
         if report is None:
             return
         lost, report.receipts = report.receipts, []
-        reason = self.masker.text(f"{type(error).__name__}: {error}")
+        reason = self.masker.text(_unwritten(error))
         report.reason = reason
         for capability in dict.fromkeys(e.capability for e in lost):
             self.note(
                 capability, f"{capability}: provider {tag} could not run: {reason}", replace_=True
             )
+
+
+def _unwritten(error: OSError) -> str:
+    """Why a provider's files are not on disk, naming the file and the real cause."""
+    if isinstance(error.filename, str):
+        cause, _fix = filesystem_cause(error, error.filename)
+        return f"cannot write {error.filename}: {cause}"
+    return str(error) or type(error).__name__
 
 
 def every_capability(
