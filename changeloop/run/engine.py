@@ -174,6 +174,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
                 slots=slots(run.executor, options),
                 fail_fast=options.fail_fast,
                 on_event=forward,
+                host_wide=True,  # named resources are held across processes on the host
             )
     except anyio.get_cancelled_exc_class():
         interrupted = True
@@ -291,12 +292,14 @@ async def _execute(
         services.release_unused(provider.services)
         outcomes = await _call_adapter(adapter.run, ctx, provider)
     else:
-        async with services.lease(provider.services) as problems:
+        async with services.lease(provider.services) as refused:
+            problems = refused
+            if not refused:
+                outcomes = await _call_adapter(adapter.run, ctx, provider)
+                problems = services.lost(provider.services)  # one died under it: it fails
             if problems:
                 reason = "; ".join(f.message for f in problems)
                 outcomes = every_capability(provider, "fail", reason, tuple(problems))
-            else:
-                outcomes = await _call_adapter(adapter.run, ctx, provider)
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue
         # no receipt at all; its claims then stay unproven, with its reason.
