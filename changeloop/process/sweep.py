@@ -83,9 +83,12 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
         report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
         report.removed += _stale_private_tempdirs()
     from changeloop import sandboxes  # not at import: sandboxes import identity
+    from changeloop.sandboxes.place import sandbox_place
 
-    with contextlib.suppress(OSError):
-        report.removed += sandboxes.cleanup_stale(state_dir / "sandboxes")
+    # in the user's cache directory, and where an older changeloop (or the fallback) made them
+    for place in (sandbox_place(state_dir.parent).path, state_dir / "sandboxes"):
+        with contextlib.suppress(OSError):
+            report.removed += sandboxes.cleanup_stale(place)
     return report
 
 

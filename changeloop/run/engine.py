@@ -56,6 +56,7 @@ from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.setup import run_setup
 from changeloop.run.sink import Timing, every_capability
 from changeloop.run.stages import RunStages, compose
+from changeloop.sandboxes.place import sandbox_place
 from changeloop.scheduling.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.verdict import decide
@@ -77,11 +78,12 @@ async def prove(
     """
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
+    place = sandbox_place(plan.root)  # outside the checkout where the file system allows
     async with open_executor(plan, options, state.sandboxes) as executor:
         boxes = Sandboxes(
             plan,
             options.sandbox,
-            state.sandboxes,
+            place.path,
             keep=options.keep_sandbox,
             trees=options.trees,
         )
@@ -101,6 +103,8 @@ async def prove(
     await run.sink.drain()  # the receipts are written in group commits (run/commit.py)
     record_run(run.runlog, run.sink.reports, run.sink.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
+    if place.note is not None and any(run.boxes.made(r) for r in plan.repositories):
+        notes.append(place.note)
     if options.publish is not None:
         written = shared_cache.publish(
             options.publish, plan.root, plan, run.sink.reports, run.fingerprints
