@@ -44,10 +44,12 @@ def empty(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
+    from changeloop.process.sweep import sweep_before_answering
     from changeloop.signing.keys import load_public_key_file
 
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)
+    sweep_before_answering(plan.root)  # what a killed run left ends before the answer
     result = evaluate(plan, keys)
     if common.json_mode(args):
         common.emit_json(result.to_json())

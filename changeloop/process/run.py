@@ -49,7 +49,14 @@ import anyio
 import anyio.abc
 
 from changeloop.git.repo import GIT_REDIRECTS
-from changeloop.process.groups import OWNER_ENV, claim_run, end_group, owner_marker, run_dir_of
+from changeloop.process.groups import (
+    OWNER_ENV,
+    RUN_ENV,
+    claim_run,
+    end_group,
+    owner_marker,
+    run_dir_of,
+)
 from changeloop.process.output import Output
 from changeloop.process.running import RunningProcess
 from changeloop.process.spawn import environ, start_child
@@ -128,6 +135,7 @@ async def _spawn(
         env.pop(name, None)
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
+        env[RUN_ENV] = run_dir.name
         # and git in it never climbs out of its sandbox (or above the checkout)
         ceiling = git_ceiling(cwd)
         if ceiling is not None:

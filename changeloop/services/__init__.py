@@ -32,7 +32,8 @@ again.
 Entering the manager inside a run directory (``log_dir`` under
 ``.changeloop/runs/<id>/``) first ends what a run killed with -9 left behind
 (``sweep.sweep``): its providers, its servers holding our ports, its
-temp files and sandboxes.
+temp files and sandboxes. Leaving it ends what the run's own processes left
+running outside their groups (``setsid`` daemons carrying the run's marker).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from changeloop.outcome import Finding
 from changeloop.process.groups import OWNER_ENV, claim_run, close_run, owner_marker, run_dir_of
 from changeloop.process.run import SpawnError, start_process
 from changeloop.process.running import RunningProcess
-from changeloop.process.sweep import sweep
+from changeloop.process.sweep import end_run_leftovers, sweep
 from changeloop.scheduling import hostlocks
 from changeloop.services.ports import ownership, port_holder
 from changeloop.services.probe import ATTEMPT_S, Probe, expectation, probe_once
@@ -141,7 +142,10 @@ class ServiceManager:
         finally:
             run_dir = run_dir_of(self._log_dir)
             if run_dir is not None:
-                close_run(run_dir)  # every group of the run has ended by now
+                # Every group of the run has ended by now; a daemon a provider started with
+                # setsid still carries the run's marker, and goes too.
+                end_run_leftovers(run_dir)
+                close_run(run_dir)
 
     @asynccontextmanager
     async def lease(self, names: Sequence[str]) -> AsyncIterator[list[Finding]]:
