@@ -128,6 +128,7 @@ VERBS = (
     "quality",
     "adapters",
     "report",
+    "state",
 )
 _CRASH_DIR: list[str] = []  # the system temp dir, for crash logs that must outlive the run
 
@@ -227,6 +228,8 @@ def empty_shape(argv: Sequence[str], args: argparse.Namespace | None = None) -> 
         shape.update(file=None if file is None else str(file), valid=False)
     elif verb == "receipt" and sub == "import":
         shape.update(change=change, imported=[])
+    elif verb == "state":
+        shape.update(root=None)
     return {k: v for k, v in shape.items() if v is not None or k in ("root", "change")}
 
 

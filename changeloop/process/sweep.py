@@ -12,7 +12,6 @@ docs/processes.md)::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from changeloop.fsio import load_state_json
 from changeloop.process.groups import (
     OWNER_ENV,
     OWNER_FILE,
@@ -134,10 +134,8 @@ def end_run_leftovers(run_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> int:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_bytes()[:65536])
-    except (OSError, ValueError, RecursionError):
-        return None
+    """A record of ours; never a FIFO waited on, a link followed or a large file read."""
+    doc = load_state_json(path, limit=65536)
     return doc if isinstance(doc, dict) else None
 
 

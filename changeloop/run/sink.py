@@ -103,7 +103,7 @@ class ReceiptSink:
         self._commits = GroupCommit()
         self._staged: list[Pending] = []
         self._command_digests: dict[tuple[str, ...], str] = {}
-        self._latest_text = os.fspath(state.latest(plan.change.id))
+        self._latest_text = os.fspath(state.latest_dir(plan.change.id))
         self._run_dir_text = os.fspath(run_dir)
         self._cache_dir = state.cache
         self._run_rel = run_dir.relative_to(plan.root).as_posix()

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from changeloop import fsio
-from changeloop.errors import FileRefused, StateRefused
+from changeloop.errors import StateRefused
 
 STATE = ".changeloop"
 SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes", "decisions")
@@ -69,6 +69,15 @@ class StateDir:
     def latest(self, change: str) -> Path:
         return self.path / "receipts" / change
 
+    def latest_dir(self, change: str) -> Path:
+        """``receipts/<change>/``, clearing a file that stands where the directory belongs
+        (damaged state: rebuilt; other stray files there are only noted, ``stray_notes``)."""
+        path = self.latest(change)
+        with contextlib.suppress(OSError):
+            if not path.is_symlink() and path.exists() and not path.is_dir():
+                path.unlink()
+        return path
+
     def new_run_dir(self, run_id: str | None = None) -> tuple[str, Path]:
         """A fresh ``runs/<run-id>/`` (``run_id``: one :func:`new_run_id` gave earlier);
         damaged leftovers of earlier runs are cleared first."""
@@ -87,13 +96,7 @@ class StateDir:
 
     def _read_durations(self) -> dict[str, dict[str, float]]:
         """Every change's durations; anything damaged (shape, depth, a directory) reads as none."""
-        try:
-            raw = fsio.read_regular(
-                self._durations_file(), limit=_DURATIONS_LIMIT, what="durations file"
-            )
-            data = json.loads(raw)
-        except (FileRefused, ValueError, RecursionError):
-            return {}
+        data = fsio.load_state_json(self._durations_file(), limit=_DURATIONS_LIMIT)
         if not isinstance(data, dict):
             return {}
         clean: dict[str, dict[str, float]] = {}
@@ -175,11 +178,31 @@ def check_state(root: Path) -> None:
             _check_access(state / name)
     receipts = state / "receipts"
     for entry in _entries(receipts):
-        _check_dir(entry)
+        if entry.is_symlink() or entry.is_dir():  # a link planted where receipts are written
+            _check_dir(entry)
+        # anything else is a stray file no change's receipts live in: ignored (stray_notes)
     _check_tracked(root)
     _check_workspace_key(state / WORKSPACE_KEY)
     if accepted is not None:
         accepted.add(key)
+
+
+def stray_notes(root: Path) -> list[str]:
+    """Notes naming what lies in ``.changeloop/receipts/`` and is not a change's directory.
+
+    Such a file is ignored, never a refusal: nothing reads it, and receipts are
+    written into their change's own directory.
+    """
+    receipts = root / STATE / "receipts"
+    try:
+        entries = sorted(receipts.iterdir())
+    except OSError:
+        return []
+    return [
+        f"ignoring {entry.relative_to(root)}: not a change's receipts directory (remove it)"
+        for entry in entries
+        if not entry.is_symlink() and not entry.is_dir()
+    ]
 
 
 def _check_dir(path: Path) -> bool:
