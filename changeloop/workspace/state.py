@@ -18,6 +18,7 @@ belongs) is ignored and rebuilt instead (DESIGN.md §5 "Faults").
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -31,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from changeloop import fsio
-from changeloop.errors import StateRefused
+from changeloop.errors import StateRefused, filesystem_cause
 
 STATE = ".changeloop"
 SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes", "decisions")
@@ -231,14 +232,27 @@ def _check_dir(path: Path) -> bool:
 
 
 def _check_access(directory: Path) -> None:
-    """A state directory we cannot list or write is refused now, not met mid-run."""
+    """A state directory we cannot list or write is refused now, not met mid-run.
+
+    A read-only file system says so (``os.access`` answers it like a missing
+    permission): its fix is another one.
+    """
     if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+        if _read_only(directory):
+            raise unusable(directory, OSError(errno.EROFS, os.strerror(errno.EROFS)))
         raise StateRefused(
             directory,
             f"cannot use {directory}: permission denied (changeloop reads and writes its state"
             " there)",
             f"run changeloop as the user who owns {directory}, or fix its permissions",
         )
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _entries(directory: Path) -> list[Path]:
@@ -334,14 +348,13 @@ def _repair_receipts(receipts: Path) -> None:
 
 
 def unusable(path: Path, exc: OSError) -> StateRefused:
-    """A filesystem error on the state, as a refusal naming the path it hit (exit 2)."""
+    """A filesystem error on the state, as a refusal naming the path and its real cause (exit 2).
+
+    A read-only file system or a full disk is said as such, never as a permissions problem.
+    """
     where = Path(exc.filename) if exc.filename else path
-    return StateRefused(
-        where,
-        f"cannot use {where}: {exc.strerror or exc}",
-        "run changeloop as a user who can write the workspace, or fix the permissions of"
-        f" {where if where.is_dir() else where.parent}",
-    )
+    cause, fix = filesystem_cause(exc, where if where.is_dir() else where.parent)
+    return StateRefused(where, f"cannot use {where}: {cause}", fix)
 
 
 def ensure_gitignored(root: Path) -> None:
