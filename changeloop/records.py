@@ -16,6 +16,7 @@ from changeloop.masking import Masker
 
 if TYPE_CHECKING:  # the no-change answer imports these records, never the plan's model
     from changeloop.model import Plan, SandboxMode
+    from changeloop.trust import Trust
     from changeloop.verdict import ReceiptView, Verdict
 
 ProviderState = Literal["ran", "cached", "not-run"]
@@ -35,8 +36,17 @@ class ProveOptions:
     url: str | None = None
     executor: Literal["local", "dask"] = "local"
     dask_scheduler: str | None = None
+    # TLS with a client certificate (docs/scale-out.md); None: Dask's distributed.comm.tls.* config
+    dask_tls_ca_file: Path | None = None
+    dask_tls_cert: Path | None = None
+    dask_tls_key: Path | None = None
+    dask_insecure: bool = False  # --dask-insecure: a cluster without TLS is accepted
+    dask_worker_timeout: float = 30.0  # a worker silent this long (no heartbeat) is lost
     publish: Path | None = None  # --publish DIR (DESIGN §10)
     cache_from: Path | None = None  # --cache-from DIR
+    # --trust-from / --trust-keyring: judged with a trust other than the checkout's, which
+    # the no-change record does not key on (so such a run neither writes nor keeps one)
+    own_trust: bool = False
     # Content trees already computed this invocation (checkout path -> tree), by the
     # no-change check that found them changed: the run starts from them (issue 15).
     trees: Mapping[str, str] = field(default_factory=dict)
@@ -95,6 +105,7 @@ class ProveResult:
     masker: Masker = field(default_factory=lambda: Masker(()))
     notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
     observed: Observed | None = None  # what the run read beyond the plan (changeloop.nochange)
+    trust: Trust | None = None  # where the external providers' keys came from (the CLI says)
 
 
 class Observed(NamedTuple):

@@ -53,6 +53,9 @@ class Job:
     report: str | None = None
     keep_report: bool = False
     collect: tuple[str, ...] = ()  # directories under log_dir whose files come back
+    # Files the command reads from log_dir ("<dir>/<name>" -> bytes), already written there
+    # by the adapter; a remote executor writes them into its own job directory first.
+    inputs: tuple[tuple[str, bytes], ...] = ()
     # The run's stdout and whole log come back as bytes: runners whose report *is*
     # their output (libtest, unittest), and adapters that classify the output.
     output: bool = False

@@ -75,6 +75,15 @@ def configure(
     return out
 
 
+def shipped(run_dir: Path) -> tuple[tuple[str, bytes], ...]:
+    """The config :func:`configure` wrote, as a job's ``inputs``: a remote worker writes it
+    into its own job directory (the variable's path is re-pointed there), never reads ours."""
+    try:
+        return ((f"{FOLDER}/{CONFIG_FILE}", (folder(run_dir) / CONFIG_FILE).read_bytes()),)
+    except OSError:
+        return ()
+
+
 def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
     """nodeid -> ``{claims, grounding, reason, functions}`` over every process's record."""
     out: dict[str, dict[str, Any]] = {}

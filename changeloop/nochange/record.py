@@ -45,6 +45,7 @@ def eligible_options(options: ProveOptions) -> bool:
         and options.sign_key is None
         and options.publish is None
         and options.cache_from is None
+        and not options.own_trust
     )
 
 
@@ -274,14 +275,13 @@ def _cached_form(
     from dataclasses import replace
 
     from changeloop.outcome import TestCounts
-    from changeloop.providers import registry
     from changeloop.records import ProveResult, ProviderReport, ReceiptEntry
     from changeloop.verdict import ReceiptView, decide
 
     run_dir = plan.root / ".changeloop" / "runs" / run_id
     providers: dict[str, ProviderReport] = {}
     for provider in plan.providers.values():
-        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        repos = provider.settled.repositories
         entries = []
         for file, envelope in receipts[provider.name]:
             payload = base64.b64decode(json.loads(envelope)["payload"])
@@ -330,6 +330,7 @@ def _cached_form(
     return replace(
         ProveResult(plan, run_id, run_dir, providers, verdict, masker=result.masker),
         observed=None,
+        trust=result.trust,  # the same trust a full re-prove names
     )
 
 
