@@ -148,7 +148,8 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
     estimates = run.state.load_durations(plan.change.id)
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
-    await anyio.to_thread.run_sync(_identify_all, run)
+    # abandoned on a signal: git's work is not worth keeping an interrupted run waiting
+    await anyio.to_thread.run_sync(_identify_all, run, abandon_on_cancel=True)
     hits = likely_cached(plan, run.state.cache, run.fingerprint) if options.use_cache else set()
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
