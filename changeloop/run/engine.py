@@ -163,6 +163,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
             env=dict(os.environ),
             secrets=run.sink.masker.secrets,
             log_dir=run.run_dir / "services",
+            whole_run=True,  # its end is the run's: what the run's processes left goes then
         ) as services:
 
             async def run_task(task: Task) -> bool:

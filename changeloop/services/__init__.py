@@ -32,8 +32,9 @@ again.
 Entering the manager inside a run directory (``log_dir`` under
 ``.changeloop/runs/<id>/``) first ends what a run killed with -9 left behind
 (``sweep.sweep``): its providers, its servers holding our ports, its
-temp files and sandboxes. Leaving it ends what the run's own processes left
-running outside their groups (``setsid`` daemons carrying the run's marker).
+temp files and sandboxes. Leaving a manager made with ``whole_run=True`` (the
+one of a ``prove``) ends what the run's own processes left running outside
+their groups (``setsid`` daemons carrying the run's marker).
 """
 
 from __future__ import annotations
@@ -101,8 +102,12 @@ class ServiceManager:
         users: Mapping[str, int] | None = None,
         secrets: Sequence[str] = (),
         grace_s: float = 5.0,
+        whole_run: bool = False,
     ) -> None:
         self._plan = plan
+        # The manager lives as long as its run (a prove): at its end, what the run's processes
+        # left outside their groups is ended. Not for one job among others (a Dask worker's).
+        self._whole_run = whole_run
         self._workdirs = workdirs  # read at start time: sandboxes may be made lazily
         self._env = dict(env)
         self._log_dir = log_dir
@@ -142,9 +147,10 @@ class ServiceManager:
         finally:
             run_dir = run_dir_of(self._log_dir)
             if run_dir is not None:
-                # Every group of the run has ended by now; a daemon a provider started with
-                # setsid still carries the run's marker, and goes too.
-                end_run_leftovers(run_dir)
+                if self._whole_run:
+                    # Every group of the run has ended by now; a daemon a provider started
+                    # with setsid still carries the run's marker, and goes too.
+                    end_run_leftovers(run_dir)
                 close_run(run_dir)
 
     @asynccontextmanager

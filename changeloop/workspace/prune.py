@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,10 +117,10 @@ class Freed:
 # -- runs ----------------------------------------------------------------------
 def run_change(run_dir: Path) -> str | None:
     """The change a run proved (from its ``run.json``); None when it wrote none."""
-    head = fsio.read_state(run_dir / "run.json", limit=1 << 30)
+    head = _head(run_dir / "run.json")
     if head is None:
         return None
-    found = _CHANGE.search(head[:_RUN_HEAD])
+    found = _CHANGE.search(head)
     if found is None:
         return None
     try:
@@ -127,6 +128,22 @@ def run_change(run_dir: Path) -> str | None:
     except ValueError:
         return None
     return change if isinstance(change, str) else None
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of a regular file of ours (never through a link, never a FIFO waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _RUN_HEAD)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _runs(state: Path) -> list[Path]:
