@@ -8,7 +8,7 @@ Example (an adapter's ``prepare`` and ``read``)::
     ... the executor runs pytest with ``env`` ...
     marks, findings = claim_marks(job, report, status)   # the crediting rule, pure
     traced = records_of(result.files)    # the engine: nodeid -> {claims, grounding, functions}
-    remember(plan.root, plan.change.id, repo, traced)    # the sink, for mutation and --dry-run
+    remember(plan.root, plan.change.id, repo, traced)    # the engine, for mutation and --dry-run
 
 The crediting rule itself lives in :mod:`changeloop.verdict`; this module only
 applies it to one report.
