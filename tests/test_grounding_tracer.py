@@ -168,6 +168,37 @@ def test_an_autouse_fixture_grounds_through_setup_and_says_so(python: str, tmp_p
     }, dump(record)
 
 
+OTHER_TOOLS = """
+import sys
+
+for tool in (4, 2):  # another monitoring tool holds every id but one
+    sys.monitoring.use_tool_id(tool, "another-tool")
+"""
+
+
+def test_outside_entry_is_seen_with_a_single_free_monitoring_tool_id(
+    python: str, tmp_path: Path
+) -> None:
+    """Without a second tool id to watch direct calls, nothing is disabled that could still
+    show a call outside the entry points: the values equal those with both ids."""
+    if python == this_python():
+        pytest.skip("sys.monitoring exists on 3.12+ only; 3.11 runs the settrace tracer")
+    files = dict(PACKAGE)
+    files["tests/test_values.py"] = FIXTURES
+    files["conftest.py"] = OTHER_TOOLS
+    project = copy_project(tmp_path, files)
+    proc, record, _ = run_traced(python, project, tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_name = {k.rsplit("::")[-1]: v for k, v in record.items()}
+    assert {n: v["grounding"] for n, v in by_name.items()} == dict.fromkeys(by_name, "grounded")
+    outside = {n: v["reached_outside_entry"] for n, v in by_name.items()}
+    assert outside == {
+        "test_only_setup_touched_the_entry_point": False,
+        "test_calls_the_entry_point_itself": False,
+        "test_also_runs_code_no_entry_point_reached": True,
+    }, dump(record)
+
+
 def test_lines_are_recorded_when_asked(python: str, tmp_path: Path) -> None:
     project = copy_project(tmp_path)
     proc, record, _ = run_traced(python, project, tmp_path / "run", lines=True)
