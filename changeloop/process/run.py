@@ -50,7 +50,7 @@ from changeloop.git.repo import GIT_REDIRECTS
 from changeloop.process.groups import OWNER_ENV, claim_run, end_group, owner_marker, run_dir_of
 from changeloop.process.output import Output
 from changeloop.process.running import RunningProcess
-from changeloop.process.spawn import environ, start_child
+from changeloop.process.spawn import start_child
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,6 @@ async def _spawn(
             stdin=_devnull(),
             stdout=out_w,
             stderr=err_w,
-            parent_path=environ().get("PATH"),
         )
     except OSError as exc:
         os.close(out_r)
