@@ -16,14 +16,12 @@ stderr=…)`` is the whole discipline the process layer needs of a start:
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Protocol
 
-__all__ = ["Child", "environ", "start_child"]
+__all__ = ["Child", "start_child"]
 
 
 class Child(Protocol):
@@ -58,23 +56,3 @@ def start_child(
         stderr=stderr,
         start_new_session=True,
     )
-
-
-_ENVIRON: list[tuple[dict[bytes, bytes], Mapping[str, str]]] = []  # (raw copy, decoded view)
-
-
-def environ() -> Mapping[str, str]:
-    """``os.environ`` as a read-only plain mapping, decoded once for as long as it is unchanged.
-
-    Every job of a run starts from the process environment; reading
-    ``os.environ`` decodes each variable on each access, which a run of many
-    providers paid several times per job. The raw bytes are compared (one C-level
-    dict comparison) so a change to ``os.environ`` is always seen.
-    """
-    raw: dict[bytes, bytes] = os.environ._data  # type: ignore[attr-defined]
-    last = _ENVIRON[0] if _ENVIRON else None  # one read: another thread may replace it
-    if last is not None and last[0] == raw:
-        return last[1]
-    made = (dict(raw), MappingProxyType(dict(os.environ)))
-    _ENVIRON[:] = [made]
-    return made[1]

@@ -5,7 +5,6 @@ back to default, no inherited descriptor beyond 0-2, the environment and
 directory it was given, a relative program found from that directory, a bare
 name searched in the child's own ``PATH``, a missing executable or directory as
 ``FileNotFoundError``, and what a C string cannot carry refused.
-``environ()`` follows every change of ``os.environ``.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from changeloop.executors.job import env_delta
-from changeloop.process.spawn import environ, start_child
+from changeloop.process.spawn import start_child
 
 PROBE = """\
 import os
@@ -64,7 +63,7 @@ def test_a_child_leads_its_session_in_its_directory_with_only_its_stdio(tmp_path
     leaked_r, leaked_w = os.pipe()
     os.set_inheritable(leaked_w, True)  # inheritable here: still closed in the child
     try:
-        env = {**environ(), "SPAWN_PROBE": "seen"}
+        env = {**os.environ, "SPAWN_PROBE": "seen"}
         script = tmp_path / "probe.py"
         script.write_text(PROBE)
         lines = _run([sys.executable, str(script)], workdir, env, tmp_path)
@@ -82,7 +81,7 @@ def test_signals_python_ignores_are_back_to_default_in_the_child(tmp_path: Path)
     # A program that is not Python (which would ignore SIGPIPE again) shows what it inherited.
     assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
     status = _run(
-        ["sh", "-c", "exec grep SigIgn /proc/self/status"], tmp_path, dict(environ()), tmp_path
+        ["sh", "-c", "exec grep SigIgn /proc/self/status"], tmp_path, dict(os.environ), tmp_path
     )
     ignored = int(status[0].split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)), status
@@ -101,7 +100,7 @@ def test_a_relative_program_is_found_from_the_childs_directory(
     decoy.write_text("#!/bin/sh\necho from-parent\n")
     decoy.chmod(0o755)
     monkeypatch.chdir(tmp_path)
-    assert _run(["./tool.sh"], workdir, dict(environ()), tmp_path) == ["from-workdir"]
+    assert _run(["./tool.sh"], workdir, dict(os.environ), tmp_path) == ["from-workdir"]
 
 
 def test_a_bare_name_is_searched_in_the_childs_path(tmp_path: Path) -> None:
@@ -110,21 +109,21 @@ def test_a_bare_name_is_searched_in_the_childs_path(tmp_path: Path) -> None:
     tool = bin_dir / "only-in-child-path"
     tool.write_text("#!/bin/sh\necho found\n")
     tool.chmod(0o755)
-    env = {**environ(), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
     assert _run(["only-in-child-path"], tmp_path, env, tmp_path) == ["found"]
     with pytest.raises(FileNotFoundError):  # not in this process's own PATH
-        _start(["only-in-child-path"], tmp_path, dict(environ()))
+        _start(["only-in-child-path"], tmp_path, dict(os.environ))
 
 
 def test_a_missing_executable_is_file_not_found(tmp_path: Path) -> None:
     for argv in (["no-such-program-changeloop"], ["./no-such-program"]):
         with pytest.raises(FileNotFoundError):
-            _start(argv, tmp_path, dict(environ()))
+            _start(argv, tmp_path, dict(os.environ))
 
 
 def test_a_missing_working_directory_is_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        _start(["true"], tmp_path / "gone", dict(environ()))
+        _start(["true"], tmp_path / "gone", dict(os.environ))
 
 
 @pytest.mark.parametrize(
@@ -143,20 +142,7 @@ def test_what_a_c_string_cannot_carry_is_refused(
     """Never silently cut short: ``ValueError`` naming what is wrong."""
     (tmp_path / "work").mkdir()
     with pytest.raises(ValueError, match=r"null byte|environment variable name"):
-        _start(argv, tmp_path / cwd_name, {**environ(), **extra})
-
-
-def test_environ_follows_every_change_of_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = environ()
-    assert environ() is first  # unchanged: the same decoded mapping
-    monkeypatch.setenv("CHANGELOOP_SPAWN_TEST", "one")
-    assert environ()["CHANGELOOP_SPAWN_TEST"] == "one"
-    monkeypatch.setenv("CHANGELOOP_SPAWN_TEST", "two")  # same keys, another value
-    assert environ()["CHANGELOOP_SPAWN_TEST"] == "two"
-    monkeypatch.delenv("CHANGELOOP_SPAWN_TEST")
-    assert "CHANGELOOP_SPAWN_TEST" not in environ()
-    with pytest.raises(TypeError):
-        environ()["X"] = "y"  # type: ignore[index]  # shared: read-only
+        _start(argv, tmp_path / cwd_name, {**os.environ, **extra})
 
 
 def test_env_delta_is_the_difference_and_never_carries_an_env_from_value() -> None:
