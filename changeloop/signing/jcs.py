@@ -4,8 +4,9 @@ Usage::
 
     canonicalize({"b": 1, "a": [True, None, "é"]})  # b'{"a":[true,null,"\xc3\xa9"],"b":1}'
 
-Why our own: the receipt id is sha256 of these bytes, so they must be exactly
-what any other RFC 8785 implementation produces. The rules:
+The receipt id is sha256 of these bytes, so they must be exactly what any other
+RFC 8785 implementation produces (tests/receipts/test_jcs.py holds them to the
+``rfc8785`` package's). The rules:
 
 - object members sorted by their keys' UTF-16 code units (not code points);
 - strings as UTF-8 with only ``"``, ``\\`` and control characters escaped
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -35,9 +35,6 @@ class CanonicalizationError(ValueError):
 
 def canonicalize(obj: Any) -> bytes:
     """The RFC 8785 bytes of ``obj`` (dict/list/tuple/str/int/float/bool/None)."""
-    fast = _fast(obj)
-    if fast is not None:
-        return fast
     parts: list[str] = []
     _emit(obj, parts)
     text = "".join(parts)
@@ -45,68 +42,6 @@ def canonicalize(obj: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate in some string
         raise CanonicalizationError(f"string holds a lone surrogate: {exc}") from exc
-
-
-_HIGH = re.compile("[\ud800-\U0010ffff]")
-# What json.dumps(ensure_ascii=False, sort_keys=True, separators=(",", ":")) builds per
-# call, built once. No circular check: _plain has walked the value (a cycle never ends
-# that walk, as it never ends RFC 8785).
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
-)
-_LEAVES = frozenset({str, bool, type(None)})
-
-
-def _fast(obj: Any) -> bytes | None:
-    """The same bytes through the C encoder, for the common case where they agree.
-
-    ``json.dumps(sort_keys, ensure_ascii=False)`` is RFC 8785 exactly when there
-    are no floats (ES number formatting differs), no integer beyond ±2**53-1,
-    only plain dicts/lists/tuples, and no character at or above U+D800 anywhere
-    (so key order by code point equals order by UTF-16 code unit, and no lone
-    surrogate needs escaping). Anything else takes the careful path; a property
-    test holds the two to the same bytes.
-    """
-    if not _plain(obj):
-        return None
-    text = _ENCODER.encode(obj)
-    if not text.isascii() and _HIGH.search(text):  # both in C; max(text) was a third of it
-        return None
-    return text.encode("utf-8")
-
-
-def _plain(obj: Any) -> bool:
-    """Only exact dicts (string keys), lists, tuples, strings, bools, None and safe integers.
-
-    Walks containers only: each member is judged where it is met, and only a
-    container is pushed for later (a receipt is mostly strings; pushing and
-    popping each one cost more than the C encoder's whole pass).
-    """
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            members = item.values()
-        elif kind is list or kind is tuple:
-            members = item
-        else:
-            members = (item,)  # the top-level value itself
-        for member in members:
-            kind = type(member)
-            if kind in _LEAVES:
-                continue
-            if kind is int:
-                if not -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
-                    return False
-            elif kind is dict or kind is list or kind is tuple:
-                stack.append(member)
-            else:
-                return False
-    return True
 
 
 def _emit(obj: Any, out: list[str]) -> None:
