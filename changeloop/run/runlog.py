@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from changeloop import __version__
 from changeloop.errors import ChangeloopError, Location, Problem
 from changeloop.fsio import write_atomic
-from changeloop.jsontext import indented
 from changeloop.stamps import utc_stamp
 
 if TYPE_CHECKING:
@@ -143,7 +142,7 @@ class RunLog:
 
     def write(self, run_dir: Path, *, durable: bool = True) -> Path:
         path = run_dir / RUN_FILE
-        data = indented(self.to_json()) + "\n"
+        data = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
         write_atomic(path, data.encode("utf-8"), durable=durable)
         return path
 
