@@ -390,7 +390,4 @@ def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
 
 
 def entry() -> None:
-    from changeloop.cli.prove.collector import own_process
-
-    own_process()  # its collector may be tuned for the run (cli/collector.py)
     sys.exit(main())

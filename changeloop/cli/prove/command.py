@@ -21,7 +21,6 @@ from typing import Any
 from changeloop.cli import common, trust_flags
 from changeloop.cli.argtypes import positive_seconds
 from changeloop.cli.prove.args import EMPTY, jobs_wanted
-from changeloop.cli.prove.collector import paused
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove.plan import dry_run, load_plan
 from changeloop.errors import ChangeloopError
@@ -173,7 +172,6 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    _cheap_shutdown()
     shape = dict(EMPTY)
     config = config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
@@ -194,8 +192,7 @@ def _plan_and_run(
     known: dict[str, Any],
 ) -> int:
     try:
-        with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
-            plan = load_plan(args, shape)
+        plan = load_plan(args, shape)
         plan, trust = trust_flags.trusted(args, plan)
     except ChangeloopError as exc:
         return common.fail(args, exc, shape)
@@ -208,8 +205,7 @@ def _plan_and_run(
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
         return dry_run(args, plan)
-    with paused():  # the run's imports: long-lived too
-        from changeloop.run.engine import nothing_to_prove
+    from changeloop.run.engine import nothing_to_prove
 
     empty = nothing_to_prove(plan)
     if empty is not None:
@@ -262,29 +258,6 @@ def _identified_ahead(
         ensure_gitignored(root)
     except (ChangeloopError, OSError):
         return contextlib.nullcontext()  # the run refuses the state as it always did
-    with paused():
-        from changeloop.run.sandboxes import identified_ahead
+    from changeloop.run.sandboxes import identified_ahead
 
     return identified_ahead(root, include_untracked=args.sandbox != "worktree")
-
-
-_SHUTDOWN_REGISTERED: list[bool] = []
-
-
-def _cheap_shutdown() -> None:
-    """At interpreter exit, move every object out of the garbage collector's reach first.
-
-    The collection the interpreter makes while tearing down a full ``prove``'s
-    objects took ~30 ms of a ~480 ms re-prove (bench/README.md "Issue 15 (hP)").
-    Nothing is lost: everything a run writes is on disk before ``prove``
-    returns, objects are still freed by reference counting, and ``weakref.finalize``
-    callbacks (temporary directories) run from their own exit hook. Registered once
-    per process; in-process callers (tests) only meet it when their process ends.
-    """
-    if _SHUTDOWN_REGISTERED:
-        return
-    import atexit
-    import gc
-
-    atexit.register(gc.freeze)
-    _SHUTDOWN_REGISTERED.append(True)
