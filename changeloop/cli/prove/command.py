@@ -12,9 +12,7 @@ for the verbs that load a plan too), the full run :mod:`~changeloop.cli.prove.fu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -180,8 +178,7 @@ def run(args: argparse.Namespace) -> int:
         code = answer_from_record(args, *config, jobs=jobs_wanted(args), seen=seen, known=known)
         if code is not None:
             return code
-    with _identified_ahead(args, config, seen):
-        return _plan_and_run(args, shape, config, seen, known)
+    return _plan_and_run(args, shape, config, seen, known)
 
 
 def _plan_and_run(
@@ -223,41 +220,3 @@ def _plan_and_run(
     from changeloop.cli.prove.full import prove_full
 
     return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
-
-
-def _identified_ahead(
-    args: argparse.Namespace,
-    config: tuple[Path, Any, dict[str, str | None]] | None,
-    seen: Mapping[str, str],
-) -> contextlib.AbstractContextManager[None]:
-    """The workspace's content identity started on a thread while the plan loads (~15 ms
-    of git processes on the other core), when it is surely the change's one repository:
-    evidence.yaml names no ``repositories`` (the default is the workspace itself).
-
-    ``.changeloop/`` is made ignored first, as the run does before it identifies
-    anything: loading the plan writes there (the validation memo), which git must not see.
-    """
-    if config is None or args.dry_run:
-        return contextlib.nullcontext()
-    root, change, _ = config
-    if str(root.resolve()) in seen:  # the no-change check has its tree: cheaper still
-        return contextlib.nullcontext()
-    from changeloop.errors import FileRefused
-    from changeloop.fsio import KIB, read_regular
-
-    try:
-        evidence = read_regular(change.path / "evidence.yaml", limit=64 * KIB, what="evidence")
-    except FileRefused:
-        return contextlib.nullcontext()  # loading the plan says why (or reads it whole)
-    if b"repositories" in evidence:
-        return contextlib.nullcontext()
-    from changeloop.workspace.state import check_state, ensure_gitignored
-
-    try:  # .changeloop/ out of git's view before git looks (the run does this first too)
-        check_state(root)
-        ensure_gitignored(root)
-    except (ChangeloopError, OSError):
-        return contextlib.nullcontext()  # the run refuses the state as it always did
-    from changeloop.run.sandboxes import identified_ahead
-
-    return identified_ahead(root, include_untracked=args.sandbox != "worktree")
