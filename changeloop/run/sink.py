@@ -340,7 +340,7 @@ class ReceiptSink:
             self._cache_dir, self._fingerprint(provider), envelopes
         )
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
-        entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
+        entry = Pending(target, data, durable=False, displace_dir=True)
         self._commits.submit(_CACHE + provider.name, [entry])
 
     def _unwritable(self, tag: str, error: OSError) -> None:
