@@ -78,11 +78,13 @@ class ReceiptEntry:
     path: str  # relative to the workspace root
     view: ReceiptView
     tests: dict[str, int] | None = None  # the receipt's test counts (prove --json, board)
+    envelope: bytes = b""  # the signed DSSE envelope (run.writer puts it on disk)
+    cached: bool = False  # reused byte for byte: its bytes are durable already
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProviderReport:
-    """What the board shows of one provider; written only by the ``ReceiptSink``."""
+    """One provider's part of a run, as the run core returns it (sealed, not yet written)."""
 
     name: str
     adapter: str
@@ -91,7 +93,10 @@ class ProviderReport:
     origin: str | None = None  # a cached provider's: "local" (this machine) or "shared"
     duration_ms: int = 0
     reason: str | None = None
-    receipts: list[ReceiptEntry] = field(default_factory=list)
+    receipts: tuple[ReceiptEntry, ...] = ()
+    # capability -> why it has no receipt from this provider (the verdict's notes)
+    notes: tuple[tuple[str, str], ...] = ()
+    cache: bool = False  # every receipt passed and may be cached under its fingerprint
 
 
 @dataclass

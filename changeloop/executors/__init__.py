@@ -82,7 +82,7 @@ async def open_executor(
     """The run's executor, connected and checked before anything runs (else exit 2).
 
     A Dask executor that lost its scheduler during the run raises
-    ``dask_scheduler_lost`` as the run ends (see ``DaskExecutor.lost_scheduler``).
+    ``dask_scheduler_lost`` as the run ends (see ``DaskExecutor.lost``).
     """
     if options.executor == "local":
         yield LocalExecutor()

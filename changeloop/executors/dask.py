@@ -78,7 +78,7 @@ class DaskExecutor:
         self._book = WorkerBook(silence_s)  # who is alive, busy, lost; where jobs went
         self._refreshed = float("-inf")
         self._identified = float("-inf")  # when the scheduler last told the heartbeats
-        self.lost_scheduler: Problem | None = None  # set once the scheduler is gone
+        self.lost: Problem | None = None  # set once the scheduler is gone
         self._log_levels: dict[str, int] = {}
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
@@ -183,7 +183,7 @@ class DaskExecutor:
                 logging.getLogger(name).setLevel(level)
 
     async def _close(self, client: Any, warming: list[tuple[str, Any]]) -> None:
-        gone = self.lost_scheduler is not None
+        gone = self.lost is not None
         with anyio.CancelScope(shield=True), anyio.move_on_after(2 if gone else 10):
             alive = sorted(a for a in self._book.workers if a not in self._book.lost)
             if not gone and alive:
@@ -214,8 +214,8 @@ class DaskExecutor:
                     # unpacking and reading files: off the event loop, which seals receipts
                     return await anyio.to_thread.run_sync(job_result, job, answer, started)
         except _SchedulerLost:
-            assert self.lost_scheduler is not None
-            failure = ("inconclusive", "scheduler-lost", self.lost_scheduler.message)
+            assert self.lost is not None
+            failure = ("inconclusive", "scheduler-lost", self.lost.message)
             return failed_result(job, started, failure, tried[-1:])
         where = ", ".join(f"{a} ({self._book.why.get(a, GONE)})" for a in tried) or "none left"
         why = f"the worker running it was lost: {where}; retried once, never counted a pass"
@@ -328,24 +328,24 @@ class DaskExecutor:
     def _check_scheduler(self, client: Any, error: BaseException | None = None) -> None:
         """Raise _SchedulerLost once the client is no longer connected to its scheduler."""
         connected = client is not None and client.status == "running"
-        if self.lost_scheduler is None and connected and not isinstance(error, OSError):
+        if self.lost is None and connected and not isinstance(error, OSError):
             return
-        if self.lost_scheduler is None:
+        if self.lost is None:
             said = str(error).strip().splitlines()[:1] if error is not None else []
             detail = f" ({said[0][:200]})" if said else " (its connection closed)"
-            self.lost_scheduler = Problem(
+            self.lost = Problem(
                 code="dask_scheduler_lost",
                 message=f"lost the Dask scheduler at {self._address} during the run{detail}; "
                 "jobs it had not finished are not counted (no receipt of theirs is a pass)",
                 fix="restart the scheduler and its workers (docs/scale-out.md), then prove again",
             )
-        raise _SchedulerLost(self.lost_scheduler.message)
+        raise _SchedulerLost(self.lost.message)
 
     async def _refresh(self) -> None:
         """Workers that joined or left (one small ask), and now and then who fell silent."""
         self._refreshed = now = anyio.current_time()
-        if self.lost_scheduler is not None:
-            raise _SchedulerLost(self.lost_scheduler.message)
+        if self.lost is not None:
+            raise _SchedulerLost(self.lost.message)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S * 2):
                 threads: Mapping[str, int] = await self._client.scheduler.ncores()

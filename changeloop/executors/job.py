@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.process.run import ProcessResult
@@ -133,6 +134,20 @@ class JobResult:
 
 
 class Executor(Protocol):
+    """Who runs a job: this machine (``executors.local``) or a cluster (``executors.dask``)."""
+
+    remote: bool  # jobs run elsewhere: their services start there, envFrom is read there
+
+    @property
+    def lost(self) -> Problem | None:
+        """Why it can run nothing more (a cluster that lost its scheduler); None while it can."""
+        ...
+
+    @property
+    def capacity(self) -> int | None:
+        """How many jobs it runs at once (a cluster's worker threads); None: the run decides."""
+        ...
+
     async def run(self, job: Job) -> JobResult: ...
 
 

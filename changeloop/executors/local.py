@@ -25,6 +25,10 @@ class LocalExecutor:
     ``environ`` given).
     """
 
+    remote = False
+    capacity = None  # this machine's slots are --jobs
+    lost = None  # this machine never goes away mid-run
+
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
 

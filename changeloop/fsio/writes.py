@@ -73,7 +73,7 @@ class Pending:
     entry, a copy of bytes already durable elsewhere): the rename still makes the
     write all-or-nothing for a killed process, only the fsyncs are skipped.
 
-    ``path`` may be a plain string: a run's sink stages thousands, and the
+    ``path`` may be a plain string: a run's writer stages thousands, and the
     writer thread works on strings anyway.
     """
 

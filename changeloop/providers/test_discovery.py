@@ -41,7 +41,7 @@ Rules (DESIGN.md §3, REPORTS.md):
 - ``prepare`` builds the job, ``read`` judges it without I/O: the executor
   returns the report, the whole output and the plugin's records (``collect``)
   in the ``JobResult``; the engine remembers the trace records for mutation
-  and ``--dry-run`` (``ReceiptSink.remember_traced``).
+  and ``--dry-run`` (the engine remembers them).
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
   at most 4 KiB each) go into ``details``; at most 50 findings, each message at
   most 2000 characters; at most 200 test names per list.
@@ -142,11 +142,7 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     return problems
 
 
-async def run(ctx: RunContext) -> list[Outcome]:
-    prepared = prepare(ctx)
-    if isinstance(prepared, list):
-        return prepared
-    return read(prepared, await ctx.executor.run(prepared))
+run = None  # the engine runs prepare()'s job and hands the result to read()
 
 
 def prepare(ctx: RunContext) -> Job | list[Outcome]:

@@ -2,7 +2,7 @@
 
 Checked in a fresh interpreter (pytest has imported everything already). A change
 whose execution.yaml wires every capability, in a workspace with no entryPoints,
-needs no manifest or source reader, no runner argv and no grounding walker.
+needs no manifest or source reader and no runner argv.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ NOT_NEEDED = (
     "changeloop.detect.python",
     "changeloop.detect.runner_commands",
     "changeloop.detect.static_analysis",
-    "changeloop.grounding.entrypoints",
 )
 
 DRIVER = """\
