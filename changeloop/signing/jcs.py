@@ -16,12 +16,17 @@ RFC 8785 implementation produces (tests/receipts/test_jcs.py holds them to the
   ``repr`` gives the same digits as ES), laid out by the ES rules;
   NaN and ±Infinity are refused; integers beyond ±2**53 are refused because a
   JavaScript verifier could not represent them exactly.
+
+Where the C encoder provably gives these bytes (no float, no unsafe integer, no
+character at or above U+D800), it writes them (``_fast``); a property test holds
+it to the careful code (tests/receipts/test_jcs_fast_path.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -35,6 +40,9 @@ class CanonicalizationError(ValueError):
 
 def canonicalize(obj: Any) -> bytes:
     """The RFC 8785 bytes of ``obj`` (dict/list/tuple/str/int/float/bool/None)."""
+    fast = _fast(obj)  # holds "one input changed <= 300 ms" and "1,000 providers <= 4x make"
+    if fast is not None:
+        return fast
     parts: list[str] = []
     _emit(obj, parts)
     text = "".join(parts)
@@ -42,6 +50,68 @@ def canonicalize(obj: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate in some string
         raise CanonicalizationError(f"string holds a lone surrogate: {exc}") from exc
+
+
+_HIGH = re.compile("[\ud800-\U0010ffff]")
+# What json.dumps(ensure_ascii=False, sort_keys=True, separators=(",", ":")) builds per
+# call, built once. No circular check: _plain has walked the value (a cycle never ends
+# that walk, as it never ends RFC 8785).
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
+)
+_LEAVES = frozenset({str, bool, type(None)})
+
+
+def _fast(obj: Any) -> bytes | None:
+    """The same bytes through the C encoder, for the common case where they agree.
+
+    ``json.dumps(sort_keys, ensure_ascii=False)`` is RFC 8785 exactly when there
+    are no floats (ES number formatting differs), no integer beyond ±2**53-1,
+    only plain dicts/lists/tuples, and no character at or above U+D800 anywhere
+    (so key order by code point equals order by UTF-16 code unit, and no lone
+    surrogate needs escaping). Anything else takes the careful path; a property
+    test holds the two to the same bytes.
+    """
+    if not _plain(obj):
+        return None
+    text = _ENCODER.encode(obj)
+    if not text.isascii() and _HIGH.search(text):  # both in C; max(text) was a third of it
+        return None
+    return text.encode("utf-8")
+
+
+def _plain(obj: Any) -> bool:
+    """Only exact dicts (string keys), lists, tuples, strings, bools, None and safe integers.
+
+    Walks containers only: each member is judged where it is met, and only a
+    container is pushed for later (a receipt is mostly strings; pushing and
+    popping each one cost more than the C encoder's whole pass).
+    """
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            members = item.values()
+        elif kind is list or kind is tuple:
+            members = item
+        else:
+            members = (item,)  # the top-level value itself
+        for member in members:
+            kind = type(member)
+            if kind in _LEAVES:
+                continue
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append(member)
+            else:
+                return False
+    return True
 
 
 def _emit(obj: Any, out: list[str]) -> None:
