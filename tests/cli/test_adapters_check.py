@@ -301,7 +301,8 @@ def test_prove_reports_the_recorded_drift(
     pkg = root / "node_modules/vitest/package.json"
     pkg.write_text('{"name": "vitest", "version": "0.0.2"}')
     code, doc, err = run(["prove", "c1", "--root", str(root), "--json", "--no-cache"], capsys)
-    assert doc is not None and doc.get("findings", []) == [], doc.get("findings")
+    assert doc is not None, err
+    assert doc.get("findings", []) == [], doc.get("findings")
 
 
 def test_unittest_contract_in_a_python_repository(
