@@ -8,7 +8,7 @@ through the entry point (a few thousand production calls per test). Runs the
 project's pytest with changeloop's plugin injected exactly as the
 test-discovery adapter does, once with grounding (``CHANGELOOP_GROUNDING``) and
 once without, alternating, keeping each one's best wall time; prints the
-ratio. Target (issue 16): traced ≤ 2× untraced. ``--python`` picks the
+ratio. Target: traced ≤ 2× untraced. ``--python`` picks the
 interpreter (3.11 traces with sys.settrace, 3.12+ with sys.monitoring); it
 needs pytest installed.
 """
