@@ -244,7 +244,8 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
         result.exit_code, result.timed_out, report, provider.report
     )
     if test_reason is not None and test_reason.endswith(NOTHING_FAILED):
-        said = explain(report, job.context.get("testFiles") or (), output)
+        # the whole log: what the runner said first is rarely in the tails
+        said = explain(report, job.context.get("testFiles") or (), as_text(result.log) or output)
         if said is not None:
             test_reason = f"{test_reason}; {said}"
     foreign = foreign_imports(job, result)

@@ -13,7 +13,7 @@ command runs; ``explain`` (in ``read``, pure) names those the report did not
 mention, and the run's first error line::
 
     explain(report, ["src/a.test.ts", "browser/b.test.ts"], output)
-    # "1 test file named like a test did not report: browser/b.test.ts; the run
+    # "1 test file named like tests reported no test: browser/b.test.ts; the run
     #  said: Error: browserType.launch: Executable doesn't exist at …"
 """
 
@@ -62,7 +62,7 @@ def explain(report: ReportResult | None, candidates: Sequence[str], output: str)
                 f" (+{len(missing) - SHOWN} more)" if len(missing) > SHOWN else ""
             )
             files = "file" if len(missing) == 1 else "files"
-            parts.append(f"{len(missing)} test {files} named like tests did not report: {shown}")
+            parts.append(f"{len(missing)} test {files} named like tests reported no test: {shown}")
     line = _first_error(output)
     if line is not None:
         parts.append(f"the run said: {line}")

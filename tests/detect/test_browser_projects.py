@@ -139,5 +139,5 @@ def test_a_part_that_never_reported_is_named(tmp_path: Path, capsys: Any) -> Non
     test = receipts_of(doc, "test")["test"]
     assert test["tests"]["discovered"] == 1 and test["tests"]["failed"] == 0
     assert test["reason"].startswith("exited 1 although the report shows no failed test")
-    assert "1 test file named like tests did not report: browser/b.test.ts" in test["reason"]
+    assert "1 test file named like tests reported no test: browser/b.test.ts" in test["reason"]
     assert "the run said: Error: browserType.launch" in test["reason"]
