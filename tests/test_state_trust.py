@@ -36,7 +36,11 @@ claims:
 EXECUTION = """\
 version: 1
 providers:
-  test: {adapter: command, command: [sh, -c, 'test -n "$PLANT_PASS"'], claims: [works]}
+  test:
+    adapter: command
+    command: [sh, -c, 'test -n "$PLANT_PASS"']
+    passEnv: [PLANT_PASS]
+    claims: [works]
 """
 
 

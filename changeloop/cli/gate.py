@@ -44,11 +44,12 @@ def empty(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
+    from changeloop.run.current import current_fingerprints
     from changeloop.signing.keys import load_public_key_file
 
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)
-    result = evaluate(plan, keys)
+    result = evaluate(plan, keys, fingerprint=current_fingerprints(plan))
     if common.json_mode(args):
         common.emit_json(result.to_json())
     common.say(f"change {plan.change.id}: {result.status}")

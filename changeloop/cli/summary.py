@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
     from changeloop.gate.vsa import build_vsa, seal_vsa
+    from changeloop.run.current import current_fingerprints
     from changeloop.signing.keys import load_private_key, load_public_key_file
     from changeloop.signing.statement import write_atomic
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     key = load_private_key(args.sign_key)
     keys = [load_public_key_file(p) for p in args.public_key]
     plan = load_plan(args)
-    result = evaluate(plan, keys)
+    result = evaluate(plan, keys, fingerprint=current_fingerprints(plan))
     statement = build_vsa(result, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from changeloop.executors.job import Job, JobResult
 from changeloop.fsio import read_regular
+from changeloop.passenv import strict_environ
 from changeloop.process.run import run_process
 from changeloop.process.spawn import environ
 
@@ -48,7 +49,8 @@ class LocalExecutor:
         result = await run_process(
             list(job.argv),
             cwd=Path(job.sandbox.path),
-            env=job.environment(base),
+            # only the fixed set, passEnv and envFrom of this machine's environment
+            env=job.environment(strict_environ(base, job.provider.pass_env, job.env_from)),
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,
             log_name=job.log_name,

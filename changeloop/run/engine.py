@@ -35,8 +35,10 @@ import anyio
 from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
+from changeloop.fingerprints.wiring import change_inputs_of
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
+from changeloop.passenv import strict_environ
 from changeloop.process.spawn import environ
 from changeloop.providers import registry
 from changeloop.providers.base import RunContext
@@ -47,6 +49,7 @@ from changeloop.records import (
     ProveResult,
     RunEvent,
 )
+from changeloop.run import outputs
 from changeloop.run.carried import KnownInputs
 from changeloop.run.order import likely_cached
 from changeloop.run.provider_services import ServiceWorkdirs, ports_taken, service_repositories
@@ -129,6 +132,9 @@ def _observed(run: RunStages) -> Observed:
         symlinks={repo: run.fingerprinter.symlinks(repo) for repo in trees},
         inputs={repo: dict(d) for repo, d in run.fingerprinter.inputs.items()},
         gitlinks={repo: run.fingerprinter.gitlinks(repo) for repo in run.fingerprinter.inputs},
+        specs=dict(run.fingerprinter.specs),
+        change_inputs=change_inputs_of(run.plan),
+        ignored={repo: dict(d) for repo, d in run.fingerprinter.ignored.items()},
         key=None if run.options.sign_key else run.key,
         state=run.state.path,
     )
@@ -191,7 +197,7 @@ def _identify_all(run: RunStages) -> None:
 
 async def _run_provider(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
-    if _cached(run, provider, services):
+    if await _cached(run, provider, services):
         services.release_unused(provider.services)
         run.emit(RunEvent(provider.name, "cached"))
         return True
@@ -208,10 +214,14 @@ async def _run_provider(run: RunStages, provider: Provider, services: ServiceMan
     timing = Timing(started, datetime.now(UTC), sha, tail, where)
     duration_ms = int((time.monotonic() - clock) * 1000)
     cacheable = not run.fingerprinter.identity_open(provider)
-    return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
+    ok = run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
+    if ok and cacheable and isinstance(ctx_or_outcomes, RunContext):
+        # what it made, kept with its cache entry for dependents of a later reuse
+        await anyio.to_thread.run_sync(outputs.keep, run, provider, ctx_or_outcomes.workdirs)
+    return ok
 
 
-def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
+async def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
     fp = run.fingerprint(provider)
     if not (
         run.options.use_cache
@@ -219,6 +229,16 @@ def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> boo
         and not ports_taken(run.plan, provider, services)
     ):
         return False
+    if outputs.needed(run, provider, services):
+        # A provider that runs depends on it: what it makes must be in the sandbox, as a
+        # clean run would leave it — restored from its cache entry, or it runs again.
+        repo = provider.repository
+        if repo is None or not outputs.restorable(run, provider):
+            return False
+        if not await run.boxes.ready(repo, partial(_setup, run)):
+            return False
+        workdir = run.boxes.made(repo) or run.plan.repositories[repo].path
+        return await outputs.restore(run, provider, workdir) and run.sink.reuse(provider, fp)
     if run.sink.reuse(provider, fp):
         return True
     found = run.shared.lookup(provider) if run.shared is not None else None
@@ -266,9 +286,10 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            **environ(),  # os.environ decoded once per change of it, not once per provider
+            # os.environ decoded once per change of it, cut to what the provider may see:
+            # the fixed set, its passEnv and envFrom (changeloop.passenv)
+            **strict_environ(environ(), provider.pass_env, provider.env_from),
             **provider.env,
-            **{n: os.environ[n] for n in provider.env_from if n in os.environ},
         },
         # Every process inherits the environment, so every envFrom value of the plan
         # is masked in every log, not only the values this provider named.

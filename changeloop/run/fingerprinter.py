@@ -15,8 +15,10 @@ from typing import Any
 
 from changeloop.fingerprints import environment
 from changeloop.fingerprints import fingerprint as fingerprints
+from changeloop.fingerprints.ignored import IgnoredPaths
 from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.model import ContentIdentity, Plan, Provider
+from changeloop.passenv import command_environ, passed_values
 from changeloop.providers import registry
 from changeloop.run.carried import Carried, KnownInputs, globs_key
 
@@ -43,6 +45,7 @@ class Fingerprinter:
         self._sandbox = sandbox
         self._issuer = issuer
         self._hmac_key = hmac_key
+        self.hmac = hmac_key  # the run's key for what it keeps beside the cache (artifacts)
         self._state_path = state_path  # .changeloop/: where environment probes are cached
         self._environ = os.environ if environ is None else environ
         self._indexes: dict[str, fingerprints.InputsIndex] = {}
@@ -51,19 +54,27 @@ class Fingerprinter:
         # What each provider's fingerprint read from outside the plan and the content,
         # kept for the no-change decision (changeloop.nochange), which checks it again.
         self.environments: dict[str, tuple[tuple[str, ...] | None, Path, dict[str, Any]]] = {}
-        self._parts: dict[tuple[tuple[str, ...] | None, Path], dict[str, Any]] = {}
+        self._parts: dict[tuple[tuple[str, ...] | None, Path, Spec], dict[str, Any]] = {}
+        self.specs: dict[str, Spec] = {}  # provider -> the environment its part was asked in
+        self._ignored: dict[str, IgnoredPaths] = {}
         self._known = dict(known or {})
         self._carried: dict[str, Carried | None] = {}
         # repository -> globs_key -> inputs digest, for the next no-change record
         self.inputs: dict[str, dict[str, str]] = {}
+        # repository -> globs_key -> ignored path -> digest (the record checks them again)
+        self.ignored: dict[str, dict[str, dict[str, str]]] = {}
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
         adapter = registry.ADAPTERS[provider.adapter]
         repos = adapter.repositories(provider, self._plan)
         inputs_digest = None
+        ignored = None
         if provider.inputs and provider.repository:
             inputs_digest = self.inputs_digest(provider.repository, provider.inputs)
+            ignored = self.ignored_inputs(provider.repository, provider.inputs)
+        services = [self._plan.services[s] for s in provider.services if s in self._plan.services]
+        secrets = {*provider.env_from, *(n for s in services for n in s.env_from)}
         return fingerprints.compute(
             provider=provider,
             adapter_inputs=self._adapter_inputs(provider, repos),
@@ -71,13 +82,13 @@ class Fingerprinter:
             trees={repo: self._identity(repo).tree for repo in repos},
             inputs_digest=inputs_digest,
             upstream={d: upstream.get(d, "") for d in provider.depends_on},
-            env_from_values={n: self._environ.get(n, "") for n in provider.env_from},
+            env_from_values={n: self._environ.get(n, "") for n in sorted(secrets)},
             hmac_key=self._hmac_key,
-            services=[
-                self._plan.services[s] for s in provider.services if s in self._plan.services
-            ],
+            services=services,
             schema_version=SCHEMA_VERSION,
             wiring=self.wiring(provider),
+            environ=passed_values(self._environ, pass_env_of(self._plan, provider), self._hmac_key),
+            ignored_inputs=ignored,
         )
 
     def _adapter_inputs(self, provider: Provider, repos: tuple[str, ...]) -> dict[str, Any]:
@@ -97,13 +108,19 @@ class Fingerprinter:
 
     def _environment(self, provider: Provider) -> dict[str, Any]:
         """The environment part of its command, worked out once per run for each distinct
-        (command, checkout): 100 providers running ``python3`` ask about it once."""
+        (command, checkout, environment it gets): 100 providers running ``python3`` ask
+        about it once. It is worked out in the environment the command gets
+        (``changeloop.passenv``, its literal ``env`` on top; secrets left out)."""
         checkout = environment.checkout_for(provider, self._plan)
-        key = (provider.command, checkout)
+        spec = command_environ_spec(provider)
+        key = (provider.command, checkout, spec)
         if key not in self._parts:
-            self._parts[key] = environment.part(provider.command, checkout, self._state_path)
+            self._parts[key] = environment.part(
+                provider.command, checkout, self._state_path, command_environ(self._environ, *spec)
+            )
         part = self._parts[key]
         self.environments[provider.name] = (provider.command, checkout, part)
+        self.specs[provider.name] = spec
         return part
 
     def inputs_digest(self, repo: str, globs: Sequence[str]) -> str:
@@ -116,6 +133,20 @@ class Fingerprinter:
             digest = (partial or self._index(repo)).digest(globs)
         self.inputs.setdefault(repo, {})[globs_key(globs)] = digest
         return digest
+
+    def ignored_inputs(self, repo: str, globs: Sequence[str]) -> dict[str, str] | None:
+        """Digests of the ignored paths ``globs`` name (``fingerprints.ignored``): one
+        ``git check-ignore`` per repository for every provider's patterns, then a walk of
+        what is named. None (the usual case): the patterns name no ignored path."""
+        if repo not in self._ignored:
+            patterns = [
+                p.inputs for p in self._plan.providers.values() if p.inputs and p.repository == repo
+            ]
+            self._ignored[repo] = IgnoredPaths(self._plan.repositories[repo].path, patterns)
+        found = self._ignored[repo].digest(globs)
+        if found is not None:
+            self.ignored.setdefault(repo, {})[globs_key(globs)] = found
+        return found
 
     def gitlinks(self, repo: str) -> bool:
         """True when the repository's content holds a submodule (no digest is carried then)."""
@@ -167,6 +198,24 @@ class Fingerprinter:
                 self._plan.repositories[repo].path, tree=self._identity(repo).tree
             )
         return self._indexes[repo]
+
+
+Spec = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]  # (passEnv, literal env)
+
+
+def pass_env_of(plan: Plan, provider: Provider) -> tuple[str, ...]:
+    """The ``passEnv`` patterns whose values reach the provider's run: its own and those of
+    the services it uses."""
+    found = list(provider.pass_env)
+    for name in provider.services:
+        service = plan.services.get(name)
+        if service is not None:
+            found.extend(service.pass_env)
+    return tuple(sorted(set(found)))
+
+
+def command_environ_spec(provider: Provider) -> Spec:
+    return tuple(sorted(set(provider.pass_env))), tuple(sorted(provider.env.items()))
 
 
 def hmac_key(key: Any) -> bytes:
