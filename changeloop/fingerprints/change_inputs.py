@@ -12,10 +12,13 @@ every provider's wiring digest, except:
 - the change's own ``evidence.yaml`` and ``execution.yaml`` (each provider's
   wiring already holds what it reads of them).
 
-Files are git's view of the folder (tracked, plus untracked files not ignored),
-hashed as they are on disk (a symbolic link by its text and, where it leads to a
-file, that file's bytes). The change's own folder is named relative to itself,
-so archiving the change keeps its digest::
+Files are those on disk — tracked, untracked and ignored alike: a check reads
+what is there — hashed as they are (a symbolic link by its text and, where it
+leads to a file, that file's bytes), except what tools leave behind as caches
+(:data:`CACHES`: ``__pycache__``, ``.pytest_cache``, ``node_modules``, ``*.pyc``,
+``.DS_Store``…), which would otherwise change the digest on every run of a check
+kept there. The change's own folder is named relative to itself, so archiving the
+change keeps its digest::
 
     change_inputs_digest(root, change_path)   # "sha256:…"
 """
@@ -28,12 +31,28 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from changeloop.git.repo import git
 from changeloop.signing.jcs import canonicalize
 
-__all__ = ["OPENSPEC", "change_inputs_digest", "counted"]
+__all__ = ["CACHES", "OPENSPEC", "change_inputs_digest", "counted"]
 
 OPENSPEC = "openspec"
+# What tools write beside the files they read (a check run in place makes them): never an input.
+CACHES = frozenset(
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".venv",
+        "node_modules",
+        ".DS_Store",
+        ".git",
+    }
+)
+_CACHE_SUFFIXES = (".pyc", ".pyo")
 _MARKDOWN = (".md", ".markdown")
 _OWN = ("evidence.yaml", "execution.yaml")
 
@@ -88,23 +107,25 @@ def _relative(root: Path, path: Path) -> str | None:
 
 
 def _listed(root: Path) -> list[str]:
-    """Files under ``root/openspec``: git's view (tracked + untracked not ignored), or a
-    walk of the folder where ``root`` is no git work tree."""
+    """Files (and links) under ``root/openspec``, caches left out; links to folders are
+    not followed (the link itself is listed)."""
     folder = root / OPENSPEC
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         return []
-    proc = git(
-        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", OPENSPEC],
-        cwd=root,
-        check=False,
-    )
-    if proc.returncode == 0:
-        return sorted({os.fsdecode(p) for p in proc.stdout.split(b"\0") if p})
     out = []
     for dirpath, dirnames, names in os.walk(folder):
-        dirnames.sort()
+        here = Path(dirpath)
+        kept = []
+        for name in dirnames:
+            if (here / name).is_symlink():
+                names.append(name)  # a link to a folder: its text (and no walk through it)
+            elif name not in CACHES and name != "receipts":
+                kept.append(name)
+        dirnames[:] = sorted(kept)
         for name in names:
-            out.append((Path(dirpath) / name).relative_to(root).as_posix())
+            if name in CACHES or name.endswith(_CACHE_SUFFIXES):
+                continue
+            out.append((here / name).relative_to(root).as_posix())
     return sorted(out)
 
 

@@ -62,6 +62,30 @@ def test_test_data_under_the_change_folder_is_bound(tmp_path: Path) -> None:
     assert found.agree(), found.why()
 
 
+def test_an_ignored_file_under_openspec_is_bound_and_caches_are_not(tmp_path: Path) -> None:
+    root = _workspace(
+        tmp_path,
+        {
+            ".gitignore": ".changeloop/\nopenspec/changes/c/local/\n__pycache__/\n",
+            "check.sh": 'grep -q "^ok$" openspec/changes/c/local/flag\n',
+        },
+        "version: 1\nproviders:\n  check:\n    command: [sh, check.sh]\n",
+    )
+    flag = root / "openspec/changes/c/local/flag"
+    flag.parent.mkdir()
+    flag.write_text("ok\n")
+    assert prove(root, "c")[0] == 0
+    cache = root / "openspec/changes/c/__pycache__/x.cpython-311.pyc"
+    cache.parent.mkdir()
+    cache.write_bytes(b"\0")
+    code, doc = prove(root, "c")
+    assert code == 0 and state_of(doc, "check") == "cached"
+    flag.write_text("broken\n")
+    found = answers(root, "c")
+    assert found.clean == "not-proven"
+    assert found.agree(), found.why()
+
+
 def test_markdown_and_receipts_under_openspec_change_nothing(tmp_path: Path) -> None:
     root = _workspace(
         tmp_path,
