@@ -11,3 +11,6 @@ from __future__ import annotations
 # 4: every passed environment value, services' envFrom values, ignored inputs.
 FINGERPRINT_FORMAT = 4
 RECEIPT_SCHEMA = "changeloop/receipt@2"  # the receipts a fingerprint speaks for
+# Bump when the `prove --json` document or the board changes shape: a no-change record
+# replays them, so an older record must not answer. 2: they name their trust.
+PROVE_DOCUMENT = 2

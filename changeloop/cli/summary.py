@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common, help_examples
+from changeloop.cli import common, help_examples, trust_flags
 
 
 def register(sub: Any) -> None:
@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
         description=(
             "Re-verify the change's receipts as `gate` does and write one DSSE-signed SLSA\n"
             "Verification Summary Attestation: subjects = the repositories' content trees,\n"
-            "policy = evidence.yaml's digest, inputAttestations = every receipt read.\n"
+            "policy = the digests of evidence.yaml and execution.yaml and the trust they were\n"
+            "judged under, inputAttestations = the receipts the verdict weighed.\n"
             "Exit 0 when PASSED, 1 when FAILED (the VSA is written either way), 2 when refused."
         ),
         **help_examples.ending("summary"),
@@ -45,6 +46,7 @@ def register(sub: Any) -> None:
         parser,
         "also trust receipts signed by this public key (repeatable)",
     )
+    trust_flags.add(parser)
     common.add_common(parser)
     parser.set_defaults(func=run)
 
@@ -55,17 +57,16 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.argtypes import refuse_out_file
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
-    from changeloop.gate.vsa import build_vsa, seal_vsa
+    from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
     from changeloop.run.current import current_fingerprints
-    from changeloop.signing.keys import load_private_key, load_public_key_file
+    from changeloop.signing.keys import load_private_key
     from changeloop.signing.statement import write_atomic
 
     refuse_out_file("--out", args.out)
     key = load_private_key(args.sign_key)
-    keys = [load_public_key_file(p) for p in args.public_key]
-    plan = load_plan(args)
-    result = evaluate(plan, keys, fingerprint=current_fingerprints(plan))
-    statement = build_vsa(result, version=__version__)
+    plan, trust = trust_flags.trusted(args, load_plan(args))
+    result = evaluate(plan, trust.command_line, fingerprint=current_fingerprints(plan))
+    statement = build_vsa(result, trust, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]
     if args.out is not None:
@@ -78,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         "keyid": sealed.keyid,
         "path": str(args.out) if args.out is not None else None,
         "inputAttestations": len(statement["predicate"]["inputAttestations"]),
+        "setAside": len(statement["predicate"][EXTENSION]["setAside"]),
+        "trust": trust.to_json(),
+        "findings": trust.findings(),
     }
     if common.json_mode(args):
         if args.out is None:
@@ -89,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
     where = f" → {args.out}" if args.out is not None else ""
     common.say(
         f"summary of change {plan.change.id}: {verdict} ({doc['inputAttestations']} receipt(s) "
-        f"read){where}"
+        f"weighed, {doc['setAside']} set aside){where}"
     )
+    trust_flags.say(trust)
     for cid, claim in result.claims.items():
         if claim.status != "proven":
             common.say(f"  claim {cid}: {claim.status}")

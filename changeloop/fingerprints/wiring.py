@@ -105,14 +105,12 @@ def wiring_document(plan: Plan, provider: Provider) -> dict[str, Any]:
 
 
 def _document(plan: Plan, provider: Provider, memo: _Memo, path: tuple[str, ...]) -> dict[str, Any]:
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    if adapter is not None:
-        command = adapter.effective_command(provider)
-        adapter_inputs = dict(adapter.fingerprint_inputs(provider))
-        capabilities = list(adapter.capabilities(provider))
-        repos = tuple(adapter.repositories(provider, plan))
+    facts = provider.facts
+    if facts is not None:
+        command = facts.command
+        adapter_inputs = dict(facts.inputs)
+        capabilities = list(facts.capabilities)
+        repos = facts.repositories
     else:  # an unknown adapter never runs (preflight); its digest still must not crash
         command, adapter_inputs, capabilities = provider.command, {}, [provider.capability]
         repos = (provider.repository,) if provider.repository else ()

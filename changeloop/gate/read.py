@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ def read_receipts(
     local_keys = ([Trusted(local_key)] if local_key else []) + extra
     committed_keys = [*external_keys(plan), *extra]
     trees = Trees(plan)
+    now = datetime.now(UTC)  # one reading of the clock for every maxAge of this reading
     read: list[ReadEnvelope] = []
     kept: list[Kept] = []
     aside: list[SetAside] = []
@@ -63,7 +65,7 @@ def read_receipts(
     ]
     for batch in batches:
         for path in batch.files:
-            env, outcome = _read_one(plan, path, batch, trees)
+            env, outcome = _read_one(plan, path, batch, trees, now)
             if env is not None:
                 read.append(env)
             if isinstance(outcome, Kept):
@@ -90,7 +92,7 @@ class _Batch:
 
 
 def _read_one(
-    plan: Plan, path: Path, batch: _Batch, trees: Trees
+    plan: Plan, path: Path, batch: _Batch, trees: Trees, now: datetime
 ) -> tuple[ReadEnvelope | None, Kept | SetAside]:
     """The envelope as read (None: it could not be), and whether it is kept."""
     source = batch.source
@@ -113,5 +115,12 @@ def _read_one(
         message = f"{env.uri}: no trusted key to verify it with (no {who}, no --public-key)"
         return env, SetAside(env, "unverified", message, *unauthenticated_hint(data))
     return env, check(
-        plan, env, data, batch.keys, trees, scope=batch.scope, fingerprint=batch.fingerprint
+        plan,
+        env,
+        data,
+        batch.keys,
+        trees,
+        scope=batch.scope,
+        now=now,
+        fingerprint=batch.fingerprint,
     )

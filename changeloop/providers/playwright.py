@@ -32,7 +32,7 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Observer, Outcome
 from changeloop.process.run import ProcessResult
 from changeloop.providers import playwright_argv
@@ -43,7 +43,7 @@ from changeloop.runner_reports import playwright_json
 from changeloop.runner_reports.model import ReportResult, unreadable
 
 NAME = "playwright"
-DEFAULT_CAPABILITY = "browser"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = True
 
 
@@ -94,11 +94,7 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     return problems
 
 
-async def run(ctx: RunContext) -> list[Outcome]:
-    prepared = prepare(ctx)
-    if isinstance(prepared, list):
-        return prepared
-    return read(prepared, await ctx.executor.run(prepared))
+run = None  # the engine runs prepare()'s job and hands the result to read()
 
 
 def prepare(ctx: RunContext) -> Job | list[Outcome]:

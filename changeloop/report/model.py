@@ -155,3 +155,5 @@ class Report:
     timeline: Timeline | None
     findings: Mapping[str, tuple[FindingItem, ...]]
     set_aside: tuple[ReceiptRef, ...] = field(default_factory=tuple)
+    trust: str = "this checkout"  # where the keys came from (changeloop.trust, `describe`)
+    trust_changed: tuple[str, ...] = ()  # each trust-changed finding's message

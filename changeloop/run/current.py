@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from changeloop.caching.local import NEVER_CACHED
 from changeloop.fingerprints.fingerprint import SCHEMA_VERSION
 from changeloop.git.identity import content_identity
 from changeloop.model import ContentIdentity, Plan, Provider
@@ -42,6 +43,8 @@ def current_fingerprints(plan: Plan) -> CurrentFingerprint | None:
     def current(ext: Mapping[str, Any]) -> str | None:
         if ext.get("schema") != SCHEMA_VERSION:
             return None  # made by another receipt schema: its fingerprint meant other things
+        if ext.get("adapter") in NEVER_CACHED:
+            return None  # judged afresh from what it reads (and its trust) on every reading
         sandbox, issuer = str(ext.get("sandbox") or "none"), str(ext.get("issuer") or "local")
         run = runs.get((sandbox, issuer))
         if run is None:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from changeloop.caching import artifacts
 from changeloop.caching.local import NEVER_CACHED
 from changeloop.model import Plan, Provider
-from changeloop.providers import registry
 from changeloop.run.cache_reuse import verified_passes
 from changeloop.run.provider_services import ports_taken
 
@@ -75,8 +74,7 @@ class _Look:
         if name in seen:  # a cycle (refused by preflight): never a reason to trust a reuse
             return True
         provider = self.run.plan.providers[name]
-        adapter = registry.ADAPTERS[provider.adapter]
-        if not adapter.RUNS_COMMAND:  # reads evidence, makes nothing, needs no files
+        if not provider.settled.runs_command:  # reads evidence, makes nothing, needs no files
             answer = False
         elif not self._reused(provider):
             answer = True

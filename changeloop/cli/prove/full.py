@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
 from changeloop.cli.common import only_user_error
 from changeloop.cli.prove.args import EMPTY, jobs_wanted
 from changeloop.cli.prove.collector import before_run, paused
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from changeloop.cli.live import LiveBoard
     from changeloop.model import Plan
+    from changeloop.trust import Trust
 
 
 def prove_full(
@@ -33,11 +34,14 @@ def prove_full(
     config: dict[str, str | None] | None,
     seen: dict[str, str] | None = None,
     known: dict[str, Any] | None = None,
+    *,
+    trust: Trust,
 ) -> int:
     """Run the plan through the engine, show it (board or live view), and decide: the exit code.
 
     ``seen`` and ``known`` are what the no-change check learnt on its way to a miss
-    (content trees, carried inputs digests); the full path starts from them.
+    (content trees, carried inputs digests); the full path starts from them. ``plan``
+    judges with ``trust`` already (``trust_flags.trusted``).
     """
     with paused():
         import anyio
@@ -67,10 +71,26 @@ def prove_full(
         url=args.url,
         executor=args.executor,
         dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
+        dask_tls_ca_file=args.dask_tls_ca_file,
+        dask_tls_cert=args.dask_tls_cert,
+        dask_tls_key=args.dask_tls_key,
+        dask_insecure=args.dask_insecure,
+        dask_worker_timeout=args.dask_worker_timeout,
         publish=args.publish,
         cache_from=args.cache_from,
+        own_trust=trust_flags.requested(args),
         trees=dict(seen or {}),
     )
+    if options.executor == "dask":  # refused before anything runs: no extra, no TLS
+        from changeloop.executors import check_dask, insecure_note
+
+        try:
+            check_dask(options)
+        except ChangeloopError as exc:
+            return common.fail(args, exc, refused)
+        note = insecure_note(options)
+        if note is not None:
+            common.say(note)
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
     progress = Progress(plan, terminal.as_textio())
@@ -119,13 +139,14 @@ def prove_full(
             )
         return 130
     result = outcome["result"]
+    result.trust = trust
     for note in result.notes:
         common.say(note)
     if common.json_mode(args):
         common.emit_json(to_json(result))
     render_board(result, terminal.as_textio())
     if args.report:
-        _write_report(plan, result.run_id, args.sign_key)
+        _write_report(plan, result.run_id, args.sign_key, trust)
     if config is not None:
         remember(plan, options, result, config)
     return 0 if result.verdict.proven else 1
@@ -162,7 +183,7 @@ def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
     return None
 
 
-def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) -> None:
     """``--report``: the page of this very run; a failure to write it never changes the verdict.
 
     Receipts signed with ``--sign-key`` are verified with that key's public half.
@@ -172,7 +193,7 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
 
     keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []
     try:
-        path, _ = write_report(plan, run_id=run_id, public_keys=keys)
+        path, _ = write_report(plan, run_id=run_id, public_keys=keys, trust=trust)
     except ChangeloopError as exc:
         for problem in exc.problems:
             common.say(f"warning: report not written: {problem.render()}")

@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
-from changeloop.errors import ChangeloopError, PreflightError
+from changeloop.errors import ChangeloopError
 
 if TYPE_CHECKING:
     import argparse
@@ -48,9 +48,7 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     if derivable:
         derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
-    problems = preflight.check(plan)
-    if problems:
-        raise PreflightError(problems)
+    preflight.enforce(plan)
     for warning in preflight.warnings(plan):
         common.say(warning)
     return plan
@@ -70,10 +68,7 @@ def _checked_state(root: Path) -> Path | None:
 
 def _effective(provider: Provider) -> list[str] | None:
     """The argv the provider's adapter runs (its command with what the adapter adds)."""
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    command = adapter.effective_command(provider) if adapter is not None else provider.command
+    command = provider.facts.command if provider.facts is not None else provider.command
     return list(command) if command else None
 
 
