@@ -136,7 +136,10 @@ def _entry(path: Path) -> list[str] | None:
     except OSError:
         return None
     if stat.S_ISLNK(info.st_mode):
-        text = os.fsencode(path.readlink())
+        try:
+            text = os.fsencode(path.readlink())
+        except OSError:
+            return None  # gone since it was listed
         target = _file_digest(path) if path.is_file() else "-"  # where it leads, if a file
         return ["120000", hashlib.sha256(text).hexdigest() + ":" + target]
     if not stat.S_ISREG(info.st_mode):

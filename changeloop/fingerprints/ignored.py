@@ -122,7 +122,10 @@ def _walk(workdir: Path, base: Path) -> list[tuple[bytes, os.stat_result]]:
 
 def _content(path: Path, info: os.stat_result) -> list[str]:
     if stat.S_ISLNK(info.st_mode):
-        return ["120000", hashlib.sha256(os.fsencode(path.readlink())).hexdigest()]
+        try:
+            return ["120000", hashlib.sha256(os.fsencode(path.readlink())).hexdigest()]
+        except OSError:
+            return ["gone", ""]
     if not stat.S_ISREG(info.st_mode):
         return ["other", ""]
     digest = hashlib.sha256()

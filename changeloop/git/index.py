@@ -130,9 +130,7 @@ def _converts(
     """Whether ``git add`` may have hashed something other than the bytes on disk."""
     if settings.get("core.autocrlf", "false") in ("true", "input"):
         return True
-    if _ATTRIBUTES_FILE.search(listed) or any(
-        p.name == ".gitattributes" for p in cwd.iterdir() if p.is_file()
-    ):
+    if _ATTRIBUTES_FILE.search(listed) or (cwd / ".gitattributes").is_file():
         return True
     global_file = settings.get("core.attributesfile")
     candidates = [Path(global_file).expanduser()] if global_file else [_xdg_attributes()]

@@ -129,10 +129,13 @@ def keep(run: RunStages, provider: Provider, workdirs: Mapping[str, Path]) -> No
         return
     if provider.repository is None or provider.repository not in workdirs:
         return
-    artifacts.keep(
-        run.state.cache,
-        run.fingerprint(provider),
-        workdirs[provider.repository],
-        provider.artifacts,
-        run.fingerprinter.hmac,
-    )
+    try:
+        artifacts.keep(
+            run.state.cache,
+            run.fingerprint(provider),
+            workdirs[provider.repository],
+            provider.artifacts,
+            run.fingerprinter.hmac,
+        )
+    except (OSError, ValueError):
+        return  # kept nothing: a later reuse that needs them runs the provider again

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from changeloop.config.yamlio import load_yaml
 from changeloop.detect import ChangeContext
 from changeloop.detect.doctor.finding import DoctorFinding, edit_command
+from changeloop.errors import ConfigError
 from changeloop.model import Provider
 from changeloop.passenv import passes
 
@@ -99,9 +99,11 @@ def _env(block: Any, where: str) -> list[tuple[str, str, bool]]:
 
 
 def _load(path: Path) -> Any:
+    """The file's data, read with the project's own YAML reader (bounded, no alias bombs);
+    None for anything that is not a readable YAML file."""
     try:
         if not path.is_file() or path.stat().st_size > LIMIT:
             return None
-        return yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError, RecursionError):
+        return load_yaml(path).data
+    except (OSError, ConfigError, RecursionError):
         return None
