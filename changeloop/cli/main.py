@@ -1,12 +1,15 @@
 """``changeloop`` entry point: one error boundary for every verb (DESIGN.md §9).
 
 ``main(argv) -> int`` is what tests call; ``entry()`` is the console script and
-``python -m changeloop``. SIGINT and SIGTERM are handled from the first moment
-this module runs — before argparse, the verbs or anything heavy is imported —
-so an interruption at any point is exit 130 and, under ``--json``, still one
-document in the verb's shape with ``"interrupted": true``. Until ``main`` runs,
-a signal is only recorded (raising inside an import would print a traceback);
-``main`` turns it into the interruption as soon as it starts.
+``python -m changeloop``. SIGINT, SIGTERM and SIGHUP (a closed terminal) are
+handled from the first line of this module — before ``typing``, argparse, the
+verbs or anything else is imported — so an interruption at any point is exit
+130 and, under ``--json``, still one document in the verb's shape with
+``"interrupted": true``. Until ``main`` runs, a signal is only recorded (raising
+inside an import would print a traceback); ``main`` turns it into the
+interruption as soon as it starts, and a signal whose interruption was lost
+(raised inside a finalizer) or came while the answer was printed still makes
+the exit 130: never swallowed.
 
 What reaches the boundary is answered, never a traceback: a
 :class:`~changeloop.errors.ChangeloopError` is the user's mistake, an
@@ -14,30 +17,36 @@ What reaches the boundary is answered, never a traceback: a
 exception groups from task groups are unwrapped into those, and anything else
 is a bug (exit 3, traceback written to a file).
 
-Limit: the interpreter's own start-up, before the first line of changeloop
-runs, is not ours; a SIGTERM there still ends the process the default way.
+Limit: the interpreter's own start-up (its ``site`` hooks, the console
+script's first import), before the first line of changeloop runs, is not
+ours; a signal there still ends the process the interpreter's way.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
-from types import FrameType
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing is imported after the handlers are in place
+if TYPE_CHECKING:
+    import signal as _signal
+    from types import FrameType
+else:
+    import _signal  # the C module: ``signal`` builds its enums first (milliseconds more)
 
 EXIT_INTERRUPTED = 130
-_HANDLED = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP is the terminal closing: a run ends as it does on SIGTERM.
+_HANDLED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 
 
 class _Signals:
-    """SIGINT/SIGTERM → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
+    """SIGINT/SIGTERM/SIGHUP → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
 
     def __init__(self) -> None:
         self.received: list[int] = []
         self.armed = False
         self.raised = False
         self.installed = False
-        self.previous: dict[int, Any] = {}
+        self.previous: dict[int, object] = {}
 
     def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
         self.received.append(signum)
@@ -51,7 +60,7 @@ class _Signals:
             return False
         try:
             for sig in _HANDLED:
-                self.previous[sig] = signal.signal(sig, self.handler)
+                self.previous[sig] = _signal.signal(sig, self.handler)
         except ValueError:  # not the main thread: the caller owns signals
             self.restore()
             return False
@@ -60,7 +69,7 @@ class _Signals:
 
     def restore(self) -> None:
         for sig, previous in self.previous.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            _signal.signal(sig, previous if previous is not None else _signal.SIG_DFL)  # type: ignore[arg-type]
         self.previous.clear()
         self.installed = False
 
@@ -88,17 +97,26 @@ def _launched_as_cli() -> bool:
     )
 
 
-if _launched_as_cli():  # before any heavy import below
+if _launched_as_cli():  # before any other import of this module
     SIGNALS.install()
 
 import argparse  # noqa: E402 - after the handlers, on purpose
+import errno  # noqa: E402
 import importlib  # noqa: E402
 import tempfile  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
+from typing import Any, TextIO  # noqa: E402 - after the handlers, on purpose
 
 from changeloop import __version__  # noqa: E402
 from changeloop.cli import argtypes, common, help_examples  # noqa: E402
-from changeloop.errors import ChangeloopError, Location, Problem  # noqa: E402
+from changeloop.errors import (  # noqa: E402
+    NO_PROCESS,
+    NO_THREAD,
+    ChangeloopError,
+    Location,
+    Problem,
+    filesystem_cause,
+)
 
 VERBS = (
     "prove",
@@ -110,6 +128,7 @@ VERBS = (
     "quality",
     "adapters",
     "report",
+    "state",
 )
 _CRASH_DIR: list[str] = []  # the system temp dir, for crash logs that must outlive the run
 
@@ -209,6 +228,8 @@ def empty_shape(argv: Sequence[str], args: argparse.Namespace | None = None) -> 
         shape.update(file=None if file is None else str(file), valid=False)
     elif verb == "receipt" and sub == "import":
         shape.update(change=change, imported=[])
+    elif verb == "state":
+        shape.update(root=None)
     return {k: v for k, v in shape.items() if v is not None or k in ("root", "change")}
 
 
@@ -249,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _CRASH_DIR.append(tempfile.gettempdir())
             with private_tempdir():  # temp files that name their owner (§5 Faults)
                 code = _dispatch(raw, state)
+            if SIGNALS.received:  # its KeyboardInterrupt was lost on the way (a finalizer ate it)
+                SIGNALS.disarm()
+                return _interrupted(raw, state.get("args"), watched)
         except KeyboardInterrupt:
             SIGNALS.disarm()
             return _interrupted(raw, state.get("args"), watched)
@@ -306,7 +330,9 @@ def _dispatch(raw: list[str], state: dict[str, argparse.Namespace]) -> int:
         return _answer(raw, args, _os_error(exc))
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception:
+    except Exception as exc:
+        if _no_thread(exc):  # the environment said no too: no thread to be had
+            return _answer(raw, args, _limit_error())
         return _crash(raw, args)
 
 
@@ -317,12 +343,17 @@ def _leaves_of(group: BaseExceptionGroup[BaseException], kind: type[BaseExceptio
 def _user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
     """A group of user errors and filesystem errors, as one answer; None if anything else."""
     leaves = common.leaves(group)
-    if not leaves or not all(isinstance(x, ChangeloopError | OSError) for x in leaves):
+    if not leaves or not all(
+        isinstance(x, ChangeloopError | OSError) or _no_thread(x) for x in leaves
+    ):
         return None
     errors = [
-        x if isinstance(x, ChangeloopError) else _os_error(x)
+        x
+        if isinstance(x, ChangeloopError)
+        else _os_error(x)
+        if isinstance(x, OSError)
+        else _limit_error()
         for x in leaves
-        if isinstance(x, ChangeloopError | OSError)
     ]
     problems = [p for e in errors for p in e.problems]
     unique = list({(p.code, p.message): p for p in problems}.values())
@@ -331,11 +362,28 @@ def _user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | N
 
 def _os_error(exc: OSError) -> ChangeloopError:
     path = exc.filename if isinstance(exc.filename, str) else None
+    if path is None and exc.errno == errno.EAGAIN:  # fork() said no: a process limit
+        return _limit_error(NO_PROCESS)
+    cause, fix = filesystem_cause(exc, path or "the path")
     problem = Problem(
         code="filesystem_error",
-        message=f"filesystem error: {exc.strerror or exc}",
+        message=f"filesystem error: {cause}" + (f": {path}" if path else ""),
         location=Location(path) if path else None,
-        fix="check that the path exists and that you may read and write it",
+        fix=fix,
+    )
+    return ChangeloopError(problem, exit_code=1)
+
+
+def _no_thread(exc: BaseException) -> bool:
+    """Python could not start a thread: a limit on processes or threads was reached."""
+    return isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
+
+
+def _limit_error(what: str = NO_THREAD) -> ChangeloopError:
+    problem = Problem(
+        code="resource_limit",
+        message=f"{what} (a limit on processes or threads: `ulimit -u`, a cgroup's pids.max)",
+        fix="raise the limit, or give changeloop fewer jobs at once (--jobs 1)",
     )
     return ChangeloopError(problem, exit_code=1)
 
@@ -393,4 +441,7 @@ def entry() -> None:
     from changeloop.cli.prove.collector import own_process
 
     own_process()  # its collector may be tuned for the run (cli/collector.py)
-    sys.exit(main())
+    code = main()
+    if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

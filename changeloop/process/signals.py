@@ -1,4 +1,4 @@
-"""Turn SIGINT/SIGTERM into cancellation of the work, and remember that it happened.
+"""Turn SIGINT/SIGTERM/SIGHUP into cancellation of the work, and remember that it happened.
 
 Ctrl-C must end every running process group and write nothing for unfinished
 work (DESIGN.md §4); cancellation does exactly that, because every awaiting
@@ -6,7 +6,7 @@ piece of the engine cleans up in a shielded scope and re-raises. The CLI then
 exits 130.
 
     async with cancel_on_signals() as stop:
-        await engine.prove(...)          # cancelled on the first SIGINT/SIGTERM
+        await engine.prove(...)          # cancelled on the first SIGINT/SIGTERM/SIGHUP
     if stop.signum is not None:
         return stop.exit_code           # 130
 
@@ -64,7 +64,7 @@ async def _watch(
 
 @asynccontextmanager
 async def cancel_on_signals(
-    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
 ) -> AsyncIterator[Interruption]:
     """Run the body; on the first of ``signals`` cancel it and record the signal.
 
