@@ -224,6 +224,44 @@ def test_installing_another_npm_version_re_runs(tmp_path: Path) -> None:
     assert found.agree(), found.why()
 
 
+@pytest.mark.parametrize(
+    ("record", "before", "after"),
+    [
+        ("node_modules/.modules.yaml", "dep: 1.0.0\n", "dep: 2.0.0\n"),
+        ("node_modules/.pnpm/lock.yaml", "dep: 1.0.0\n", "dep: 2.0.0\n"),
+        ("node_modules/.yarn-state.yml", "dep@1.0.0\n", "dep@2.0.0\n"),
+        ("node_modules/.yarn-integrity", '{"dep": "1.0.0"}\n', '{"dep": "2.0.0"}\n'),
+        ("Cargo.lock", 'version = "1.0.0"\n', 'version = "2.0.0"\n'),
+    ],
+)
+def test_another_package_manager_install_re_runs(
+    tmp_path: Path, record: str, before: str, after: str
+) -> None:
+    """pnpm, yarn and cargo: the manager rewrites its record when it installs another
+    version; the ignored files the check reads change with it and nothing git holds does."""
+    root = _workspace(
+        tmp_path,
+        {
+            ".gitignore": ".changeloop/\nnode_modules/\nvendor/\nCargo.lock\n",
+            "check.sh": "grep -q '^1$' vendor/dep/v.txt\n",
+        },
+        "version: 1\nproviders:\n  check:\n    command: [sh, check.sh]\n",
+    )
+
+    def install(version: str, text: str) -> None:
+        (root / record).parent.mkdir(parents=True, exist_ok=True)
+        (root / record).write_text(text)
+        (root / "vendor/dep").mkdir(parents=True, exist_ok=True)
+        (root / "vendor/dep/v.txt").write_text(f"{version}\n")
+
+    install("1", before)
+    assert prove(root, "c")[0] == 0
+    install("2", after)
+    found = answers(root, "c")
+    assert found.clean == "not-proven"
+    assert found.agree(), found.why()
+
+
 def test_a_virtualenv_distribution_changed_re_runs(tmp_path: Path) -> None:
     """A venv's installed distributions bind a command that is not its interpreter (sh)."""
     import subprocess
