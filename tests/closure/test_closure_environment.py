@@ -193,6 +193,28 @@ def test_the_node_behind_npx_is_part_of_the_environment(tmp_path: Path) -> None:
     assert found.agree(), found.why()
 
 
+def test_the_interpreter_behind_a_console_script_is_part_of_the_environment(
+    tmp_path: Path,
+) -> None:
+    """``pytest`` is a console script: what runs it is the interpreter its shebang names."""
+    bindir = tmp_path / "tools" / "bin"
+    bindir.mkdir(parents=True)
+    python = bindir / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    script = bindir / "check-tests"
+    script.write_text(f"#!{python}\nimport sys\nsys.exit(0)\n")
+    script.chmod(0o755)
+    root = make_repo(tmp_path / "ws", {".gitignore": ".changeloop/\n", "a.txt": "a\n"})
+    make_change(root, "c", EVIDENCE, f"version: 1\nproviders:\n  check:\n    command: [{script}]\n")
+    commit_all(root, "change")
+    assert prove(root, "c")[0] == 0
+    python.write_text("#!/bin/sh\nexit 1\n")  # another interpreter; the script is the same
+    found = answers(root, "c")
+    assert found.clean == "not-proven"
+    assert found.agree(), found.why()
+
+
 def _log(root: Path, doc: dict[str, object]) -> str:
     run = root / ".changeloop" / "runs" / str(doc["runId"]) / "check"
     return "".join(p.read_text(errors="replace") for p in sorted(run.glob("*.log")))
