@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from changeloop.errors import ChangeloopError
-from changeloop.jsontext import indented
 from changeloop.text import escape_controls, escape_json_text
 
 
@@ -70,7 +70,7 @@ def emit_json(doc: Any) -> None:
     if isinstance(doc, dict) and "root" not in doc:
         head = {"version": doc["version"]} if "version" in doc else {}
         doc = {**head, "root": str(_FOUND[0]) if _FOUND else None, **doc}
-    text = indented(doc)  # json.dumps(doc, indent=2, ensure_ascii=False), faster
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
     sys.stdout.write(escape_json_text(text) + "\n")
     sys.stdout.flush()
 

@@ -438,9 +438,6 @@ def _crash(raw: Sequence[str], args: argparse.Namespace | None) -> int:
 
 
 def entry() -> None:
-    from changeloop.cli.prove.collector import own_process
-
-    own_process()  # its collector may be tuned for the run (cli/collector.py)
     code = main()
     if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
         code = EXIT_INTERRUPTED

@@ -11,6 +11,7 @@ log digest, signature) when it turns outcomes into receipts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -29,7 +30,6 @@ from changeloop.model import (
 )
 from changeloop.outcome import Outcome
 from changeloop.passenv import strict_environ
-from changeloop.process.spawn import environ
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class RunContext:
         """
         # Differences from what the executor starts from: its environment cut down to what
         # this provider may see (changeloop.passenv), so nothing else travels as a value.
-        base = strict_environ(environ(), self.provider.pass_env, self.provider.env_from)
+        base = strict_environ(os.environ, self.provider.pass_env, self.provider.env_from)
         values, unset = env_delta(env, base, self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
@@ -134,7 +134,7 @@ class RunContext:
 def _masked_names(plan: Plan) -> tuple[str, ...]:
     from changeloop.masking import masked_names  # masking reads this module's records
 
-    return masked_names(plan, environ())
+    return masked_names(plan, os.environ)
 
 
 class Adapter(Protocol):

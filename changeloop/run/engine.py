@@ -38,7 +38,6 @@ from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
 from changeloop.passenv import strict_environ
-from changeloop.process.spawn import environ
 from changeloop.providers import registry
 from changeloop.providers.base import RunContext
 from changeloop.records import (
@@ -340,9 +339,9 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            # os.environ decoded once per change of it, cut to what the provider may see:
-            # the fixed set, its passEnv and envFrom (changeloop.passenv)
-            **strict_environ(environ(), provider.pass_env, provider.env_from),
+            # cut to what the provider may see: the fixed set, its passEnv and envFrom
+            # (changeloop.passenv)
+            **strict_environ(os.environ, provider.pass_env, provider.env_from),
             **provider.env,
         },
         # Every process inherits the environment, so every envFrom value of the plan

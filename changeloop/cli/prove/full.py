@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from changeloop.cli import common, trust_flags
 from changeloop.cli.common import only_user_error
 from changeloop.cli.prove.args import EMPTY, jobs_wanted
-from changeloop.cli.prove.collector import before_run, paused
 from changeloop.cli.prove.nochange import remember
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.text import TerminalText
@@ -43,15 +42,14 @@ def prove_full(
     (content trees, carried inputs digests); the full path starts from them. ``plan``
     judges with ``trust`` already (``trust_flags.trusted``).
     """
-    with paused():
-        import anyio
+    import anyio
 
-        from changeloop.cli.board import Progress, render_board, to_json
-        from changeloop.process.signals import cancel_on_signals
-        from changeloop.records import ProveOptions, ProveResult
-        from changeloop.run.engine import prove
-        from changeloop.workspace.prune import prune_after_prove
-        from changeloop.workspace.state import stray_notes
+    from changeloop.cli.board import Progress, render_board, to_json
+    from changeloop.process.signals import cancel_on_signals
+    from changeloop.records import ProveOptions, ProveResult
+    from changeloop.run.engine import prove
+    from changeloop.workspace.prune import prune_after_prove
+    from changeloop.workspace.state import stray_notes
 
     if args.sign_key is not None:
         from changeloop.signing.keys import load_private_key
@@ -117,7 +115,6 @@ def prove_full(
         interrupted = interruption.interrupted
 
     try:
-        before_run()
         anyio.run(main)
     except ChangeloopError as exc:
         return common.fail(args, exc, refused)
