@@ -9,11 +9,12 @@ green.
 from __future__ import annotations
 
 import io
+import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from changeloop.text import escape_controls
+from changeloop.text import IMPLICIT_REPOSITORY, escape_controls
 
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
@@ -136,17 +137,27 @@ def _board(result: ProveResult, out: TextIO) -> None:
     if verdict.requires:
         out.write("requires:\n")
         for capability, per_repo in verdict.requires.items():
-            cells = ", ".join(f"{repo} {status}" for repo, status in per_repo.items())
+            cells: str
+            if list(per_repo) == [IMPLICIT_REPOSITORY]:  # the one unnamed repository
+                cells = str(per_repo[IMPLICIT_REPOSITORY])
+            else:
+                cells = ", ".join(f"{repo} {status}" for repo, status in per_repo.items())
             out.write(f"  {capability}: {cells}\n")
     out.write("providers:\n")
     for report in result.providers.values():
         took = f" {report.duration_ms / 1000:.1f}s" if report.state == "ran" else ""
         out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
+        provider = plan.providers.get(report.name)
         for entry in report.receipts:
             reason = f" — {one_line(entry.reason)}" if entry.reason else ""
+            shown = (
+                found(entry.tests, provider.minimum if provider else 1)
+                if entry.capability == "discovery"
+                else counts(entry.tests)
+            )
             out.write(
                 f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
-                f"{counts(entry.tests)}{reason}\n"
+                f"{shown}{reason}\n"
             )
         if any(e.status != "pass" for e in report.receipts):  # a stat only where it is shown
             log = _log_of(result, report.name)
@@ -154,12 +165,15 @@ def _board(result: ProveResult, out: TextIO) -> None:
                 out.write(f"      log: {log}\n")
     out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
     out.write("\nNext steps:\n")
+    change = shlex.quote(plan.change.id)  # pasted into a shell: a change id is one word
     if not verdict.proven:
-        out.write(f"  changeloop evidence doctor {plan.change.id}\n")
-        out.write(f"  ls {result.run_dir.relative_to(plan.root)}  # logs and reports\n")
+        out.write(f"  changeloop evidence doctor {change}\n")
+        out.write(
+            f"  ls {shlex.quote(str(result.run_dir.relative_to(plan.root)))}  # logs and reports\n"
+        )
     else:  # OpenSpec's convention: human output ends with commands to paste
-        out.write(f"  changeloop gate {plan.change.id}    # re-check before merge or archive\n")
-        out.write(f"  changeloop report {plan.change.id}  # the evidence as one HTML page\n")
+        out.write(f"  changeloop gate {change}    # re-check before merge or archive\n")
+        out.write(f"  changeloop report {change}  # the evidence as one HTML page\n")
 
 
 MAX_REASON = 400
@@ -178,6 +192,18 @@ def counts(tests: dict[str, int] | None) -> str:
         return ""
     parts = [f"{tests.get(k, 0)} {k}" for k in ("passed", "failed", "skipped") if tests.get(k)]
     return f" ({tests.get('discovered', 0)} tests: {', '.join(parts) or 'none ran'})"
+
+
+def found(tests: dict[str, int] | None, minimum: int) -> str:
+    """What discovery adds to the test receipt: `` (12 tests found, minimum 1)`` — the
+    floor the tests that ran must reach, so a suite that shrinks to nothing fails."""
+    if not tests:
+        return f" (minimum {minimum})"
+    total = tests.get("discovered", 0)
+    ran = tests.get("passed", 0) + tests.get("failed", 0)
+    if ran == total:
+        return f" ({total} tests found, minimum {minimum})"
+    return f" ({total} tests found, {ran} ran, minimum {minimum})"
 
 
 def _log_of(result: ProveResult, provider: str) -> str | None:

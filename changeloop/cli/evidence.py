@@ -8,6 +8,7 @@ explains what stays unresolved, with a pasteable command for each.
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,12 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             }
         )
         return 0
+    from changeloop.text import repository_words
+
     common.say(f"change {ctx.change.id}: detected test frameworks (nothing was executed)")
     for name, dets in ctx.detections.items():
         repo = ctx.repositories[name]
-        common.say(f"\n{name} ({repo.relpath})")
+        common.say(f"\n{repository_words(name)} ({repo.relpath})")
         if not dets:
             common.say("  no test framework declared or installed")
         for d in dets:
@@ -120,10 +123,11 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             )
         for path in ctx.unreadable.get(name, ()):
             common.say(f"  skipped {path}/ (cannot be read; nothing in it was scanned)")
+    change = shlex.quote(ctx.change.id)
     common.say("\nNext steps:")
-    common.say(f"  changeloop evidence init {ctx.change.id}          preview the derived wiring")
-    common.say(f"  changeloop evidence init {ctx.change.id} --write  write it to execution.yaml")
-    common.say(f"  changeloop evidence doctor {ctx.change.id}        explain what stays unresolved")
+    common.say(f"  changeloop evidence init {change}          preview the derived wiring")
+    common.say(f"  changeloop evidence init {change} --write  write it to execution.yaml")
+    common.say(f"  changeloop evidence doctor {change}        explain what stays unresolved")
     return 0
 
 
@@ -148,15 +152,24 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
         effective(configured, written).values(),
     )
     cdir = change_dir(ctx.root, ctx.change.path)
-    open_items = [
-        {
-            "capability": cap,
-            "repository": repo,
-            "next": suggest(cap, ctx.repositories[repo], ctx.change.id, cdir)[1],
-        }
-        for cap, repo in gaps
-        if repo in ctx.repositories
-    ]
+    has_execution = ctx.execution is not None or (write and bool(result.added))
+    open_items: list[dict[str, Any]] = []
+    for cap, repo in gaps:
+        if repo not in ctx.repositories:
+            continue
+        hint = suggest(
+            cap,
+            ctx.repositories[repo],
+            ctx.change.id,
+            cdir,
+            has_execution=has_execution,
+            lone=len(ctx.repositories) == 1,
+        )
+        item: dict[str, Any] = {"capability": cap, "repository": repo, "next": hint.command}
+        if hint.edit is not None:
+            item["edit"] = hint.edit.to_json()
+        item["action"] = hint.action
+        open_items.append(item)
     if common.json_mode(args):
         common.emit_json(
             {
@@ -179,10 +192,19 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
     return 0
 
 
-def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, str]]) -> None:
+def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, Any]]) -> None:
+    from changeloop.text import repository_words
+
     shown = _rel(ctx.root, result.path)
+    change = shlex.quote(ctx.change.id)
     if not result.added:
-        common.say(f"{shown}: nothing to add (existing providers kept as they are)")
+        configured = bool(ctx.execution and ctx.execution.providers)
+        if result.kept and configured:
+            common.say(f"{shown}: nothing to add (existing providers kept as they are)")
+        elif result.kept or result.skipped_low:
+            common.say(f"{shown}: nothing written (no derived provider is certain enough)")
+        else:
+            common.say(f"{shown}: nothing to add (nothing here could be derived)")
     elif write:
         common.say(f"wrote {shown}: added {', '.join(result.added)}")
     else:
@@ -196,12 +218,26 @@ def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, s
     if open_items:
         common.say("\nstill unresolved:")
         for item in open_items:
-            common.say(f"  {item['capability']} in {item['repository']}: {item['next']}")
+            where = repository_words(item["repository"])
+            common.say(f"  {item['capability']} in {where}: {item['action']}")
+            if item["next"]:
+                common.say(f"    run: {item['next']}")
+            if item.get("edit"):
+                common.say(f"    add to {item['edit']['path']}:")
+                common.say(_indent(item["edit"]["add"], "      "))
     common.say("\nNext steps:")
     if not write and result.added:
-        common.say(f"  changeloop evidence init {ctx.change.id} --write")
-    common.say(f"  changeloop evidence doctor {ctx.change.id}")
-    common.say(f"  changeloop prove {ctx.change.id}")
+        common.say(f"  changeloop evidence init {change} --write")
+    for item in open_items:
+        if item["next"]:
+            common.say(f"  {item['next']}")
+    common.say(f"  changeloop evidence doctor {change}")
+    if not open_items:
+        common.say(f"  changeloop prove {change}")
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 
 def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
@@ -244,6 +280,9 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
             common.say(f"  do: {f.suggested_action}")
             if f.playbook_command:
                 common.say(f"  run: {f.playbook_command}")
+            if f.edit is not None:
+                common.say(f"  add to {f.edit.path}:")
+                common.say(_indent(f.edit.add, "    "))
         common.say(f"\n{count} unresolved")
         common.say("\nNext steps:")
         from changeloop.detect.init_writer import plan_init

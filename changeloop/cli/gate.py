@@ -9,6 +9,7 @@ check calls this (docs/verbs/gate.md).
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from changeloop.cli import common, help_examples, trust_flags
@@ -72,5 +73,5 @@ def run(args: argparse.Namespace) -> int:
     if result.proven:
         common.say(f"  openspec archive {plan.change.id}  # still proven for this content")
     else:
-        common.say(f"  changeloop prove {plan.change.id}")
+        common.say(f"  changeloop prove {shlex.quote(plan.change.id)}")
     return 0 if result.proven else 1

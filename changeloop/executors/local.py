@@ -41,7 +41,7 @@ class LocalExecutor:
         started = datetime.now(UTC)
         result = await run_process(
             list(job.argv),
-            cwd=Path(job.sandbox.path),
+            cwd=Path(job.sandbox.path) / job.workdir,
             # only the fixed set, passEnv and envFrom of this machine's environment
             env=job.environment(strict_environ(base, job.provider.pass_env, job.env_from)),
             timeout_ms=job.timeout_ms,

@@ -158,6 +158,8 @@ def _document(plan: Plan, provider: Provider, memo: _Memo, path: tuple[str, ...]
         "setup": setup,
         "claimPolicy": claim_policy(plan, provider, capabilities, repos),
         "changeInputs": memo.change_inputs(plan),
+        # only when set, so every provider without one keeps its digest
+        **({"workdir": provider.workdir} if provider.workdir else {}),
     }
 
 

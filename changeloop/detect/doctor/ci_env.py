@@ -17,7 +17,8 @@ from typing import Any
 
 from changeloop.config.yamlio import load_yaml
 from changeloop.detect import ChangeContext
-from changeloop.detect.doctor.finding import DoctorFinding, edit_command
+from changeloop.detect.doctor.finding import DoctorFinding
+from changeloop.detect.playbook import FileEdit, change_file
 from changeloop.errors import ConfigError
 from changeloop.model import Provider
 from changeloop.passenv import passes
@@ -52,8 +53,10 @@ def ci_env_findings(
                 f"if a check reads it, add `{key}: [{name}]` to that provider (its value "
                 "then counts in the fingerprint"
                 + (", as an HMAC: CI takes it from its secrets)" if secret else ")"),
-                edit_command(cdir, "execution.yaml"),
+                None,
                 severity="info",
+                # the key to merge under the provider whose check reads it
+                edit=FileEdit(change_file(cdir, "execution.yaml"), f"{key}: [{name}]\n"),
             )
         )
     return out
