@@ -58,13 +58,14 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
     from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
+    from changeloop.run.current import current_fingerprints
     from changeloop.signing.keys import load_private_key
     from changeloop.signing.statement import write_atomic
 
     refuse_out_file("--out", args.out)
     key = load_private_key(args.sign_key)
     plan, trust = trust_flags.trusted(args, load_plan(args))
-    result = evaluate(plan, trust.command_line)
+    result = evaluate(plan, trust.command_line, fingerprint=current_fingerprints(plan))
     statement = build_vsa(result, trust, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]

@@ -41,6 +41,7 @@ from changeloop.providers.base import (
     own_repository,
     read_own_workspace,
 )
+from changeloop.quality.lanes import routed_repositories, runs_quality
 from changeloop.runner_reports.model import Citation, ReportResult, TestCase
 
 NAME = "command"
@@ -52,7 +53,14 @@ Envelope = tuple[dict[str, Any] | None, str | None]  # (the envelope, or why the
 default_resources = read_own_workspace
 
 
-repositories = own_repository
+def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
+    """Its own repository; for the consumer-quality provider (``changeloop quality run``)
+    every repository a lane runs in too: its result depends on each one's content."""
+    own = own_repository(provider, plan)
+    if not runs_quality(provider):
+        return own
+    routed = routed_repositories(plan.root, plan.repositories)
+    return tuple(dict.fromkeys((*own, *routed)))
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:
