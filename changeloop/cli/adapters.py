@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
+
+def empty(said: Said) -> dict[str, Any]:  # noqa: ARG001 (every verb's shape takes what was said)
+    """The ``--json`` document of a refused or interrupted ``adapters check``."""
+    return {"version": "1", "status": "refused", "tools": []}
 
 
 def register(sub: Any) -> None:
@@ -66,7 +74,6 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
     return out
 
 
-@common.with_shape(lambda a: {"version": "1", "status": "refused", "tools": []})  # noqa: ARG005 (with_shape passes the args)
 def run(args: argparse.Namespace) -> int:
     from changeloop.contracts import check_repository, save_record
 

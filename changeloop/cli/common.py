@@ -8,13 +8,10 @@ stderr.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from changeloop.errors import ChangeloopError
 from changeloop.jsontext import indented
 from changeloop.text import escape_controls, escape_json_text
 
@@ -84,38 +81,6 @@ def say(text: str = "") -> None:
     sys.stderr.write(escape_controls(text, keep="\n\t") + "\n")
 
 
-def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]) -> int:
-    """Report a user-facing error in the verb's own shape and return its exit code."""
-    if json_mode(args):
-        doc = dict(empty)
-        doc["errors"] = [p.to_json() for p in error.problems]
-        emit_json(doc)
-    for problem in error.problems:
-        say(f"error: {problem.render()}")
-    return error.exit_code
-
-
-def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    """The exceptions inside ``group`` and its nested groups (anyio wraps task errors)."""
-    found: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            found.append(exc)
-    return found
-
-
-def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
-    """The user's mistake inside an exception group, when that is all it holds."""
-    inside = leaves(group)
-    if len(inside) == 1 and isinstance(inside[0], ChangeloopError):
-        return inside[0]
-    return None
-
-
 def add_public_keys(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--public-key PEM`` (repeatable): more keys to trust, for verbs that verify receipts."""
     parser.add_argument(
@@ -126,22 +91,3 @@ def add_public_keys(parser: argparse.ArgumentParser, help_text: str) -> None:
         metavar="PEM",
         help=help_text,
     )
-
-
-def with_shape(
-    empty: Callable[[argparse.Namespace], dict[str, Any]],
-) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Report a verb's user errors in its own ``--json`` shape (DESIGN.md §7: the
-    command's empty shape plus ``errors``), not the bare ``{version, errors}``."""
-
-    def wrap(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(run)
-        def shaped(args: argparse.Namespace) -> int:
-            try:
-                return run(args)
-            except ChangeloopError as exc:
-                return fail(args, exc, empty(args))
-
-        return shaped
-
-    return wrap

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
-from changeloop.errors import ChangeloopError
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 SUB_VERBS = ("detect", "init", "doctor")
 
@@ -51,38 +53,32 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _empty(verb: str) -> dict[str, Any]:
-    base: dict[str, Any] = {"version": "1", "root": None, "change": None}
-    if verb == "detect":
-        base["repositories"] = {}
-        base["unreadable"] = {}
-    elif verb == "doctor":
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``evidence`` sub-verb
+    (``root`` is filled in by the boundary once the workspace was found)."""
+    base: dict[str, Any] = {"version": "1", "change": said.value("change")}
+    if said.sub == "doctor":
         base.update({"findings": [], "unresolved": 0})
-    else:
+    elif said.sub == "init":
         base.update({"written": False, "added": [], "unresolved": []})
+    else:
+        base.update({"repositories": {}, "unreadable": {}})
     return base
 
 
 def run(args: argparse.Namespace) -> int:
-    verb = getattr(args, "evidence_verb", "detect")
-    empty = _empty(verb)
-    try:
-        from changeloop.detect import load_context
-        from changeloop.workspace import discovery as workspace
+    from changeloop.detect import load_context
+    from changeloop.workspace import discovery as workspace
 
-        root = common.find_root(args)
-        empty["root"] = str(root)  # a refusal after this point names the root it found
-        change = workspace.find_change(root, args.change)
-        ctx = load_context(root, change)
-        if verb == "detect":
-            return _detect(args, ctx)
-        if verb == "init":
-            return _init(args, ctx)
-        return _doctor(args, ctx)
-    except ChangeloopError as exc:
-        if hasattr(args, "change"):
-            empty["change"] = args.change
-        return common.fail(args, exc, empty)
+    verb = getattr(args, "evidence_verb", "detect")
+    root = common.find_root(args)
+    change = workspace.find_change(root, args.change)
+    ctx = load_context(root, change)
+    if verb == "detect":
+        return _detect(args, ctx)
+    if verb == "init":
+        return _init(args, ctx)
+    return _doctor(args, ctx)
 
 
 def _rel(root: Path, path: Path) -> str:

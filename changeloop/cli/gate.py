@@ -9,9 +9,12 @@ check calls this (docs/verbs/gate.md).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -36,11 +39,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def empty(args: argparse.Namespace) -> dict[str, Any]:
-    return {"version": "1", "change": args.change, "status": "not-proven", "claims": {}}
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``gate``."""
+    return {"version": "1", "change": said.value("change"), "status": "not-proven", "claims": {}}
 
 
-@common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate

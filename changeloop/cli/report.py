@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -51,11 +54,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def empty(args: argparse.Namespace) -> dict[str, Any]:
-    return {"version": "1", "change": args.change, "status": "not-proven", "path": None}
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``report``."""
+    return {"version": "1", "change": said.value("change"), "status": "not-proven", "path": None}
 
 
-@common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.report import write_report

@@ -13,9 +13,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -49,7 +52,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-@common.with_shape(lambda a: {"version": "1", "change": a.change, "verificationResult": None})
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``summary``."""
+    return {"version": "1", "change": said.value("change"), "verificationResult": None}
+
+
 def run(args: argparse.Namespace) -> int:
     from changeloop import __version__
     from changeloop.cli.argtypes import refuse_out_file

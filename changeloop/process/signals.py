@@ -1,4 +1,11 @@
-"""Turn SIGINT/SIGTERM into cancellation of the work, and remember that it happened.
+"""The signal layer: SIGINT/SIGTERM from the CLI's first moment, then as cancellation.
+
+Two parts, one module. :data:`SIGNALS` is installed by the CLI before anything
+heavy is imported: until the error boundary arms it a signal is only recorded
+(raising inside an import would print a traceback); armed, the first one raises
+``KeyboardInterrupt``, which the boundary answers with exit 130.
+:func:`cancel_on_signals` takes over while a run's event loop is alive and turns
+a signal into cancellation of the work instead.
 
 Ctrl-C must end every running process group and write nothing for unfinished
 work (DESIGN.md §4); cancellation does exactly that, because every awaiting
@@ -22,11 +29,65 @@ import signal
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.abc
+if TYPE_CHECKING:  # anyio is imported where a run starts, not by the CLI's first moment
+    import anyio
+    import anyio.abc
 
 EXIT_INTERRUPTED = 130
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Signals:
+    """SIGINT/SIGTERM → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.armed = False
+        self.raised = False
+        self.installed = False
+        self.previous: dict[int, Any] = {}
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
+        self.received.append(signum)
+        if self.armed and not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+
+    def install(self) -> bool:
+        """Install in the main thread; True when this call installed them."""
+        if self.installed:
+            return False
+        try:
+            for sig in HANDLED:
+                self.previous[sig] = signal.signal(sig, self.handler)
+        except ValueError:  # not the main thread: the caller owns signals
+            self.restore()
+            return False
+        self.installed = True
+        return True
+
+    def restore(self) -> None:
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self.previous.clear()
+        self.installed = False
+
+    def arm(self) -> None:
+        """From now on a signal interrupts; one that came earlier interrupts right away."""
+        self.raised = False
+        self.armed = True
+        if self.received:
+            self.raised = True
+            raise KeyboardInterrupt
+
+    def disarm(self) -> None:
+        self.armed = False
+
+
+SIGNALS = Signals()
 
 
 @dataclass
@@ -51,8 +112,10 @@ async def _watch(
     state: Interruption,
     signals: Sequence[signal.Signals],
     *,
-    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    task_status: anyio.abc.TaskStatus[None],
 ) -> None:
+    import anyio
+
     with anyio.open_signal_receiver(*signals) as receiver:
         task_status.started()
         async for signum in receiver:
@@ -72,6 +135,8 @@ async def cancel_on_signals(
     put back afterwards: the event loop would otherwise leave SIGTERM at its
     default, and a SIGTERM while the answer is printed would kill the process.
     """
+    import anyio
+
     state = Interruption()
     before = {sig: signal.getsignal(sig) for sig in signals}
     try:

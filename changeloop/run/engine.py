@@ -318,10 +318,12 @@ async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -
     try:
         outcomes: list[Outcome] = await run_adapter(ctx)
         return outcomes
-    except ChangeloopError as exc:
+    except ChangeloopError as exc:  # untrusted input refused at its edge, by name
         reason = "; ".join(p.message for p in exc.problems)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-        reason = f"adapter {provider.adapter} crashed: {type(exc).__name__}: {exc}"
+    except OSError as exc:  # the environment said no (a path, a permission, a full disk)
+        where = f" {exc.filename}" if exc.filename else ""
+        reason = f"provider {provider.name} could not run:{where} {exc.strerror or exc}"
+    # Anything else is our bug: it crashes the run (exit 3, a crash log), never a receipt.
     return every_capability(provider, "inconclusive", reason)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common
-from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.collector import paused
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove.plan import dry_run, load_plan
@@ -138,7 +138,6 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     _cheap_shutdown()
-    shape = dict(EMPTY)
     config = config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
     known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
@@ -147,26 +146,17 @@ def run(args: argparse.Namespace) -> int:
         if code is not None:
             return code
     with _identified_ahead(args, config, seen):
-        return _plan_and_run(args, shape, config, seen, known)
+        return _plan_and_run(args, config, seen, known)
 
 
 def _plan_and_run(
     args: argparse.Namespace,
-    shape: dict[str, Any],
     config: tuple[Path, Any, dict[str, str | None]] | None,
     seen: dict[str, str],
     known: dict[str, Any],
 ) -> int:
-    try:
-        with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
-            plan = load_plan(args, shape)
-    except ChangeloopError as exc:
-        return common.fail(args, exc, shape)
-    except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
-        common.say("interrupted before anything ran")
-        if common.json_mode(args):
-            common.emit_json({**shape, "interrupted": True})
-        return 130
+    with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
+        plan = load_plan(args)
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
@@ -174,19 +164,9 @@ def _plan_and_run(
     with paused():  # the run's imports: long-lived too
         from changeloop.run.engine import nothing_to_prove
 
-    empty = nothing_to_prove(plan)
-    if empty is not None:
-        if common.json_mode(args):
-            common.emit_json(
-                {
-                    **EMPTY,
-                    "root": str(plan.root),
-                    "change": plan.change.id,
-                    "errors": [empty.to_json()],
-                }
-            )
-        common.say(empty.render())
-        return 1
+    nothing = nothing_to_prove(plan)
+    if nothing is not None:
+        raise ChangeloopError(nothing, exit_code=1)
     from changeloop.cli.prove.full import prove_full
 
     return prove_full(args, plan, config[2] if config else None, seen, known)

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
-from changeloop.cli.common import only_user_error
-from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.collector import before_run, paused
 from changeloop.cli.prove.nochange import remember
 from changeloop.errors import ChangeloopError, Problem
@@ -51,10 +50,9 @@ def prove_full(
         from changeloop.signing.keys import load_private_key
 
         load_private_key(args.sign_key)  # refuse a bad key before anything runs
-    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
     usage = _scale_out_problem(args)
     if usage is not None:
-        return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
+        raise ChangeloopError(usage, exit_code=2)
     options = ProveOptions(
         jobs=jobs_wanted(args),
         jobs_given=args.jobs is not None,
@@ -97,27 +95,10 @@ def prove_full(
     try:
         before_run()
         anyio.run(main)
-    except ChangeloopError as exc:
-        return common.fail(args, exc, refused)
-    except BaseExceptionGroup as group:  # raised through the signal watcher's task group
-        user = only_user_error(group)
-        if user is None:
-            raise
-        return common.fail(args, user, refused)
-    except KeyboardInterrupt:
-        interrupted = True
     finally:
-        if isinstance(progress, Progress):
-            progress.flush()  # progress lines are written in batches (board.Progress)
+        progress.flush()  # progress lines are written in batches (board.Progress)
     if interrupted or "result" not in outcome:
-        common.say(
-            "interrupted: running processes were stopped; unfinished providers wrote no receipt"
-        )
-        if common.json_mode(args):
-            common.emit_json(
-                {**EMPTY, "root": str(plan.root), "change": plan.change.id, "interrupted": True}
-            )
-        return 130
+        raise KeyboardInterrupt  # the boundary answers it (exit 130, one document)
     result = outcome["result"]
     for note in result.notes:
         common.say(note)

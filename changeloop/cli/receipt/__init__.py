@@ -16,12 +16,25 @@ share are in ``problems.py``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
 from changeloop.cli.receipt.importing import run_import
 from changeloop.cli.receipt.sign import run_sign
 from changeloop.cli.receipt.verify import run_verify
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
+
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``receipt`` sub-verb."""
+    if said.sub == "verify":
+        return {"version": "1", "file": said.value("file"), "valid": False}
+    if said.sub == "import":
+        change = said.value("change") if said.args is not None else None
+        return {"version": "1", "change": change, "imported": []}
+    return {"version": "1"}
 
 
 def register(sub: Any) -> None:

@@ -20,7 +20,6 @@ from changeloop.cli.receipt.problems import NOTHING_IMPORTED, check_failed, unre
 from changeloop.errors import ChangeloopError, Location, Problem
 
 
-@common.with_shape(lambda a: {"version": "1", "change": a.change, "imported": []})
 def run_import(args: argparse.Namespace) -> int:
     from changeloop.fsio import write_all
     from changeloop.plan import build_plan, display_path
