@@ -116,10 +116,14 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             )
         for path in ctx.unreadable.get(name, ()):
             common.say(f"  skipped {path}/ (cannot be read; nothing in it was scanned)")
-    common.say("\nNext steps:")
-    common.say(f"  changeloop evidence init {ctx.change.id}          preview the derived wiring")
-    common.say(f"  changeloop evidence init {ctx.change.id} --write  write it to execution.yaml")
-    common.say(f"  changeloop evidence doctor {ctx.change.id}        explain what stays unresolved")
+    change = ctx.change.id
+    common.next_steps(
+        [
+            (common.command("evidence", "init", change), "preview the derived wiring"),
+            (common.command("evidence", "init", change, "--write"), "write it to execution.yaml"),
+            (common.command("evidence", "doctor", change), "explain what stays unresolved"),
+        ]
+    )
     return 0
 
 
@@ -153,12 +157,14 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
         for cap, repo in gaps
         if repo in ctx.repositories
     ]
+    markers = _marker_registrations(ctx, {n: p for n, (p, _) in derived.items()})
     if common.json_mode(args):
         common.emit_json(
             {
                 "version": "1",
                 "root": str(ctx.root),
                 "change": ctx.change.id,
+                "markerRegistration": markers,
                 "path": _rel(ctx.root, result.path),
                 "written": write and bool(result.added),
                 "added": list(result.added),
@@ -171,11 +177,36 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
             }
         )
     else:
-        _init_human(ctx, result, write, open_items)
+        _init_human(ctx, result, write, open_items, markers)
     return 0
 
 
-def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, str]]) -> None:
+def _marker_registrations(ctx: Any, derived: dict[str, Any]) -> list[dict[str, str]]:
+    """Per repository whose tests run under pytest: the lines that register ``claim``."""
+    from changeloop.citing import framework_of
+    from changeloop.detect.coverage import effective
+    from changeloop.detect.doctor.citations import marker_registration
+
+    configured = dict(ctx.execution.providers) if ctx.execution else {}
+    out: dict[str, dict[str, str]] = {}
+    for provider in effective(configured, derived).values():
+        if framework_of(provider.adapter, provider.command or (), provider.format) != "pytest":
+            continue
+        name = provider.repository or next(iter(ctx.repositories), None)
+        repo = ctx.repositories.get(name) if name else None
+        found = marker_registration(repo) if repo is not None else None
+        if repo is not None and found is not None and repo.name not in out:
+            out[repo.name] = {"repository": repo.name, "file": found[0], "lines": found[1]}
+    return list(out.values())
+
+
+def _init_human(
+    ctx: Any,
+    result: Any,
+    write: bool,
+    open_items: list[dict[str, str]],
+    markers: list[dict[str, str]],
+) -> None:
     shown = _rel(ctx.root, result.path)
     if not result.added:
         common.say(f"{shown}: nothing to add (existing providers kept as they are)")
@@ -193,11 +224,21 @@ def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, s
         common.say("\nstill unresolved:")
         for item in open_items:
             common.say(f"  {item['capability']} in {item['repository']}: {item['next']}")
-    common.say("\nNext steps:")
+    for item in markers:
+        common.say(
+            f"\nso {item['repository']}'s own `pytest` (without changeloop) accepts "
+            f"@pytest.mark.claim, register the marker in {item['file']} (not written: "
+            f"changeloop never edits your configuration):\n{item['lines']}"
+        )
+    change = ctx.change.id
+    steps: list[common.Step] = []
     if not write and result.added:
-        common.say(f"  changeloop evidence init {ctx.change.id} --write")
-    common.say(f"  changeloop evidence doctor {ctx.change.id}")
-    common.say(f"  changeloop prove {ctx.change.id}")
+        steps.append((common.command("evidence", "init", change, "--write"), "write it"))
+    steps.append(
+        (common.command("evidence", "doctor", change), "what stands between it and a proof")
+    )
+    steps.append((common.command("prove", change), "run it and write receipts"))
+    common.next_steps(steps)
 
 
 def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
@@ -215,12 +256,32 @@ def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
     )
 
 
-def _doctor(args: argparse.Namespace, ctx: Any) -> int:
+def doctor_findings(ctx: Any) -> list[Any]:
+    """Everything ``evidence doctor`` reports for the change of ``ctx``."""
     from changeloop.detect import derived_explained
-    from changeloop.detect.doctor import diagnose, next_steps
+    from changeloop.detect.doctor import diagnose
 
     derived = {name: provider for name, (provider, _) in derived_explained(ctx).items()}
-    findings = diagnose(ctx, derived) + _preflight(ctx, derived)
+    return diagnose(ctx, derived) + _preflight(ctx, derived)
+
+
+def unresolved_count(root: Path, change: Any) -> int:
+    """How many unresolved findings doctor would report (0 when it cannot look)."""
+    from changeloop.detect import load_context
+    from changeloop.errors import ChangeloopError
+
+    try:
+        findings = doctor_findings(load_context(root, change))
+    except (ChangeloopError, OSError):
+        return 0  # doctor would refuse the change itself; prove already said why
+    return sum(1 for f in findings if f.severity == "error")
+
+
+def _doctor(args: argparse.Namespace, ctx: Any) -> int:
+    from changeloop.detect import derived_explained
+    from changeloop.detect.doctor import next_steps
+
+    findings = doctor_findings(ctx)
     count = sum(1 for f in findings if f.severity == "error")
     if common.json_mode(args):
         common.emit_json(
@@ -237,14 +298,15 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
             common.say(f"change {ctx.change.id}: every required capability has a provider")
         for f in findings:
             common.say(f"[{f.kind}] {f.message}")
-            common.say(f"  do: {f.suggested_action}")
+            action = f.suggested_action.replace("\n", "\n      ")
+            common.say(f"  do: {action}")
             if f.playbook_command:
-                common.say(f"  run: {f.playbook_command}")
+                common.say(f"  run: {common.carry_root(f.playbook_command)}")
         common.say(f"\n{count} unresolved")
         common.say("\nNext steps:")
         from changeloop.detect.init_writer import plan_init
 
         pending = bool(plan_init(ctx, derived_explained(ctx)).added)  # nothing left to write?
         for step in next_steps(ctx, findings, init_pending=pending):
-            common.say(f"  {step}")
+            common.say(f"  {common.carry_root(step)}")
     return 1 if count else 0

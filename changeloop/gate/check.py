@@ -23,7 +23,7 @@ from changeloop.git.identity import content_identity
 from changeloop.model import Plan, Provider
 from changeloop.signing.dsse import VerificationError, loads_strict, parse_envelope
 from changeloop.signing.verify import Expectation, Trusted, verify_envelope
-from changeloop.verdict import ReceiptView
+from changeloop.verdict import ReceiptView, failures_of
 
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
@@ -130,8 +130,18 @@ def check(
         claims=dict(ext.get("claims") or {}),
         input_mode=ext.get("inputMode"),
         citations=dict(ext.get("citations") or {}),
+        failures=_failures(verified.statement, ext),
     )
     return Kept(env, verified, view)
+
+
+def _failures(statement: Mapping[str, Any], ext: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The failed tests a verified receipt names, each with its one-line message."""
+    named = statement.get("predicate", {}).get("failedTests")
+    tests = [str(t) for t in named] if isinstance(named, list) else []
+    findings = ext.get("findings")
+    found = [f for f in findings if isinstance(f, dict)] if isinstance(findings, list) else []
+    return failures_of(tests, found) if tests else ()
 
 
 def content_problem(

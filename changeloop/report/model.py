@@ -15,6 +15,7 @@ from typing import Literal
 CellStatus = Literal[
     "proven",
     "failed",
+    "blocked",
     "inconclusive",
     "unproven",
     "not-verified",
@@ -26,6 +27,7 @@ CellStatus = Literal[
 CELL_LABELS: Mapping[str, tuple[str, str]] = {
     "proven": ("✓", "proven"),
     "failed": ("✗", "failed"),
+    "blocked": ("⊘", "blocked"),
     "inconclusive": ("?", "inconclusive"),
     "unproven": ("∅", "no receipt"),
     "not-verified": ("⚠", "not verified"),

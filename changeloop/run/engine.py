@@ -163,7 +163,8 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
                 detail = event.detail
                 if event.kind == "finished":  # what its receipts say, not only "it returned"
                     detail = run.sink.finished_word(event.task, detail)
-                run.emit(RunEvent(event.task, event.kind, detail))
+                if event.kind != "started":  # said by _run_provider: a cached one never runs
+                    run.emit(RunEvent(event.task, event.kind, detail))
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.task].services)
 
@@ -195,6 +196,8 @@ async def _run_provider(run: RunStages, provider: Provider, services: ServiceMan
         services.release_unused(provider.services)
         run.emit(RunEvent(provider.name, "cached"))
         return True
+    streamed = run.run_dir / provider.name / f"{provider.name}.log"
+    run.emit(RunEvent(provider.name, "started", str(streamed)))  # views count tests in it
     # time.monotonic() is what anyio.current_time() returns on asyncio, without looking
     # up the backend twice per provider
     started, clock = datetime.now(UTC), time.monotonic()

@@ -43,7 +43,7 @@ from changeloop.signing.statement import (
     seal,
     sha256_hex,
 )
-from changeloop.verdict import ReceiptView
+from changeloop.verdict import ReceiptView, failures_of
 from changeloop.workspace.state import StateDir
 
 _CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
@@ -312,6 +312,9 @@ class ReceiptSink:
             claims=dict(outcome.claims),
             input_mode=outcome.input_mode,
             citations=dict(outcome.citations),
+            failures=failures_of(outcome.failed_tests, [f.to_json() for f in outcome.findings])
+            if outcome.failed_tests
+            else (),
         )
         entry = ReceiptEntry(
             capability=outcome.capability,

@@ -71,14 +71,15 @@ def prove_full(
     )
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
-    progress = Progress(plan, terminal.as_textio())
+    estimates = _estimates(plan)
+    progress = Progress(plan, terminal.as_textio(), estimates=estimates)
     board: LiveBoard | None = None
     if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
         from rich.console import Console
 
         from changeloop.cli.live import LiveBoard
 
-        board = LiveBoard(plan, Console(stderr=True))
+        board = LiveBoard(plan, Console(stderr=True), estimates=estimates)
     outcome: dict[str, ProveResult] = {}
     interrupted = False
 
@@ -96,7 +97,7 @@ def prove_full(
         before_run()
         anyio.run(main)
     finally:
-        progress.flush()  # progress lines are written in batches (board.Progress)
+        progress.close()  # progress lines are written in batches (board.Progress)
     if interrupted or "result" not in outcome:
         raise KeyboardInterrupt  # the boundary answers it (exit 130, one document)
     result = outcome["result"]
@@ -104,12 +105,41 @@ def prove_full(
         common.say(note)
     if common.json_mode(args):
         common.emit_json(to_json(result))
-    render_board(result, terminal.as_textio())
-    if args.report:
-        _write_report(plan, result.run_id, args.sign_key)
+    steps = _steps(plan, result, args.sign_key)
+    report = _write_report(plan, result.run_id, args.sign_key) if args.report else None
+    render_board(result, terminal.as_textio(), steps(), colour=live)
+    if report is not None:
+        common.say(f"report: {report}")
     if config is not None:
-        remember(plan, options, result, config)
+        with common.recording():  # the record's board is replayed from another directory
+            recorded = steps()
+        remember(plan, options, result, config, recorded)
     return 0 if result.verdict.proven else 1
+
+
+def _steps(plan: Plan, result: Any, sign_key: Path | None) -> Any:
+    """The board's Next steps, made on demand (doctor is asked at most once)."""
+    from changeloop.cli.evidence import unresolved_count
+    from changeloop.cli.prove.steps import prove_steps
+
+    asked: list[int] = []
+
+    def doctor() -> int:
+        if not asked:
+            asked.append(unresolved_count(plan.root, plan.change))
+        return asked[0]
+
+    return lambda: prove_steps(result, sign_key=sign_key, doctor=doctor)
+
+
+def _estimates(plan: Plan) -> dict[str, float]:
+    """How long each provider took when it last ran (the scheduler's hints), for the views."""
+    from changeloop.workspace.state import StateDir
+
+    try:
+        return StateDir(plan.root).load_durations(plan.change.id)
+    except (ChangeloopError, OSError, ValueError):
+        return {}  # hints only: a view without them is still a view
 
 
 def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
@@ -143,7 +173,7 @@ def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
     return None
 
 
-def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> str | None:
     """``--report``: the page of this very run; a failure to write it never changes the verdict.
 
     Receipts signed with ``--sign-key`` are verified with that key's public half.
@@ -157,12 +187,8 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> None:
     except ChangeloopError as exc:
         for problem in exc.problems:
             common.say(f"warning: report not written: {problem.render()}")
-        return
+        return None
     except OSError as exc:
         common.say(f"warning: report not written: {exc.filename or ''} {exc.strerror or exc}")
-        return
-    try:
-        shown = path.relative_to(plan.root.resolve()).as_posix()
-    except ValueError:
-        shown = str(path)
-    common.say(f"report: {shown}")
+        return None
+    return path.absolute().as_uri()

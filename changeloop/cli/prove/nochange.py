@@ -91,7 +91,7 @@ def answer_from_record(
         common.emit_json(found.json)
     terminal = TerminalText(sys.stderr)
     out = terminal.as_textio()
-    out.write(found.board)
+    out.write(common.replayed(found.board))
     out.flush()
     return 0 if found.proven else 1
 
@@ -108,7 +108,7 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
     events = [
         cast("RunEvent", SimpleNamespace(provider=name, kind=kind, detail=detail))
         for name in providers
-        for kind, detail in (("started", None), ("cached", None), ("finished", "ok"))
+        for kind, detail in (("cached", None), ("finished", "ok"))
     ]
     if sys.stderr.isatty() and not common.json_mode(args):
         from rich.console import Console
@@ -130,15 +130,26 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
     terminal.flush()
 
 
-def remember(plan: Plan, options: Any, result: Any, config: dict[str, str | None]) -> None:
-    """Sign this answer as the change's no-change record when a cached re-prove repeats it."""
+def remember(
+    plan: Plan,
+    options: Any,
+    result: Any,
+    config: dict[str, str | None],
+    steps: list[tuple[str, str | None]],
+) -> None:
+    """Sign this answer as the change's no-change record when a cached re-prove repeats it.
+
+    Its board is recorded with the paths and ``--root`` left as tokens (``steps`` were
+    made that way too), filled in when it is replayed (``common.replayed``).
+    """
 
     from changeloop import nochange, preflight
     from changeloop.cli.board import render_board, to_json
 
     def render(shown: Any) -> tuple[dict[str, Any], str]:
         buffer = io.StringIO()
-        render_board(shown, buffer)
+        with common.recording():
+            render_board(shown, buffer, steps)
         return to_json(shown), buffer.getvalue()
 
     try:
