@@ -148,8 +148,8 @@ def steps_text(steps: list[Step]) -> str:
     """OpenSpec's ending: ``Next steps:`` and the commands to paste, each with why."""
     if not steps:
         return ""
-    width = min(max(len(c) for c, _ in steps), 60)
-    lines = [f"  {c:<{width}}  # {why}" if why else f"  {c}" for c, why in steps]
+    # Not aligned in columns: a recorded board is replayed with other path lengths.
+    lines = [f"  {c}  # {why}" if why else f"  {c}" for c, why in steps]
     return "\nNext steps:\n" + "\n".join(lines) + "\n"
 
 
