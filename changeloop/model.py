@@ -37,6 +37,24 @@ KNOWN_CAPABILITIES = (
     "review",
 )
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+# The capability each adapter issues receipts for when the provider's name is not
+# one (command's is the provider's name). Adapter modules read theirs from here.
+ADAPTER_CAPABILITIES: Mapping[str, str] = {
+    "test-discovery": "test",
+    "playwright": "browser",
+    "contract-digest": "cross-repo-contract",
+    "external": "review",
+    "mutation": "mutation",
+}
+
+
+def default_capability(name: str, adapter: str) -> str:
+    """A provider's capability when none is written: its name if that is a known
+    capability, else its adapter's own (the name again for ``command``)."""
+    if name in KNOWN_CAPABILITIES:
+        return name
+    return ADAPTER_CAPABILITIES.get(adapter, name)
+
 
 _Record = TypeVar("_Record")
 
@@ -140,6 +158,23 @@ class Repository:
 
 
 @dataclass(frozen=True)
+class AdapterFacts:
+    """What a provider's adapter says about it, settled once when the plan is built.
+
+    The run reads these instead of asking the adapter registry again: which
+    repositories its result depends on, the capabilities it issues receipts for,
+    the command as run (with the flags the adapter injects), its adapter-specific
+    wiring, and whether it runs a command at all.
+    """
+
+    repositories: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    command: tuple[str, ...] | None
+    inputs: Mapping[str, Any]
+    runs_command: bool
+
+
+@dataclass(frozen=True)
 class Provider:
     """One wired adapter instance, with defaults resolved by ``changeloop.plan``."""
 
@@ -188,6 +223,14 @@ class Provider:
     confidence: Confidence = "high"
     keys: frozenset[str] = frozenset()  # keys the user actually wrote
     location: Location | None = None
+    facts: AdapterFacts | None = None  # settled by changeloop.plan (None: an unknown adapter)
+
+    @property
+    def settled(self) -> AdapterFacts:
+        """Its adapter facts; every provider of a built plan with a known adapter has them."""
+        if self.facts is None:
+            raise LookupError(f"provider {self.name!r}: its adapter facts were never settled")
+        return self.facts
 
 
 @dataclass(frozen=True)

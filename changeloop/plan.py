@@ -18,10 +18,20 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from changeloop.config.evidence import load_evidence
-from changeloop.config.execution import default_capability, load_execution
+from changeloop.config.execution import load_execution
 from changeloop.config.schema import position
 from changeloop.errors import ConfigError, Location, Problem
-from changeloop.model import Evidence, Execution, Plan, Provider, Repository, Service, evolve
+from changeloop.model import (
+    AdapterFacts,
+    Evidence,
+    Execution,
+    Plan,
+    Provider,
+    Repository,
+    Service,
+    default_capability,
+    evolve,
+)
 from changeloop.workspace.changeref import ChangeRef
 
 EVIDENCE_FILE = "evidence.yaml"
@@ -184,4 +194,29 @@ def build_plan(
         services=services,
     )
     final = {name: _with_resources(p, draft) for name, p in providers.items()}
-    return evolve(draft, providers=final)
+    return settle(evolve(draft, providers=final))
+
+
+def settle(plan: Plan) -> Plan:
+    """Every provider with its adapter facts, asked of its adapter once, here.
+
+    After this the run never asks the adapter registry what a provider's
+    repositories, capabilities or effective command are: they travel with it.
+    """
+    from changeloop.providers import registry
+
+    settled: dict[str, Provider] = {}
+    for name, provider in plan.providers.items():
+        adapter = registry.get(provider.adapter)
+        if adapter is None:  # unknown adapter: preflight names it
+            settled[name] = provider
+            continue
+        facts = AdapterFacts(
+            repositories=tuple(adapter.repositories(provider, plan)),
+            capabilities=tuple(adapter.capabilities(provider)),
+            command=adapter.effective_command(provider),
+            inputs=dict(adapter.fingerprint_inputs(provider)),
+            runs_command=adapter.RUNS_COMMAND,
+        )
+        settled[name] = evolve(provider, facts=facts)
+    return evolve(plan, providers=settled)

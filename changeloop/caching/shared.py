@@ -24,7 +24,6 @@ from typing import Any
 
 from changeloop.errors import ChangeloopError
 from changeloop.model import Plan, Provider
-from changeloop.providers import registry
 from changeloop.records import ProviderReport
 from changeloop.signing.dsse import parse_envelope, verify_signatures
 from changeloop.signing.keys import KeyRefused, load_public_key
@@ -103,7 +102,7 @@ class SharedCache:
         """Verified pass receipts for every capability of ``provider``, or None."""
         if provider.adapter == "external":
             return None  # re-judged on every run (as the local cache does)
-        capabilities = registry.ADAPTERS[provider.adapter].capabilities(provider)
+        capabilities = provider.settled.capabilities
         for trusted in self.keys:
             fingerprint = self.fingerprint_for(provider, trusted.issuer)
             folder = entry_dir(self.directory, fingerprint)

@@ -20,13 +20,13 @@ from changeloop.errors import ConfigError, FileRefused, Problem
 from changeloop.fsio import KIB, read_regular
 from changeloop.model import (
     DEFAULT_TIMEOUT_MS,
-    KNOWN_CAPABILITIES,
     Execution,
     InputMode,
     Provider,
     Readiness,
     Service,
     TrustedKey,
+    default_capability,
 )
 
 READS = 1
@@ -38,18 +38,6 @@ _PORT = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?(\[[^\]]*\]|[^:/?#]*
 def load_execution(path: Path, display: str | None = None) -> Execution:
     """Read, validate and freeze one execution.yaml; ConfigError lists every problem."""
     return execution_from_document(load_yaml(path, display))
-
-
-def default_capability(name: str, adapter: str) -> str:
-    """DESIGN.md §2.2: the name if it is a known capability, else the adapter's own."""
-    if name in KNOWN_CAPABILITIES:
-        return name
-    from changeloop.providers import registry
-
-    module = registry.get(adapter)
-    if module is None or adapter == "command":
-        return name
-    return module.DEFAULT_CAPABILITY
 
 
 def parse_max_age(value: int | str) -> int:

@@ -25,7 +25,7 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 from changeloop.detect import ChangeContext
 from changeloop.detect.coverage import provider_covers
 from changeloop.errors import ConfigError, Location, Problem
-from changeloop.model import Provider
+from changeloop.model import Provider, default_capability
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,7 @@ def provider_yaml(provider: Provider) -> CommentedMap:
     """execution.yaml keys for one derived provider (only what differs from defaults)."""
     out = CommentedMap()
     out["adapter"] = provider.adapter
-    default_cap = {"test-discovery": "test", "playwright": "browser"}.get(provider.adapter)
-    if provider.capability not in (provider.name, default_cap):
+    if provider.capability != default_capability(provider.name, provider.adapter):
         out["capability"] = provider.capability
     if provider.repository is not None:
         out["repository"] = _text(provider.repository)

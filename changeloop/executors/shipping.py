@@ -11,7 +11,6 @@ from pathlib import Path
 
 from changeloop.executors import content
 from changeloop.model import Plan, SandboxMode
-from changeloop.providers import registry
 from changeloop.sandboxes.copy import list_files
 
 
@@ -19,9 +18,9 @@ def shipped_repositories(plan: Plan) -> list[str]:
     """The repositories whose content a worker needs: where commands run, where services live."""
     out: dict[str, None] = {}
     for provider in plan.providers.values():
-        adapter = registry.ADAPTERS[provider.adapter]
-        if adapter.RUNS_COMMAND:
-            out.update(dict.fromkeys(adapter.repositories(provider, plan)))
+        facts = provider.settled
+        if facts.runs_command:
+            out.update(dict.fromkeys(facts.repositories))
         for name in provider.services:
             service = plan.services.get(name)
             repo = service.repository if service else None
@@ -33,10 +32,10 @@ def executables(plan: Plan) -> set[str]:
     """The argv[0] of every command the plan runs that a worker resolves on its PATH."""
     out: set[str] = set()
     for provider in plan.providers.values():
-        adapter = registry.ADAPTERS[provider.adapter]
-        if not adapter.RUNS_COMMAND:
+        facts = provider.settled
+        if not facts.runs_command:
             continue
-        command = adapter.effective_command(provider)
+        command = facts.command
         if command:
             out.add(command[0])
     for repository in plan.repositories.values():

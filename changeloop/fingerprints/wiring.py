@@ -79,14 +79,12 @@ def service_wiring(s: Service) -> dict[str, Any]:
 
 def wiring_document(plan: Plan, provider: Provider) -> dict[str, Any]:
     """The JSON document :func:`wiring_digest` hashes (exposed for tests and docs)."""
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    if adapter is not None:
-        command = adapter.effective_command(provider)
-        adapter_inputs = dict(adapter.fingerprint_inputs(provider))
-        capabilities = list(adapter.capabilities(provider))
-        repos = tuple(adapter.repositories(provider, plan))
+    facts = provider.facts
+    if facts is not None:
+        command = facts.command
+        adapter_inputs = dict(facts.inputs)
+        capabilities = list(facts.capabilities)
+        repos = facts.repositories
     else:  # an unknown adapter never runs (preflight); its digest still must not crash
         command, adapter_inputs, capabilities = provider.command, {}, [provider.capability]
         repos = (provider.repository,) if provider.repository else ()

@@ -274,14 +274,13 @@ def _cached_form(
     from dataclasses import replace
 
     from changeloop.outcome import TestCounts
-    from changeloop.providers import registry
     from changeloop.records import ProveResult, ProviderReport, ReceiptEntry
     from changeloop.verdict import ReceiptView, decide
 
     run_dir = plan.root / ".changeloop" / "runs" / run_id
     providers: dict[str, ProviderReport] = {}
     for provider in plan.providers.values():
-        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        repos = provider.settled.repositories
         entries = []
         for file, envelope in receipts[provider.name]:
             payload = base64.b64decode(json.loads(envelope)["payload"])

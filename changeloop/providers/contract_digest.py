@@ -18,12 +18,12 @@ from typing import Any
 
 from changeloop.errors import FileRefused, Problem
 from changeloop.fsio import MIB, read_regular
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Finding, Observer, Outcome
 from changeloop.providers.base import RunContext, escape_reason
 
 NAME = "contract-digest"
-DEFAULT_CAPABILITY = "cross-repo-contract"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = False
 CONTRACT_LIMIT = 64 * MIB  # a contract (schema, OpenAPI document) is far smaller
 

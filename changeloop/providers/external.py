@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import Problem
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Outcome
 from changeloop.providers.base import RunContext
 from changeloop.providers.external_check import ADAPTER, bound_repositories, check_file
@@ -40,7 +40,7 @@ from changeloop.signing.keys import KeyRefused, load_public_key
 from changeloop.signing.verify import Trusted
 
 NAME = ADAPTER
-DEFAULT_CAPABILITY = "review"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = False
 
 

@@ -135,7 +135,7 @@ def _route(
                 f" (did execution.yaml change how {made_by} runs?) — prove again with this"
                 " checkout's wiring",
             )
-        trees_of = registry_repositories(target, plan)
+        trees_of = target.facts.repositories if target.facts is not None else ()
     elif speaks_for_mine:
         accepts = ", ".join(provider.accepts) or "none"
         return Judged(
@@ -171,14 +171,6 @@ def bound_repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
     if provider.repository:
         return (provider.repository,)
     return tuple(sorted(plan.repositories))
-
-
-def registry_repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
-    """The repositories an accepted provider's own adapter binds its receipts to."""
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    return tuple(adapter.repositories(provider, plan)) if adapter is not None else ()
 
 
 def short_digest(value: object) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.grounding import citations as grounding
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.mutation.judge import (
     ADAPTER,
     ClaimRuns,
@@ -58,7 +58,7 @@ from changeloop.providers.base import RunContext, missing_command, own_repositor
 from changeloop.providers.pytest_injection import inject
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
-DEFAULT_CAPABILITY = "mutation"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = True
 MIN_MUTANT_TIMEOUT_MS = 10_000
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Observer, Outcome
 from changeloop.process.run import ProcessResult
 from changeloop.providers import playwright_argv
@@ -43,7 +43,7 @@ from changeloop.runner_reports import playwright_json
 from changeloop.runner_reports.model import ReportResult, unreadable
 
 NAME = "playwright"
-DEFAULT_CAPABILITY = "browser"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = True
 
 

@@ -62,7 +62,7 @@ from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
 from changeloop.fingerprints.environment import expand_globs, resolve_argv
 from changeloop.grounding import citations as grounding
-from changeloop.model import Plan, Provider
+from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Finding, Observer, Outcome
 from changeloop.project.packages import project_packages
 from changeloop.providers.base import (
@@ -84,7 +84,7 @@ from changeloop.runner_reports import FORMATS, canonical_format
 from changeloop.runner_reports.classify import classify
 
 NAME = "test-discovery"
-DEFAULT_CAPABILITY = "test"
+DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
 RUNS_COMMAND = True
 MAX_FINDINGS = 50
 

@@ -186,7 +186,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
 
 def _identify_all(run: RunStages) -> None:
     for provider in run.plan.providers.values():
-        for repo in registry.ADAPTERS[provider.adapter].repositories(provider, run.plan):
+        for repo in provider.settled.repositories:
             run.boxes.identity(repo)
 
 
@@ -233,11 +233,11 @@ def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> boo
 
 async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outcome]:
     """Its sandboxes made and set up, its environment complete: a context, or why not."""
-    adapter = registry.ADAPTERS[provider.adapter]
-    repos = adapter.repositories(provider, run.plan)
+    facts = provider.settled
+    repos = facts.repositories
     # Its services start in their repositories' sandboxes, which must exist (and be
     # set up) first; otherwise a service would run in the user's own checkout.
-    ready = [*(repos if adapter.RUNS_COMMAND else ()), *service_repositories(run.plan, provider)]
+    ready = [*(repos if facts.runs_command else ()), *service_repositories(run.plan, provider)]
     for repo in dict.fromkeys(ready):
         if not await run.boxes.ready(repo, partial(_setup, run)):
             reason = f"setup of repository {repo} failed; see the setup receipt"
@@ -250,9 +250,9 @@ async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outc
 
 
 def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunContext:
-    adapter = registry.ADAPTERS[provider.adapter]
+    runs_command = provider.settled.runs_command
     plan = run.plan
-    if adapter.RUNS_COMMAND:
+    if runs_command:
         workdirs = {repo: run.boxes.made(repo) or plan.repositories[repo].path for repo in repos}
     else:
         workdirs = {repo: plan.repositories[repo].path for repo in repos}
@@ -260,7 +260,7 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
     provider_dir.mkdir(parents=True, exist_ok=True)
     # external judges receipts of the providers it accepts, which may live in any
     # repository of the change: it sees every repository's content identity.
-    seen = repos if adapter.RUNS_COMMAND else (*repos, *plan.repositories)
+    seen = repos if runs_command else (*repos, *plan.repositories)
     return RunContext(
         plan=plan,
         provider=provider,

@@ -17,7 +17,6 @@ from changeloop.fingerprints import environment
 from changeloop.fingerprints import fingerprint as fingerprints
 from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.model import ContentIdentity, Plan, Provider
-from changeloop.providers import registry
 from changeloop.run.carried import Carried, KnownInputs, globs_key
 
 SCHEMA_VERSION = fingerprints.SCHEMA_VERSION
@@ -59,15 +58,15 @@ class Fingerprinter:
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
-        adapter = registry.ADAPTERS[provider.adapter]
-        repos = adapter.repositories(provider, self._plan)
+        facts = provider.settled
+        repos = facts.repositories
         inputs_digest = None
         if provider.inputs and provider.repository:
             inputs_digest = self.inputs_digest(provider.repository, provider.inputs)
         return fingerprints.compute(
             provider=provider,
             adapter_inputs=self._adapter_inputs(provider, repos),
-            effective_command=adapter.effective_command(provider),
+            effective_command=facts.command,
             trees={repo: self._identity(repo).tree for repo in repos},
             inputs_digest=inputs_digest,
             upstream={d: upstream.get(d, "") for d in provider.depends_on},
@@ -81,12 +80,12 @@ class Fingerprinter:
         )
 
     def _adapter_inputs(self, provider: Provider, repos: tuple[str, ...]) -> dict[str, Any]:
-        adapter = registry.ADAPTERS[provider.adapter]
+        facts = provider.settled
         setup = [list(cmd) for repo in repos for cmd in self._plan.repositories[repo].setup]
         return {
-            **adapter.fingerprint_inputs(provider),
+            **facts.inputs,
             "change": self._plan.change.id,
-            "capabilities": list(adapter.capabilities(provider)),
+            "capabilities": list(facts.capabilities),
             "claims": _claims_wiring(self._plan),
             "providerClaims": sorted(provider.claims),
             "sandbox": self._sandbox,
@@ -157,8 +156,7 @@ class Fingerprinter:
 
     def identity_open(self, provider: Provider) -> bool:
         """True when some repository of the provider holds a link leaving it: never cached."""
-        adapter = registry.ADAPTERS[provider.adapter]
-        return any(self.external_symlinks(r) for r in adapter.repositories(provider, self._plan))
+        return any(self.external_symlinks(r) for r in provider.settled.repositories)
 
     def _index(self, repo: str) -> fingerprints.InputsIndex:
         """One listing of the repository per run, shared by every provider's ``inputs``."""

@@ -14,7 +14,6 @@ from pathlib import Path
 from changeloop.caching.local import NEVER_CACHED, entry_path
 from changeloop.errors import ChangeloopError
 from changeloop.model import Plan, Provider
-from changeloop.providers import registry
 
 __all__ = ["likely_cached"]
 
@@ -31,7 +30,7 @@ def likely_cached(plan: Plan, cache_dir: Path, fingerprint: Callable[[Provider],
     for provider in plan.providers.values():
         if provider.depends_on or provider.adapter in NEVER_CACHED:
             continue
-        repos = registry.ADAPTERS[provider.adapter].repositories(provider, plan)
+        repos = provider.settled.repositories
         if any(plan.repositories[r].setup for r in repos):
             continue
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from changeloop.executors.job import Executor, Job, SandboxSpec
 from changeloop.masking import env_from_names
-from changeloop.model import Plan, Provider, SandboxMode
+from changeloop.model import AdapterFacts, Plan, Provider, SandboxMode
 from changeloop.outcome import Outcome
 from changeloop.run.sink import ReceiptSink, Timing
 
@@ -39,6 +39,13 @@ async def run_setup(
             capability="setup",
             repository=repo,
             command=tuple(argv),
+            facts=AdapterFacts(
+                repositories=(repo,),
+                capabilities=("setup",),
+                command=tuple(argv),
+                inputs={},
+                runs_command=True,
+            ),
         )
         job = Job(
             provider=pseudo,

@@ -30,7 +30,6 @@ from changeloop.fsio import Pending
 from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan, Provider, Status
 from changeloop.outcome import Finding, Outcome, mark_listed_claims
-from changeloop.providers import registry
 from changeloop.records import ProviderReport, ReceiptEntry
 from changeloop.run.cache_reuse import cached_outcome, same_bytes, verified_passes
 from changeloop.run.commit import GroupCommit
@@ -200,7 +199,7 @@ class ReceiptSink:
         """A provider whose job raised (e.g. its sandbox could not be made): no receipt, a note."""
         reason = self.masker.text(reason)
         self._report(provider).reason = reason
-        for capability in registry.ADAPTERS[provider.adapter].capabilities(provider):
+        for capability in provider.settled.capabilities:
             self.note(capability, f"{capability}: provider {provider.name} could not run: {reason}")
 
     def seal(self, provider: Provider, outcome: Outcome, timing: Timing) -> bytes:
@@ -211,12 +210,12 @@ class ReceiptSink:
 
     def _seal(self, provider: Provider, outcome: Outcome, timing: Timing) -> bytes:
         outcome = mark_listed_claims(provider, self.masker.outcome(outcome))
-        adapter = registry.ADAPTERS[provider.adapter]
-        repos = adapter.repositories(provider, self._plan)
+        settled = provider.settled
+        repos = settled.repositories
         outcome = with_symlink_findings(
             outcome, repos, self._plan, self._external_symlinks, self.masker
         )
-        command = outcome.command or adapter.effective_command(provider)
+        command = outcome.command or settled.command
         configuration = dict(self._config_digests)
         if command:
             configuration["command"] = self._command_digest(tuple(command))
@@ -304,9 +303,7 @@ class ReceiptSink:
             capability=outcome.capability,
             status=outcome.status,
             repositories=(
-                repositories
-                if repositories is not None
-                else registry.ADAPTERS[provider.adapter].repositories(provider, self._plan)
+                repositories if repositories is not None else provider.settled.repositories
             ),
             reason=outcome.reason,
             claims=dict(outcome.claims),
@@ -369,8 +366,7 @@ def every_capability(
     provider: Provider, status: Status, reason: str, findings: tuple[Finding, ...] = ()
 ) -> list[Outcome]:
     """The same verdict for every receipt the provider would have issued."""
-    adapter = registry.ADAPTERS[provider.adapter]
     return [
         Outcome(capability=c, status=status, reason=reason, findings=findings)
-        for c in adapter.capabilities(provider)
+        for c in provider.settled.capabilities
     ]

@@ -67,10 +67,7 @@ def _checked_state(root: Path) -> Path | None:
 
 def _effective(provider: Provider) -> list[str] | None:
     """The argv the provider's adapter runs (its command with what the adapter adds)."""
-    from changeloop.providers import registry
-
-    adapter = registry.get(provider.adapter)
-    command = adapter.effective_command(provider) if adapter is not None else provider.command
+    command = provider.facts.command if provider.facts is not None else provider.command
     return list(command) if command else None
 
 
