@@ -171,8 +171,8 @@ def test_prove_report_writes_the_page_of_that_run(
     assert main(["prove", CHANGE, "--root", str(root), "--json", "--report"]) == 1
     out, err = capsys.readouterr()
     doc = json.loads(out)  # still exactly one JSON document
-    page = (root / ".changeloop" / "report" / f"{CHANGE}.html").absolute()
-    assert f"report: {page.as_uri()}" in err  # a link a terminal opens
+    written = (root / ".changeloop" / "report" / f"{CHANGE}.html").absolute()
+    assert f"report: {written.as_uri()}" in err  # a link a terminal opens
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
     assert doc["runId"] in page
     assert sorted(_bars(page)) == ["lint", "review", "unit"]
