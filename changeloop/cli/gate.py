@@ -9,6 +9,7 @@ check calls this (docs/verbs/gate.md).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
@@ -66,10 +67,31 @@ def run(args: argparse.Namespace) -> int:
             common.say(f"  {reason.code}: {reason.message}")
             said.add(reason)
     if not result.read:
-        common.say("  no receipt found: run `changeloop prove " + plan.change.id + "` first")
-    common.say("\nNext steps:")
-    if result.proven:
-        common.say(f"  openspec archive {plan.change.id}  # still proven for this content")
-    else:
-        common.say(f"  changeloop prove {plan.change.id}")
+        common.say(f"  no receipt found: run `{common.command('prove', plan.change.id)}` first")
+    common.next_steps(gate_steps(plan, result.proven, args.public_key))
     return 0 if result.proven else 1
+
+
+def gate_steps(plan: Any, proven: bool, public_keys: list[Path]) -> list[common.Step]:
+    """What fits now: prove; or carry the evidence into the change, then archive it; or, for
+    an archived change, read its report."""
+    from changeloop.cli.carry import SUMMARY_NAME, receipts_dir
+
+    change = plan.change.id
+    pub = [w for p in public_keys for w in ("--public-key", common.shown(p))]
+    key = next(
+        (p.with_suffix(".key") for p in public_keys if p.with_suffix(".key").is_file()), None
+    )
+    sign = ["--sign-key", common.shown(key) if key is not None else "KEY"]
+    if not proven:
+        return [(common.command("prove", change, *(sign if key is not None else [])), None)]
+    if plan.change.archived:
+        return [(common.command("report", change, *pub), "the archived change's evidence, checked")]
+    steps: list[common.Step] = []
+    if not (receipts_dir(plan) / SUMMARY_NAME).is_file():
+        why = "the signed summary and its receipts travel with the change"
+        if key is None:
+            why += " (KEY: the key prove signed with)"
+        steps.append((common.command("summary", change, *sign, "--into-change"), why))
+    steps.append((f"openspec archive {change}", "still proven for this content"))
+    return steps
