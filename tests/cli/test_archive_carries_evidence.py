@@ -216,7 +216,7 @@ def test_only_receipts_signed_by_the_summary_key_travel(
     at = ["--root", str(root)]
     assert main(["prove", CHANGE, *at]) == 0  # the workspace key
     key = str(tmp_path / "keys" / "changeloop.key")
-    code, out, err = _run(
+    code, out, _ = _run(
         capsys, "summary", CHANGE, *at, "--sign-key", key, "--into-change", "--json"
     )
     assert code == 1
