@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
@@ -37,6 +38,18 @@ def _cells(page: str) -> dict[tuple[str, str], str]:
             row[1],
         ):
             out[(row[0], cap)] = words
+    return out
+
+
+def _causes(page: str) -> dict[tuple[str, str], str]:
+    """(claim, capability) -> the one-line cause a cell shows without hover ('' if none)."""
+    out = {}
+    for row in re.findall(r'<tr data-claim="([^"]+)">(.*?)</tr>', page, re.S):
+        for cell in re.findall(r'<td class="cell[^"]*"(.*?)</td>', row[1], re.S):
+            cap = re.search(r'data-capability="([^"]+)"', cell)
+            cause = re.search(r'<div class="cause">([^<]*)</div>', cell)
+            assert cap is not None
+            out[(row[0], cap.group(1))] = html.unescape(cause.group(1)) if cause else ""
     return out
 
 
@@ -152,9 +165,11 @@ def test_a_tampered_receipt_is_not_verified_never_a_pass(
     capsys.readouterr()
     assert main(["report", CHANGE, "--root", str(proved)]) == 0
     page = (proved / capsys.readouterr().out.strip()).read_text()
-    cells = _cells(page)
-    assert cells[("lint-clean", "static-analysis")] == "not verified"
-    assert cells[("greeting", "test")] == "not verified"
+    cells, causes = _cells(page), _causes(page)
+    assert cells[("lint-clean", "static-analysis")] == "unproven"
+    assert cells[("greeting", "test")] == "unproven"
+    assert causes[("lint-clean", "static-analysis")].startswith("not verified: ")
+    assert causes[("greeting", "test")].startswith("not verified: ")
     assert "proven" not in cells.values()
     assert "Verdict: NOT PROVEN" in page
     for name in ("lint", "unit"):
@@ -193,7 +208,8 @@ def test_prove_report_with_a_sign_key_verifies_with_that_key(
     capsys.readouterr()
     assert main(["report", CHANGE, "--root", str(root)]) == 0
     page = (root / capsys.readouterr().out.strip()).read_text()
-    assert _cells(page)[("greeting", "test")] == "not verified"
+    assert _cells(page)[("greeting", "test")] == "unproven"
+    assert _causes(page)[("greeting", "test")].startswith("not verified: ")
     pub = str(tmp_path / "ci" / "changeloop.pub")
     assert main(["report", CHANGE, "--root", str(root), "--public-key", pub]) == 0
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
@@ -208,7 +224,8 @@ def test_before_any_run_the_page_says_no_receipt(
     assert main(["report", CHANGE, "--root", str(root), "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / f"{CHANGE}.html")  # --out DIR
     page = (tmp_path / f"{CHANGE}.html").read_text()
-    assert set(_cells(page).values()) == {"no receipt"}
+    assert set(_cells(page).values()) == {"unproven"}
+    assert all("no receipt" in cause for cause in _causes(page).values())
     assert "No run was recorded for this change" in page
     assert "Verdict: NOT PROVEN" in page and "no recorded run" in page
 
@@ -257,19 +274,21 @@ def test_committed_sign_off_and_stale_receipts(
         )
     )
     rewired = page()
-    assert _cells(rewired)[("greeting", "check")] == "stale: wiring changed"
+    assert _cells(rewired)[("greeting", "check")] == "unproven"
+    assert _causes(rewired)[("greeting", "check")].startswith("stale: wiring changed: ")
     assert _cells(rewired)[("reviewed", "review")] == "proven"
     execution.write_text(proven)
     # Edit the content: every receipt bound to the old tree is stale.
     (root / "check.sh").write_text("exit 0 # edited\n")
     edited = page()
-    assert set(_cells(edited).values()) == {"stale: content changed"}
+    assert set(_cells(edited).values()) == {"unproven"}
+    assert all(c.startswith("stale: content changed: ") for c in _causes(edited).values())
     assert "Verdict: NOT PROVEN" in edited and "Receipts not counted" in edited
     # A fresh checkout: only the committed sign-off, verified with the change's CI key.
     (root / "check.sh").write_text("exit 0\n")
     shutil.rmtree(root / ".changeloop")
     fresh = page()
-    assert _cells(fresh) == {("greeting", "check"): "no receipt", ("reviewed", "review"): "proven"}
+    assert _cells(fresh) == {("greeting", "check"): "unproven", ("reviewed", "review"): "proven"}
     assert "signed by issuer <strong>ci</strong>" in fresh
     assert re.search(r'<tr data-provider="review">.*?<td>committed</td>', fresh)
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
+from changeloop.grounding.citations import receipt_citations
 from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Observer, Outcome
 from changeloop.process.run import ProcessResult
@@ -168,6 +169,8 @@ def judge(
         tests=parsed.counts if parsed else None,
         passed_tests=tuple(t.id for t in tests if t.outcome == "passed"),
         failed_tests=tuple(t.id for t in tests if t.outcome in ("failed", "error")),
+        # which tests cite which claim: the report names them, a blocked claim is told apart
+        citations=receipt_citations(parsed),
         details={
             "report": report,
             "project": provider.project,

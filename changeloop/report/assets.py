@@ -89,8 +89,44 @@ tbody th { font-weight: 600; }
 .sw-unknown { background: var(--bar-unknown); }
 .sw-crit { background: transparent; border: 3px solid var(--crit); }
 #bar-info { min-height: 1.4em; font-size: 0.9em; }
-.findings li { margin: 2px 0; }
+.findings li { margin: 2px 0; overflow-wrap: anywhere; }
 footer { margin-top: 32px; color: var(--muted); font-size: 0.85em; }
+.cause { font-size: 0.85em; margin-top: 4px; overflow-wrap: anywhere; }
+.next ol { margin: 4px 0 0 1.4em; padding: 0; }
+.next li { margin: 4px 0; overflow-wrap: anywhere; }
+header code, .why li, .facts dd { overflow-wrap: anywhere; }
+/* A wide table or the timeline scrolls inside its own box; the page never scrolls sideways. */
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll:focus { outline: 3px solid var(--focus); outline-offset: 2px; }
+.scroll .gantt { max-width: none; min-width: 560px; }
+@media (max-width: 640px) {
+  main { padding: 10px 10px 32px; }
+  h1 { font-size: 1.25rem; }
+  .facts { grid-template-columns: 1fr; }
+  .facts dt { margin-top: 6px; }
+  th, td { padding: 4px 6px; }
+  .cell { min-width: 130px; }
+  td.mono { min-width: 8em; }
+}
+/* Print: the verdict keeps its colours, every cell's details are open, nothing to click. */
+@media print {
+  :root { color-scheme: light;
+    --bg: #ffffff; --fg: #000000; --muted: #333333; --line: #888888; --panel: #f2f2f2;
+    --ok-bg: #e3f4e8; --ok-fg: #0d4d21; --bad-bg: #fde4e6; --bad-fg: #7d0f1d;
+    --warn-bg: #fff1cc; --warn-fg: #5c3b00; --none-bg: #eceef2; --none-fg: #333942;
+    --link: #000000; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  body { font-size: 10.5pt; }
+  main { max-width: none; padding: 0; }
+  .verdict { border: 2px solid #000000; }
+  .more { display: block !important; }
+  .hint, #bar-info { display: none; }
+  .scroll { overflow: visible; }
+  .scroll .gantt { min-width: 0; max-width: 100%; }
+  a { color: inherit; text-decoration: underline; }
+  section, tr, .cell { break-inside: avoid; }
+  .cell:focus, .scroll:focus { outline: none; }
+}
 """
 
 JS = """
