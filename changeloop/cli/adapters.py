@@ -104,5 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 common.say(f"           missing {m.kind} {m.name} (asked: {' '.join(m.probe)})")
     if not reports:
         common.say("no tool with a contract is used by this workspace's repositories")
-    common.say(f"adapters check: {status}")
+    absent = sum(1 for r in reports if r.status == "absent")
+    note = f" ({absent} tool(s) not resolved: nothing to check there)" if absent else ""
+    common.say(f"adapters check: {status}{note}")
     return 2 if drift else 0

@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("gate"),
     )
-    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "change", metavar="CHANGE", help="change id (openspec/changes/<id>/, archived ones too)"
+    )
     common.add_public_keys(
         parser,
         "also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     result = evaluate(plan, keys)
     if common.json_mode(args):
         common.emit_json(result.to_json())
-    common.say(f"change {plan.change.id}: {result.status}")
+    common.say(f"change {plan.change.id}: {'PROVEN' if result.proven else 'NOT PROVEN'}")
     said = set()
     for cid, claim in result.claims.items():
         common.say(f"  claim {cid}: {claim.status}")

@@ -40,7 +40,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("quality run"),
     )
-    run_parser.add_argument("--change", required=True, metavar="ID")
+    run_parser.add_argument(
+        "--change", required=True, metavar="ID", help="run the lanes of this change's repositories"
+    )
     common.add_common(run_parser)
     run_parser.set_defaults(func=run)
 

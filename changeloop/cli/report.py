@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "change", metavar="CHANGE", help="change id (openspec/changes/<id>/, archived ones too)"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -95,7 +97,7 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> i
     """Print the page's path (stdout, or in the one --json document) and the verdict."""
     import sys
 
-    shown = _relative(path, root)
+    shown = common.shown(path)  # from here: the user types it, or clicks the link below
     if common.json_mode(args):
         common.emit_json(
             {
@@ -103,13 +105,13 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> i
                 "change": report.change,
                 "status": "proven" if report.proven else "not-proven",
                 "runId": report.run_id,
-                "path": shown,
+                "path": _relative(path, root),
             }
         )
     else:
         sys.stdout.write(shown + "\n")
     verdict = "PROVEN" if report.proven else "NOT PROVEN"
-    common.say(f"change {report.change}: {verdict}; report written to {shown}")
+    common.say(f"change {report.change}: {verdict}; report written to {path.absolute().as_uri()}")
     return 0
 
 

@@ -35,7 +35,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("summary"),
     )
-    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "change", metavar="CHANGE", help="change id (openspec/changes/<id>/, archived ones too)"
+    )
     parser.add_argument(
         "--sign-key",
         required=True,

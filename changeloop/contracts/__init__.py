@@ -197,9 +197,11 @@ def _resolve(contract: Contract, repo: Path, root: Path, scratch: Path) -> _Reso
             manifest if manifest.is_file() else found.resolve(),
         )
     if "pythonModule" in how:
-        from changeloop.fingerprints.environment import venv_python
+        from changeloop.fingerprints.environment import python_for
 
-        interpreter = str(venv_python(repo) or shutil.which("python3") or "python3")
+        # The interpreter prove's derived `python` runs: the repository's virtualenv, else
+        # PATH's python (the same resolver, so the two never disagree).
+        interpreter = python_for(repo.absolute())
         module = how["pythonModule"]
         code, text = _run(
             [

@@ -59,7 +59,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("receipt sign"),
     )
-    sign.add_argument("--change", required=True, metavar="ID")
+    sign.add_argument(
+        "--change", required=True, metavar="ID", help="the change the receipt speaks for"
+    )
     sign.add_argument(
         "--claims",
         required=True,
@@ -79,10 +81,21 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="the issuer the verifying provider expects (ci.issuer / authority.name)",
     )
-    sign.add_argument("--status", choices=("pass", "fail"), default="pass")
+    sign.add_argument(
+        "--status",
+        choices=("pass", "fail"),
+        default="pass",
+        help="what the work found (default: pass)",
+    )
     sign.add_argument("--reason", metavar="TEXT", help="why it fails (with --status fail)")
     sign.add_argument("--url", metavar="URL", help="the CI run or review this receipt records")
-    sign.add_argument("--capability", default="review", metavar="NAME")
+    sign.add_argument(
+        "--capability",
+        default="review",
+        metavar="NAME",
+        help="the capability it proves (default: review); an external provider of that "
+        "capability accepts it",
+    )
     sign.add_argument("--provider", metavar="NAME", help="provider name (default: the capability)")
     sign.add_argument("--out", type=Path, metavar="FILE", help="write here (default: stdout)")
     sign.add_argument(
@@ -101,7 +114,9 @@ def register(sub: Any) -> None:
         description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
         **help_examples.ending("receipt verify"),
     )
-    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument(
+        "file", type=Path, metavar="FILE", help="the envelope: a receipt or a summary (VSA)"
+    )
     verify.add_argument(
         "--public-key",
         required=True,
@@ -126,8 +141,17 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("receipt import"),
     )
-    imp.add_argument("files", type=Path, nargs="+", metavar="FILE")
-    imp.add_argument("--change", required=True, metavar="ID")
-    imp.add_argument("--public-key", type=Path, action="append", default=[], metavar="PEM")
+    imp.add_argument("files", type=Path, nargs="+", metavar="FILE", help="envelopes to import")
+    imp.add_argument(
+        "--change", required=True, metavar="ID", help="the change whose receipts/ they go into"
+    )
+    imp.add_argument(
+        "--public-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="also trust this Ed25519 public key (repeatable), beside the external providers'",
+    )
     common.add_common(imp)
     imp.set_defaults(func=run_import)

@@ -141,7 +141,9 @@ def _not_cited(  # noqa: PLR0917 (one caller)
     action = how_to_cite("listing" if provider.adapter == "command" else framework, cid)
     if framework == "pytest":
         registration = marker_registration(repo)
-        if registration is not None:
+        if registration is not None and marker_finding(repo) is not None:
+            action += "; register the marker too (claim-marker-unregistered)"
+        elif registration is not None:
             where, text = registration
             action += f"; so a plain `pytest` accepts the marker, register it in {where}:\n{text}"
     if listing or cited.test_file is None:
