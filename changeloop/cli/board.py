@@ -25,7 +25,6 @@ from changeloop.text import escape_controls
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
 
-    from changeloop.masking import Masker
     from changeloop.model import Plan
     from changeloop.records import ProveResult, ReceiptEntry, RunEvent
 
@@ -190,28 +189,33 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
     return loop
 
 
-class _Masked:
-    """A text stream that passes every line through the run's masker (DESIGN §2.6)."""
-
-    def __init__(self, out: TextIO, masker: Masker) -> None:
-        self._out, self._masker = out, masker
-
-    def write(self, text: str) -> None:
-        self._out.write(self._masker.text(text))
-
-    def flush(self) -> None:
-        self._out.flush()
-
-
 def render_board(
-    result: ProveResult, stream: TextIO, steps: Sequence[Step] = (), *, colour: bool = False
+    result: ProveResult,
+    stream: TextIO,
+    steps: Sequence[Step] = (),
+    *,
+    colour: TextIO | None = None,
 ) -> None:
     """The board, masked and written at once (line by line, a thousand providers cost
-    two thousand writes to a line-buffered stderr)."""
+    two thousand writes to a line-buffered stderr).
+
+    ``colour``: the terminal itself, to write the verdict word in colour — around the
+    escaping ``stream`` (which would print the colour codes as text), and only that word.
+    """
     out = io.StringIO()
-    _board(result, out, colour=colour)
+    _board(result, out)
     out.write(steps_text(list(steps)))
-    _Masked(stream, result.masker).write(out.getvalue())
+    text = result.masker.text(out.getvalue())
+    word = VERDICT_WORD[result.verdict.proven]
+    head, found, tail = text.partition(f": {word}\n")
+    if colour is None or not found:
+        stream.write(text)
+    else:
+        stream.write(f"{head}: ")
+        stream.flush()
+        colour.write(f"\x1b[1;{'32' if result.verdict.proven else '31'}m{word}\x1b[0m")
+        colour.flush()
+        stream.write(f"\n{tail}")
     stream.flush()
 
 
@@ -219,12 +223,10 @@ VERDICT_WORD = {True: "PROVEN", False: "NOT PROVEN"}
 MAX_FAILURES = 5  # failing tests named per receipt, as pytest's short summary does
 
 
-def _board(result: ProveResult, out: TextIO, *, colour: bool = False) -> None:
+def _board(result: ProveResult, out: TextIO) -> None:
     verdict = result.verdict
     plan = result.plan
     word = VERDICT_WORD[verdict.proven]
-    if colour:  # the verdict in colour on a terminal; the word carries it without
-        word = f"\x1b[1;{'32' if verdict.proven else '31'}m{word}\x1b[0m"
     out.write(f"\nchange {plan.change.id}: {word}\n")
     if verdict.claims:
         out.write("claims:\n")

@@ -107,7 +107,7 @@ def prove_full(
         common.emit_json(to_json(result))
     steps = _steps(plan, result, args.sign_key)
     report = _write_report(plan, result.run_id, args.sign_key) if args.report else None
-    render_board(result, terminal.as_textio(), steps(), colour=live)
+    render_board(result, terminal.as_textio(), steps(), colour=sys.stderr if live else None)
     if report is not None:
         common.say(f"report: {report}")
     if config is not None:

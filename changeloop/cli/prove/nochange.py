@@ -103,7 +103,8 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
 
     from changeloop.cli.board import Progress
 
-    stub = cast("Plan", SimpleNamespace(providers=dict.fromkeys(providers)))
+    change = SimpleNamespace(id=args.change)
+    stub = cast("Plan", SimpleNamespace(providers=dict.fromkeys(providers), change=change))
     # RunEvent's fields, without importing the run's records (and the verdict they carry)
     events = [
         cast("RunEvent", SimpleNamespace(provider=name, kind=kind, detail=detail))
