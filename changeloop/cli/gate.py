@@ -70,11 +70,16 @@ def run(args: argparse.Namespace) -> int:
             said.add(reason)
     if not result.read:
         common.say(f"  no receipt found: run `{common.command('prove', plan.change.id)}` first")
-    common.next_steps(gate_steps(plan, result.proven, args.public_key))
+    unverified = any(
+        r.code == "unverified" for c in result.claims.values() for r in c.reasons
+    ) or any(r.code == "unverified" for r in result.reasons)
+    common.next_steps(gate_steps(plan, result.proven, args.public_key, unverified=unverified))
     return 0 if result.proven else 1
 
 
-def gate_steps(plan: Any, proven: bool, public_keys: list[Path]) -> list[common.Step]:
+def gate_steps(
+    plan: Any, proven: bool, public_keys: list[Path], *, unverified: bool = False
+) -> list[common.Step]:
     """What fits now: prove; or carry the evidence into the change, then archive it; or, for
     an archived change, read its report."""
     from changeloop.cli.carry import SUMMARY_NAME, receipts_dir
@@ -86,10 +91,15 @@ def gate_steps(plan: Any, proven: bool, public_keys: list[Path]) -> list[common.
     )
     sign = ["--sign-key", common.shown(key) if key is not None else "KEY"]
     if not proven:
-        return [(common.command("prove", change, *(sign if key is not None else [])), None)]
+        steps: list[common.Step] = []
+        if unverified:
+            why = "the public half of the key that signed the receipts, if you trust it"
+            steps.append((common.command("gate", change, "--public-key", "KEY.pub"), why))
+        prove = common.command("prove", change, *(sign if key is not None else []))
+        return [*steps, (prove, "or prove again here")] if steps else [(prove, None)]
     if plan.change.archived:
         return [(common.command("report", change, *pub), "the archived change's evidence, checked")]
-    steps: list[common.Step] = []
+    steps = []
     if not (receipts_dir(plan) / SUMMARY_NAME).is_file():
         why = "the signed summary and its receipts travel with the change"
         if key is None:

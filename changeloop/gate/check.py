@@ -103,6 +103,12 @@ def check(
     except VerificationError as exc:
         capability, repos = unauthenticated_hint(data)
         message = f"{env.uri}: {exc.check} check failed: {exc.reason}"
+        if exc.check == "signature" and "not a trusted key" in exc.reason:
+            # Which key to pass, not "prove again": the receipt may be fine, signed elsewhere.
+            message += (
+                "; pass that key's public half with --public-key PEM (for receipts of "
+                "`prove --sign-key KEY`, the .pub `changeloop keygen` wrote beside KEY)"
+            )
         return SetAside(env, "unverified", message, capability, repos)
     except RecursionError:
         return SetAside(env, "unverified", f"{env.uri} nests too deeply; refused", None)
