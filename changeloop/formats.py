@@ -10,3 +10,6 @@ from __future__ import annotations
 # 2: the wiring digest is part of the document; 3: services as wiring has them.
 FINGERPRINT_FORMAT = 3
 RECEIPT_SCHEMA = "changeloop/receipt@2"  # the receipts a fingerprint speaks for
+# Bump when the `prove --json` document or the board changes shape: a no-change record
+# replays them, so an older record must not answer. 2: they name their trust.
+PROVE_DOCUMENT = 2

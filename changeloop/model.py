@@ -223,7 +223,9 @@ class Provider:
     confidence: Confidence = "high"
     keys: frozenset[str] = frozenset()  # keys the user actually wrote
     location: Location | None = None
-    facts: AdapterFacts | None = None  # settled by changeloop.plan (None: an unknown adapter)
+    # Settled by changeloop.plan.settle (None: an unknown adapter). A copy changed after
+    # the plan is built must be settled again: the facts follow the fields they came from.
+    facts: AdapterFacts | None = None
 
     @property
     def settled(self) -> AdapterFacts:

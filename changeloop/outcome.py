@@ -1,6 +1,6 @@
 """What an adapter says about one provider: its outcomes, findings, test counts and observer.
 
-These records cross every stage (adapters make them, the sink seals them, the
+These records cross every stage (adapters make them, the run seals them, the
 board and the report show them), so they sit below all of their users.
 """
 
@@ -90,7 +90,7 @@ def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
     Fail ⇒ each listed claim ``failed``; inconclusive ⇒ none of them credited (a
     ``failed`` mark from a test citing it stands); pass ⇒ ``credited`` unless the
     adapter marked it itself (grounding may leave a listed claim uncredited, §11).
-    The receipt sink applies it to every outcome.
+    Sealing applies it to every outcome (run/seal.py).
     """
     if not provider.claims:
         return outcome

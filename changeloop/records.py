@@ -16,6 +16,7 @@ from changeloop.masking import Masker
 
 if TYPE_CHECKING:  # the no-change answer imports these records, never the plan's model
     from changeloop.model import Plan, SandboxMode
+    from changeloop.trust import Trust
     from changeloop.verdict import ReceiptView, Verdict
 
 ProviderState = Literal["ran", "cached", "not-run"]
@@ -35,8 +36,17 @@ class ProveOptions:
     url: str | None = None
     executor: Literal["local", "dask"] = "local"
     dask_scheduler: str | None = None
+    # TLS with a client certificate (docs/scale-out.md); None: Dask's distributed.comm.tls.* config
+    dask_tls_ca_file: Path | None = None
+    dask_tls_cert: Path | None = None
+    dask_tls_key: Path | None = None
+    dask_insecure: bool = False  # --dask-insecure: a cluster without TLS is accepted
+    dask_worker_timeout: float = 30.0  # a worker silent this long (no heartbeat) is lost
     publish: Path | None = None  # --publish DIR (DESIGN §10)
     cache_from: Path | None = None  # --cache-from DIR
+    # --trust-from / --trust-keyring: judged with a trust other than the checkout's, which
+    # the no-change record does not key on (so such a run neither writes nor keeps one)
+    own_trust: bool = False
     # Content trees already computed this invocation (checkout path -> tree), by the
     # no-change check that found them changed: the run starts from them (issue 15).
     trees: Mapping[str, str] = field(default_factory=dict)
@@ -69,11 +79,13 @@ class ReceiptEntry:
     path: str  # relative to the workspace root
     view: ReceiptView
     tests: dict[str, int] | None = None  # the receipt's test counts (prove --json, board)
+    envelope: bytes = b""  # the signed DSSE envelope (run.writer puts it on disk)
+    cached: bool = False  # reused byte for byte: its bytes are durable already
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProviderReport:
-    """What the board shows of one provider; written only by the ``ReceiptSink``."""
+    """One provider's part of a run, as the run core returns it (sealed, not yet written)."""
 
     name: str
     adapter: str
@@ -82,7 +94,10 @@ class ProviderReport:
     origin: str | None = None  # a cached provider's: "local" (this machine) or "shared"
     duration_ms: int = 0
     reason: str | None = None
-    receipts: list[ReceiptEntry] = field(default_factory=list)
+    receipts: tuple[ReceiptEntry, ...] = ()
+    # capability -> why it has no receipt from this provider (the verdict's notes)
+    notes: tuple[tuple[str, str], ...] = ()
+    cache: bool = False  # every receipt passed and may be cached under its fingerprint
 
 
 @dataclass
@@ -96,6 +111,7 @@ class ProveResult:
     masker: Masker = field(default_factory=lambda: Masker(()))
     notes: list[str] = field(default_factory=list)  # what --cache-from / --publish had to say
     observed: Observed | None = None  # what the run read beyond the plan (changeloop.nochange)
+    trust: Trust | None = None  # where the external providers' keys came from (the CLI says)
 
 
 class Observed(NamedTuple):

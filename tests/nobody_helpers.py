@@ -52,11 +52,15 @@ def _dependency_dirs(modules: Sequence[str]) -> list[Path]:
 
 
 def readable_site(modules: Sequence[str]) -> Path:
-    """A fresh directory ``nobody`` can read, holding what ``modules`` import from site-packages.
+    """A fresh directory ``nobody`` can read, holding changeloop itself and what ``modules``
+    import from site-packages (the checkout may sit in a directory only its owner can
+    enter, as a root user's home is). Put it alone on ``PYTHONPATH``.
 
     The caller removes it (``shutil.rmtree``) when done.
     """
     base = Path(tempfile.mkdtemp(prefix="changeloop-nobody-site-", dir="/tmp"))
+    package = Path(__file__).resolve().parents[1] / "changeloop"
+    shutil.copytree(package, base / "changeloop", ignore=shutil.ignore_patterns("__pycache__"))
     for entry in _dependency_dirs(modules):
         if entry.is_dir():
             shutil.copytree(entry, base / entry.name, symlinks=True)

@@ -159,6 +159,10 @@ def unb64(text: str) -> bytes:
 
 
 class _NoExecutor:
+    remote = False
+    capacity = None
+    lost = None
+
     async def run(self, _job: Any) -> Any:
         raise AssertionError("this adapter must run nothing")
 

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import distributed
 import pytest
 from dask_helpers import (
     PY,
@@ -32,6 +31,10 @@ from dask_helpers import (
     local_cluster,
     py_argv,
     statements,
+    suite_pki,
+)
+from dask_helpers import (
+    client as dask_client,
 )
 from prove_helpers import (
     make_change,
@@ -101,7 +104,7 @@ def test_same_change_local_and_on_the_cluster_gives_the_same_receipts(
     for name, statement in receipts_dask.items():
         ext = statement["predicate"]["changeloop"]
         assert receipts_local[name]["predicate"]["changeloop"]["executor"] == {"kind": "local"}
-        assert ext["executor"]["kind"] == "dask" and ext["executor"]["worker"].startswith("tcp://")
+        assert ext["executor"]["kind"] == "dask" and ext["executor"]["worker"].startswith("tls://")
         workers.add(ext["executor"]["worker"])
         for doc in (statement, receipts_local[name]):
             ext_ = doc["predicate"]["changeloop"]
@@ -187,7 +190,10 @@ def test_exclusive_resources_never_overlap_across_workers(
     root = make_repo(tmp_path / "ws", {"src/app.py": "x = 1\n"})
     providers = interval_providers(log, 4, 0.3, extra=", resources: [gpu]")
     make_change(root, "c1", EVIDENCE.replace("[use]", "[p0]"), providers)
-    code, doc = prove_json(root, "c1", "--executor", "dask", capsys=capsys)  # address from env
+    # the address from the environment
+    code, doc = prove_json(
+        root, "c1", "--executor", "dask", *suite_pki().client_args(), capsys=capsys
+    )
     assert code == 0, doc
     spans = intervals(log)
     assert len(spans) == 4
@@ -234,7 +240,7 @@ def test_a_worker_whose_content_is_not_the_jobs_tree_fails_content_mismatch(
         f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv('pass')}, claims: [hello]}}\n",
     )
     tree = content_identity(root, include_untracked=True).tree
-    client = distributed.Client(cluster.scheduler_address)
+    client = dask_client(cluster.scheduler_address)
     try:
         for folder in client.run(remote.content_dir, tree).values():
             Path(folder).mkdir(parents=True)
@@ -262,7 +268,14 @@ def test_an_unreachable_scheduler_refuses_before_anything_runs(
         f"version: 1\nproviders:\n  use: {{adapter: command, command: {touch}, claims: [hello]}}\n",
     )
     code, doc = prove_json(
-        root, "c1", "--executor", "dask", "--dask-scheduler", "tcp://127.0.0.1:9", capsys=capsys
+        root,
+        "c1",
+        "--executor",
+        "dask",
+        "--dask-scheduler",
+        "tls://127.0.0.1:9",
+        *suite_pki().client_args(),
+        capsys=capsys,
     )
     assert code == 2 and doc["errors"][0]["code"] == "dask_unreachable"
     assert not marker.exists()
@@ -358,7 +371,7 @@ def _alive(pid: int) -> bool:
 @contextlib.contextmanager
 def _extra_worker(cluster: Any, env: dict[str, str], *args: str) -> Iterator[str]:
     """One more worker process (``dask worker``) joined to the cluster; yields its address."""
-    client = distributed.Client(cluster.scheduler_address)
+    client = dask_client(cluster.scheduler_address)
     try:
         before = set(client.scheduler_info()["workers"])
         with subprocess.Popen(
@@ -373,6 +386,7 @@ def _extra_worker(cluster: Any, env: dict[str, str], *args: str) -> Iterator[str
                 "--host",
                 "127.0.0.1",
                 "--no-dashboard",
+                *suite_pki().node_args(),
                 *args,
             ],
             env=env,

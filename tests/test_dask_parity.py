@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -20,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import distributed
 import pytest
 from dask_helpers import (
     PY,
@@ -30,6 +30,9 @@ from dask_helpers import (
     local_cluster,
     py_argv,
     statements,
+)
+from dask_helpers import (
+    client as dask_client,
 )
 from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json
@@ -228,11 +231,11 @@ def test_jobs_caps_the_jobs_in_flight_on_the_cluster(
     assert most <= 2, spans
     [run_json] = (root / ".changeloop" / "runs").glob("*/run.json")
     assert json.loads(run_json.read_text())["slots"] == 2
-    # without --jobs: two in flight per worker thread (one running, one waiting there)
+    # without --jobs: three in flight per worker thread (one running, two waiting there)
     code, doc = prove_json(root, "c1", "--no-cache", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     runs = [json.loads(p.read_text()) for p in (root / ".changeloop" / "runs").glob("*/run.json")]
-    assert sorted(r["slots"] for r in runs) == [2, 6]
+    assert sorted(r["slots"] for r in runs) == [2, 9]
 
 
 def test_every_worker_gets_the_content_before_its_first_job(
@@ -252,7 +255,7 @@ def test_every_worker_gets_the_content_before_its_first_job(
     code, doc = prove_json(root, "c1", *dask_args(cluster), capsys=capsys)
     assert code == 0, doc
     tree = content_identity(root, include_untracked=True).tree
-    client = distributed.Client(cluster.scheduler_address)
+    client = dask_client(cluster.scheduler_address)
     try:
         client.run(lambda: None)  # every worker has finished what it was sent
         folders = client.run(remote.content_dir, tree)
@@ -298,7 +301,7 @@ def test_a_worker_that_joins_during_the_run_is_warmed_too(
                 tree = content_identity(
                     root, include_untracked=True
                 ).tree  # after prove's .gitignore
-                client = distributed.Client(cluster.scheduler_address)
+                client = dask_client(cluster.scheduler_address)
                 try:
                     folder = client.run(remote.content_dir, tree, workers=[extra])[extra]
                     found.append(f"{folder} {Path(folder).is_dir()}")  # gone with the worker
@@ -317,3 +320,47 @@ def test_a_worker_that_joins_during_the_run_is_warmed_too(
     assert code == 0, doc
     [seen] = found
     assert seen.endswith(" True"), seen
+
+
+GROUNDING = Path(__file__).resolve().parent.parent / "examples" / "python-grounding"
+
+
+def test_grounding_gives_the_same_verdicts_on_the_cluster_as_here(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/python-grounding's tests, traced on a worker: the same citations, grounded.
+
+    The tracer's configuration travels with the job (its entry points, the
+    sandbox's root), so the worker traces the citing tests as a local run does.
+    """
+    root = tmp_path / "shop"
+    shutil.copytree(GROUNDING, root, ignore=shutil.ignore_patterns(".changeloop", "__pycache__"))
+    execution = root / "openspec" / "changes" / "add-orders" / "execution.yaml"
+    text = execution.read_text()
+    # the test provider only (mutation runs on the coordinator either way), with this Python
+    text = text[: text.index("  mutation:")].replace("[python3,", f"[{json.dumps(PY)},")
+    execution.write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    code_local, local = prove_json(root, "add-orders", "--sandbox", "copy", capsys=capsys)
+    receipts_local = statements(root, "add-orders")
+    code_dask, dask = prove_json(
+        root, "add-orders", "--sandbox", "copy", "--no-cache", *dask_args(cluster), capsys=capsys
+    )
+    receipts_dask = statements(root, "add-orders")
+    assert code_local == code_dask == 1
+    expected = {"order-total": "proven", "refunds": "inconclusive", "schema-currency": "proven"}
+    assert {c: v["status"] for c, v in local["claims"].items()} == expected
+    assert dask["claims"] == local["claims"] and _board(dask) == _board(local)
+    test = receipts_dask["test.test.json"]["predicate"]["changeloop"]
+    assert test["executor"]["kind"] == "dask"
+    assert {c["grounding"] for c in test["citations"]["order-total"]} == {"grounded"}
+    for name, statement in receipts_dask.items():
+        mine, theirs = _comparable(statement), _comparable(receipts_local[name])
+        for doc in (mine, theirs):  # pytest prints its own timing
+            ext = doc["predicate"]["changeloop"]
+            ext.pop("log")
+            for tail in ("stdoutTail", "stderrTail"):
+                ext["details"].pop(tail, None)
+        assert mine == theirs, name

@@ -216,8 +216,3 @@ def test_critical_path_is_the_heaviest_dependency_chain() -> None:
     assert timeline.critical_path(durations, deps) == ["b", "c", "d"]
     assert timeline.critical_path({"x": 2.0, "y": 1.0}, {}) == ["x"]
     assert timeline.critical_path({}, {}) == []
-
-
-def test_lanes_reuse_a_slot_once_it_is_free() -> None:
-    lanes = timeline.assign_lanes([("a", 0, 2), ("b", 0, 1), ("c", 1, 3), ("d", 2.5, 4)])
-    assert lanes == {"a": 0, "b": 1, "c": 1, "d": 0}

@@ -117,7 +117,7 @@ def _prove(site: Path, root: Path) -> tuple[int, dict[str, Any], str]:
             "--json",
         ],
         cwd=root,
-        env={**_env(root), "PYTHONPATH": f"{ROOT}{os.pathsep}{site}"},
+        env={**_env(root), "PYTHONPATH": str(site)},
         capture_output=True,
         text=True,
         timeout=240,

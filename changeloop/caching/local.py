@@ -44,11 +44,6 @@ def entry_path(cache_dir: Path, fingerprint: str) -> Path:
     return cache_dir / f"{match[1]}.json"
 
 
-def _extension_field(envelope: bytes, key: str) -> str | None:
-    """A string field of the envelope payload's ``predicate.changeloop``, or None."""
-    return _extension_fields(envelope, (key,))[0]
-
-
 def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | None, ...]:
     """String fields of the envelope payload's ``predicate.changeloop`` (None where not)."""
     try:
@@ -61,21 +56,12 @@ def _extension_fields(envelope: bytes, keys: tuple[str, ...]) -> tuple[str | Non
     return tuple(v if isinstance(v, str) else None for v in values)
 
 
-def _status(envelope: bytes) -> str | None:
-    """The ``predicate.changeloop.status`` an envelope's payload claims, or None."""
-    return _extension_field(envelope, "status")
-
-
-def _never_cached(envelope: bytes) -> bool:
-    return _extension_field(envelope, "adapter") in NEVER_CACHED
-
-
 def entry(
     cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]
 ) -> tuple[Path, bytes] | None:
     """What :func:`store` writes for pass ``envelopes``: the entry's path and bytes.
 
-    None when they are never cached (re-judged on every run). The run's sink
+    None when they are never cached (re-judged on every run). The run's writer
     writes this in its group commit instead of calling :func:`store`.
     """
     if not envelopes:
@@ -93,7 +79,7 @@ def entry_of_passes(
 ) -> tuple[Path, bytes]:
     """:func:`entry` for envelopes the caller itself just sealed as passes of a cached adapter.
 
-    The run's sink knows both facts without parsing its own envelopes again
+    The run's writer knows both facts without parsing its own envelopes again
     (two JSON parses and a base64 decode per receipt, per provider).
 
     The bytes are ``json.dumps({"fingerprint": …, "envelopes": [base64, …]},
@@ -135,7 +121,7 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
 
 def load_unchecked(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
     """:func:`load` without the per-envelope status and adapter check, for a caller that
-    decodes every payload itself and checks both (``ReceiptSink`` verifies each
+    decodes every payload itself and checks both (the run verifies each
     signature anyway: one decode instead of two). None: a miss."""
     try:
         raw, _info = fsio.read_regular_stat(

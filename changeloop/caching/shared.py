@@ -5,29 +5,37 @@
 them instead of running a provider only when every capability of the provider
 has a receipt there whose fingerprint equals the one computed here and whose
 signature verifies with a key the change trusts (an ``external`` provider's
-``ci`` key). Trust comes from the signature, never from the directory: a file
-that does not parse, verify or match is ignored with a note.
+``ci`` key, as :mod:`changeloop.trust` resolved it). Trust comes from the
+signature, never from the directory: a file that does not parse, verify or
+match is ignored with a note.
+
+The directory is shared, so anyone who can write there can plant anything: an
+entry is read like every other envelope (a regular file, no symlink followed,
+opened without blocking so a FIFO never hangs the run, at most 4 MiB), and
+``--publish`` writes through no symlink (:func:`changeloop.fsio.write_beneath`).
 
 The fingerprint "computed here" is computed with the issuer the trusted key
 names (the fingerprint includes the issuer, and a developer's run says
-``local`` where CI says ``github-actions``); see docs/decisions.md.
+``local`` where CI says ``github-actions``); see
+docs/decisions/070-the-shared-cache-is-trusted-by-signature.md.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from changeloop.errors import ChangeloopError
+from changeloop.errors import ChangeloopError, FileRefused
+from changeloop.fsio import read_regular, write_beneath
 from changeloop.model import Plan, Provider
 from changeloop.records import ProviderReport
-from changeloop.signing.dsse import parse_envelope, verify_signatures
+from changeloop.signing.dsse import MAX_ENVELOPE_BYTES, parse_envelope, verify_signatures
 from changeloop.signing.keys import KeyRefused, load_public_key
-from changeloop.signing.statement import write_atomic
 
 _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 
@@ -48,20 +56,30 @@ def publish(
     plan: Plan,
     reports: Mapping[str, ProviderReport],
     fingerprints: Mapping[str, str],
-) -> list[Path]:
-    """Copy every receipt the run sealed for a provider of the plan; returns the files written."""
+) -> tuple[list[Path], list[str]]:
+    """Copy every receipt the run sealed for a provider of the plan.
+
+    Returns the files written and what was refused. Nothing is written through a
+    symlink: a fingerprint folder someone planted as a link (to make our write land
+    elsewhere) is refused, and the provider's receipts are not published.
+    """
     written: list[Path] = []
+    refused: list[str] = []
     for name, report in reports.items():
         fingerprint = fingerprints.get(name)
         if name not in plan.providers or report.state != "ran" or fingerprint is None:
             continue
+        folder = entry_dir(directory, fingerprint)
         for entry in report.receipts:
             data = (root / entry.path).read_bytes()
-            target = entry_dir(directory, fingerprint) / f"{entry.capability}.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, data)
+            target = folder / f"{entry.capability}.json"
+            try:
+                write_beneath(directory, (folder.name, target.name), data)
+            except OSError as exc:
+                refused.append(f"not published: {target}: {exc.strerror or exc}")
+                break
             written.append(target)
-    return written
+    return written, refused
 
 
 @dataclass(frozen=True)
@@ -108,21 +126,33 @@ class SharedCache:
             folder = entry_dir(self.directory, fingerprint)
             if not folder.is_dir():
                 continue
-            found = self._verified(folder, fingerprint, trusted)
+            found = self._verified(folder, fingerprint, trusted, capabilities)
             if all(c in found for c in capabilities):
                 return [found[c] for c in capabilities]
         return None
 
     def _verified(
-        self, folder: Path, fingerprint: str, trusted: TrustedCi
+        self, folder: Path, fingerprint: str, trusted: TrustedCi, capabilities: Sequence[str]
     ) -> dict[str, tuple[bytes, bytes, dict[str, Any]]]:
         found: dict[str, tuple[bytes, bytes, dict[str, Any]]] = {}
-        for path in sorted(folder.iterdir()):
+        if folder.is_symlink():  # planted: the store's own folders are real directories
+            self.notes.append(f"shared cache: ignored {folder}: a symlink, not a directory")
+            return found
+        for capability in capabilities:
+            path = folder / f"{capability}.json"
+            if not os.path.lexists(path):
+                continue
             try:
-                envelope = path.read_bytes()
+                # Like every other envelope: a regular file (no symlink followed, a FIFO
+                # refused without waiting), at most 4 MiB.
+                envelope = read_regular(
+                    path, limit=MAX_ENVELOPE_BYTES, what="entry", follow_symlinks=False
+                )
                 payload, _ = verify_signatures(parse_envelope(envelope), [trusted.key])
                 ext = json.loads(payload)["predicate"]["changeloop"]
                 why = _mismatch(ext, fingerprint, path)
+            except FileRefused as exc:
+                why = exc.reason
             except (
                 ChangeloopError,
                 OSError,

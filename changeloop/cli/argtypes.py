@@ -81,3 +81,14 @@ def refuse_out_file(flag: str, path: Path | None) -> None:
             f" (e.g. {flag} {path.name or 'out'}.json inside it)",
         )
     )
+
+
+def positive_seconds(value: str) -> float:
+    """A duration in seconds, more than zero (e.g. ``--dask-worker-timeout 30``)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0 (e.g. 30)")
+    return seconds

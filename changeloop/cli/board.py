@@ -228,6 +228,8 @@ def _board(result: ProveResult, out: TextIO) -> None:
     plan = result.plan
     word = VERDICT_WORD[verdict.proven]
     out.write(f"\nchange {plan.change.id}: {word}\n")
+    if result.trust is not None:
+        out.write("".join(f"{line}\n" for line in result.trust.lines()))
     if verdict.claims:
         out.write("claims:\n")
         for cid, claim in verdict.claims.items():
@@ -357,5 +359,8 @@ def to_json(result: ProveResult) -> dict[str, Any]:
             for r in result.providers.values()
         ],
     }
+    if result.trust is not None:
+        doc["trust"] = result.trust.to_json()
+        doc["findings"] = result.trust.findings()
     masked: dict[str, Any] = result.masker.json(doc)
     return masked

@@ -189,7 +189,7 @@ class Boundary:
         watched = self._stdout
         if not json_wanted(self.argv, self.said.args) or (watched and watched.written):
             return
-        common.emit_json({**empty_shape(self.said), **extra})
+        common.emit_json({**empty_shape(self.said), **common.known_so_far(), **extra})
 
     def _refused(self, problems: list[Problem], code: int, *, echo: bool) -> int:
         self._document({"errors": [p.to_json() for p in problems]})

@@ -64,6 +64,20 @@ def forget_root() -> None:
     """A new invocation (tests call ``main`` many times in one process)."""
     _FOUND.clear()
     _GIVEN.clear()
+    _KNOWN.clear()
+
+
+# What a verb learnt that its refusal's document must still say (the trust it judged
+# with): the error boundary adds these fields to the verb's empty shape.
+_KNOWN: dict[str, Any] = {}
+
+
+def known_for_refusal(**fields: Any) -> None:
+    _KNOWN.update(fields)
+
+
+def known_so_far() -> dict[str, Any]:
+    return dict(_KNOWN)
 
 
 # Text recorded for a later replay (the no-change record's board) cannot know the

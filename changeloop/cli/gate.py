@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common, help_examples
+from changeloop.cli import common, help_examples, trust_flags
 
 if TYPE_CHECKING:
     from changeloop.cli.boundary import Said
@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
         "also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
         "`prove --sign-key` used",
     )
+    trust_flags.add(parser)
     common.add_common(parser)
     parser.set_defaults(func=run)
 
@@ -50,14 +51,14 @@ def empty(said: Said) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
-    from changeloop.signing.keys import load_public_key_file
 
-    keys = [load_public_key_file(p) for p in args.public_key]
-    plan = load_plan(args)
-    result = evaluate(plan, keys)
+    plan, trust = trust_flags.trusted(args, load_plan(args))
+    result = evaluate(plan, trust.command_line)
     if common.json_mode(args):
-        common.emit_json(result.to_json())
+        doc = {**result.to_json(), "trust": trust.to_json(), "findings": trust.findings()}
+        common.emit_json(doc)
     common.say(f"change {plan.change.id}: {'PROVEN' if result.proven else 'NOT PROVEN'}")
+    trust_flags.say(trust)
     said = set()
     for cid, claim in result.claims.items():
         common.say(f"  claim {cid}: {claim.status}")

@@ -68,7 +68,10 @@ ENDINGS: dict[str, tuple[tuple[str, ...], str]] = {
         "0 valid, 1 invalid (the first failed check is named), 2 the key or FILE is refused",
     ),
     "receipt import": (
-        ("changeloop receipt import review.json --change add-greeting",),
+        (
+            "changeloop receipt import review.json --change add-greeting",
+            "changeloop receipt import ci.json --change add-greeting --trust-from origin/main",
+        ),
         "0 every FILE copied, 1 one was refused (then nothing is copied)",
     ),
     "keygen": (
@@ -76,11 +79,17 @@ ENDINGS: dict[str, tuple[tuple[str, ...], str]] = {
         "0 written, 2 refused (a key is already there, --out is a file)",
     ),
     "gate": (
-        ("changeloop gate add-greeting", "changeloop gate add-greeting --json"),
+        (
+            "changeloop gate add-greeting",
+            "changeloop gate add-greeting --trust-from origin/main --json   # a merge check",
+        ),
         "0 still proven, 1 not (per claim, why), 2 the change is refused",
     ),
     "summary": (
-        ("changeloop summary add-greeting --sign-key keys/ci/changeloop.key --out vsa.json",),
+        (
+            "changeloop summary add-greeting --sign-key keys/ci/changeloop.key --out vsa.json",
+            "changeloop summary add-greeting --trust-from origin/main --sign-key KEY --out v.json",
+        ),
         "0 PASSED, 1 FAILED (the summary is signed and written either way), 2 refused",
     ),
     "quality": (

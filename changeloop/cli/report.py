@@ -10,7 +10,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
+
+if TYPE_CHECKING:
+    from changeloop.trust import Trust
 
 if TYPE_CHECKING:
     from changeloop.cli.boundary import Said
@@ -52,6 +55,7 @@ def register(sub: Any) -> None:
         parser,
         "also trust receipts signed by this Ed25519 public key (repeatable), as for gate",
     )
+    trust_flags.add(parser)
     common.add_common(parser)
     parser.set_defaults(func=run)
 
@@ -64,14 +68,14 @@ def empty(said: Said) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.report import write_report
-    from changeloop.signing.keys import load_public_key_file
 
-    keys = [load_public_key_file(p) for p in args.public_key]
-    plan = load_plan(args)
+    plan, trust = trust_flags.trusted(args, load_plan(args))
     if args.run is not None:
         _refuse_run_without_runs(plan.root, plan.change.id, args.run)
-    path, report = write_report(plan, out=args.out, run_id=args.run, public_keys=keys)
-    return announce(args, plan.root, path, report)
+    path, report = write_report(
+        plan, out=args.out, run_id=args.run, public_keys=trust.command_line, trust=trust
+    )
+    return announce(args, plan.root, path, report, trust)
 
 
 def _refuse_run_without_runs(root: Path, change: str, run_id: str) -> None:
@@ -93,7 +97,7 @@ def _refuse_run_without_runs(root: Path, change: str, run_id: str) -> None:
     )
 
 
-def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> int:
+def announce(args: argparse.Namespace, root: Path, path: Path, report: Any, trust: Trust) -> int:
     """Print the page's path (stdout, or in the one --json document) and the verdict."""
     import sys
 
@@ -106,12 +110,15 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any) -> i
                 "status": "proven" if report.proven else "not-proven",
                 "runId": report.run_id,
                 "path": _relative(path, root),
+                "trust": trust.to_json(),
+                "findings": trust.findings(),
             }
         )
     else:
         sys.stdout.write(shown + "\n")
     verdict = "PROVEN" if report.proven else "NOT PROVEN"
     common.say(f"change {report.change}: {verdict}; report written to {path.absolute().as_uri()}")
+    trust_flags.say(trust)
     return 0
 
 

@@ -10,12 +10,13 @@ the file it writes (:func:`verify_command`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common, help_examples
+from changeloop.cli import common, help_examples, trust_flags
 from changeloop.cli.carry import SUMMARY_NAME, carry_receipts, receipts_dir
 from changeloop.errors import ChangeloopError, Problem
 
@@ -30,7 +31,8 @@ def register(sub: Any) -> None:
         description=(
             "Re-verify the change's receipts as `gate` does and write one DSSE-signed SLSA\n"
             "Verification Summary Attestation: subjects = the repositories' content trees,\n"
-            "policy = evidence.yaml's digest, inputAttestations = every receipt read.\n"
+            "policy = the digests of evidence.yaml and execution.yaml and the trust they were\n"
+            "judged under, inputAttestations = the receipts the verdict weighed.\n"
             "Exit 0 when PASSED, 1 when FAILED (the VSA is written either way), 2 when refused."
         ),
         **help_examples.ending("summary"),
@@ -59,6 +61,7 @@ def register(sub: Any) -> None:
         parser,
         "also trust receipts signed by this public key (repeatable)",
     )
+    trust_flags.add(parser)
     common.add_common(parser)
     parser.set_defaults(func=run)
 
@@ -73,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.argtypes import refuse_out_file
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
-    from changeloop.gate.vsa import build_vsa, seal_vsa
-    from changeloop.signing.keys import load_private_key, load_public_key_file
+    from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
+    from changeloop.signing.keys import load_private_key
     from changeloop.signing.statement import write_atomic
 
     refuse_out_file("--out", args.out)
@@ -88,19 +91,19 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     key = load_private_key(args.sign_key)
-    # The signer's own public half is trusted too: receipts prove signed with the same key
-    # (the CI key) are read, as gate reads them with --public-key.
-    keys = [*(load_public_key_file(p) for p in args.public_key), key.public_key()]
-    plan = load_plan(args)
-    result = evaluate(plan, keys)
+    plan, trust = trust_flags.trusted(args, load_plan(args))
+    # The signer's own public half vouches too, as --public-key would: receipts prove signed
+    # with the same key (the CI key) are read, and the summary says it trusted that key.
+    trust = dataclasses.replace(trust, command_line=(*trust.command_line, key.public_key()))
+    result = evaluate(plan, trust.command_line)
     copied: list[Path] = []
     out = args.out
     if args.into_change:
         copied = carry_receipts(plan, result, key)
         out = receipts_dir(plan) / SUMMARY_NAME
         # What travels, judged alone: exactly what a fresh clone's gate will read.
-        result = evaluate(plan, keys, local=[])
-    statement = build_vsa(result, version=__version__)
+        result = evaluate(plan, trust.command_line, local=[])
+    statement = build_vsa(result, trust, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]
     if out is not None:
@@ -114,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
         "path": _path(plan.root, out) if out is not None else None,
         "inputAttestations": len(statement["predicate"]["inputAttestations"]),
         "carried": [_path(plan.root, p) for p in copied],
+        "setAside": len(statement["predicate"][EXTENSION]["setAside"]),
+        "trust": trust.to_json(),
+        "findings": trust.findings(),
     }
     if common.json_mode(args):
         if out is None:
@@ -125,10 +131,11 @@ def run(args: argparse.Namespace) -> int:
     where = f" → {common.shown(out)}" if out is not None else ""
     common.say(
         f"summary of change {plan.change.id}: {verdict} ({doc['inputAttestations']} receipt(s) "
-        f"read){where}"
+        f"weighed, {doc['setAside']} set aside){where}"
     )
     if copied:
         common.say(f"  {len(copied)} receipt(s) copied into {common.shown(receipts_dir(plan))}")
+    trust_flags.say(trust)
     for cid, claim in result.claims.items():
         if claim.status != "proven":
             common.say(f"  claim {cid}: {claim.status}")

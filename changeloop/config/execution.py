@@ -11,6 +11,7 @@ timeout, trusted keys) are resolved here; the rest is ``changeloop.plan``'s job:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -31,6 +32,9 @@ from changeloop.model import (
 
 READS = 1
 SCHEMA = "execution-v1.json"
+# How a publicKeyFile is read: (the path execution.yaml names, resolved beside it) -> bytes,
+# or FileRefused. The checkout's disk by default; another git revision's tree for trust.
+KeyReader = Callable[[Path], bytes]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PORT = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?(\[[^\]]*\]|[^:/?#]*)(?::([0-9]+))?")
 
@@ -70,7 +74,13 @@ def _argv(raw: list[Any] | None) -> tuple[str, ...] | None:
     return None if raw is None else tuple(_text(v) for v in raw)
 
 
-def execution_from_document(doc: Document) -> Execution:
+def read_key_file(path: Path) -> bytes:
+    """A ``publicKeyFile`` from disk: a regular file, read without blocking, capped."""
+    return read_regular(path, limit=64 * KIB, what="publicKeyFile")
+
+
+def execution_from_document(doc: Document, *, read_key: KeyReader = read_key_file) -> Execution:
+    """Validate and freeze ``doc``; ``read_key`` reads the key files it names."""
     check_version(doc, file="execution.yaml", reads=READS)
     problems = schema_problems(doc, SCHEMA, family="execution", version=READS)
     if problems:
@@ -79,7 +89,7 @@ def execution_from_document(doc: Document) -> Execution:
     base = doc.path.parent
     providers: dict[str, Provider] = {}
     for name, body in (data.get("providers") or {}).items():
-        providers[name] = _provider(name, body or {}, doc, base, problems)
+        providers[name] = _provider(name, body or {}, doc, base, problems, read_key=read_key)
     services = {
         name: _service(name, body, doc) for name, body in (data.get("services") or {}).items()
     }
@@ -118,6 +128,7 @@ def _trusted(
     doc: Document,
     base: Path,
     problems: list[Problem],
+    read_key: KeyReader,
 ) -> TrustedKey | None:
     where = ("providers", name, role)
     label = body.get("issuer") if role == "ci" else body.get("name")
@@ -139,7 +150,7 @@ def _trusted(
         return TrustedKey(role=role, name=str(label), public_key_pem=str(inline), source="inline")
     key_path = base / str(file)
     try:
-        pem = read_regular(key_path, limit=64 * KIB, what="publicKeyFile").decode("utf-8")
+        pem = read_key(key_path).decode("utf-8")
     except (FileRefused, UnicodeDecodeError) as exc:
         problems.append(
             Problem(
@@ -156,14 +167,22 @@ def _trusted(
 
 
 def _provider(
-    name: str, body: dict[str, Any], doc: Document, base: Path, problems: list[Problem]
+    name: str,
+    body: dict[str, Any],
+    doc: Document,
+    base: Path,
+    problems: list[Problem],
+    *,
+    read_key: KeyReader,
 ) -> Provider:
     adapter = str(body.get("adapter") or "command")
     keys: list[TrustedKey] = []
     roles: tuple[Literal["ci", "authority"], ...] = ("ci", "authority")
     for role in roles:
         if role in body:
-            key = _trusted(name, role, body[role], doc=doc, base=base, problems=problems)
+            key = _trusted(
+                name, role, body[role], doc=doc, base=base, problems=problems, read_key=read_key
+            )
             if key is not None:
                 keys.append(key)
     max_age = body.get("maxAge")

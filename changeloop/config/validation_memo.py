@@ -6,7 +6,8 @@ re-prove. Within :func:`validated_memo`, :func:`lookup` says whether these very
 data passed this very schema before (digest of changeloop's version, the schema
 text and the parsed data); :func:`remember` records a pass. Only passes are
 remembered; anything else validates as before. Unsigned on purpose: whoever can
-write ``.changeloop/`` can read the workspace key too (docs/decisions.md).
+write ``.changeloop/`` can read the workspace key too
+(docs/decisions/080-a-schema-pass-is-remembered.md).
 
     with validated_memo(state_dir):
         key, passed = lookup(doc.data, "evidence-v3.json")

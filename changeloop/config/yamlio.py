@@ -339,7 +339,12 @@ def load_yaml(path: Path, display: str | None = None) -> Document:
             shown,
             fix=f"make {shown} a plain, readable YAML file (not a symlink loop, FIFO or directory)",
         ) from exc
-    return parse_yaml(_decode(raw, shown), path, shown)
+    return parse_yaml_bytes(raw, path, shown)
+
+
+def parse_yaml_bytes(raw: bytes, path: Path, display: str) -> Document:
+    """:func:`parse_yaml` of bytes read elsewhere (a file at another git revision)."""
+    return parse_yaml(_decode(raw, display), path, display)
 
 
 def parse_yaml(text: str, path: Path, display: str) -> Document:

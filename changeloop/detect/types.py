@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-TestType = Literal["python", "javascript", "rust", "browser"]
 Source = Literal["configured", "manifest", "environment", "source_import"]
 
 # Lower rank wins (DESIGN.md §6: configured > manifest > environment > source import).

@@ -1,4 +1,4 @@
-"""Content by tree id (DESIGN.md §10): what the coordinator ships, how a worker checks it.
+"""Content by tree id (docs/scale-out.md): what the coordinator ships, how a worker checks it.
 
 The coordinator packs a repository's tracked plus untracked-not-ignored files
 (tracked only for ``--sandbox worktree``) into a tar archive, once per

@@ -1,4 +1,4 @@
-"""``DaskExecutor``: the coordinator's side of running jobs on a Dask cluster (DESIGN.md §10).
+"""``DaskExecutor``: the coordinator's side of running jobs on a Dask cluster.
 
 Only ``Job → JobResult`` leaves this process; ordering, locks, fingerprints,
 the cache, signing and the verdict stay here, and so do the keys. Each job is
@@ -13,6 +13,7 @@ cancels every remote job, and each runner ends its process group.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import replace
@@ -26,21 +27,29 @@ from distributed import Client
 from distributed.client import _wait
 
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.executors import content, worker
+from changeloop.executors import worker
+from changeloop.executors.dask_checks import check_environment, content_trees
 from changeloop.executors.dask_results import failed_result, job_result
+from changeloop.executors.dask_workers import WorkerBook
 from changeloop.executors.job import Job, JobResult
-from changeloop.executors.shipping import executables, pack_repository, shipped_repositories
+from changeloop.executors.shipping import pack_repository
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
-from changeloop.git.identity import content_identity
 from changeloop.model import Plan, SandboxMode
 
 CONNECT_TIMEOUT_S = 5
-ASK_TIMEOUT_S = 60
 WATCH_S = 0.5  # how often a waiting job checks that its worker is still there
-# Jobs in flight per worker thread: one running and one waiting on the worker, so a worker
-# starts its next job without waiting for the coordinator's round trip (receipts, next job).
-QUEUED = 2
+# Jobs in flight per worker thread: one running and two waiting on the worker, so a worker
+# starts its next job without waiting for the coordinator's round trip (receipts, next job),
+# even when the coordinator falls behind by one job's length.
+QUEUED = 3
 WARM_WAIT_S = 5  # at the end of a run: how long prepares still under way may take
+SILENCE_CHECKS = 5  # heartbeats are looked at this many times per --dask-worker-timeout
+QUIET_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
+GONE = "left the cluster (its process ended, or its connection to the scheduler did)"
+
+
+class _SchedulerLost(Exception):
+    """The client lost its scheduler: no job can finish or be retried any more."""
 
 
 class DaskExecutor:
@@ -54,56 +63,37 @@ class DaskExecutor:
         state_dir: Path,
         *,
         cap: int | None = None,
+        security: Any = None,
+        silence_s: float = 30.0,
     ) -> None:
         self._plan = plan
+        self._security = security  # distributed.Security: TLS with the client certificate
+        self._silence_s = silence_s  # a worker without a heartbeat this long is lost
         self._cap = cap  # --jobs as given: at most this many jobs in flight on the cluster
         self._address = address
         self._mode = mode
         self._state_dir = state_dir
         self._session = secrets.token_hex(8)
         self._client: Any = None
-        self._workers: dict[str, int] = {}  # address -> threads
-        self._busy: dict[str, int] = {}
-        self._uses: dict[str, int] = {}
-        self._resources: dict[str, frozenset[str]] = {}  # worker -> its Dask resource names
+        self._book = WorkerBook(silence_s)  # who is alive, busy, lost; where jobs went
         self._refreshed = float("-inf")
-        self._lost: set[str] = set()
+        self._identified = float("-inf")  # when the scheduler last told the heartbeats
+        self.lost: Problem | None = None  # set once the scheduler is gone
+        self._log_levels: dict[str, int] = {}
         self._shipped: set[tuple[str, str]] = set()  # (worker, tree)
         self._archives: dict[str, bytes] = {}  # tree -> content archive
-        self._placed: dict[str, str] = {}  # provider -> worker that ran it
         self._trees: dict[str, str] = {}  # repository -> its content tree, as shipped
         self._warming: list[tuple[str, Any]] = []  # (worker, prepare future): kept, so it runs
         self._warm_joiners = False  # after prewarm: a worker that joins is warmed too
 
     # -- before the run ----------------------------------------------------------
     async def identify(self) -> None:
-        """The content tree of every repository a job needs; a submodule refuses the run.
+        """The content tree of every repository a job needs; a submodule refuses the run."""
+        self._trees.update(await content_trees(self._plan, self._mode))
 
-        A submodule is a commit id in the content tree: its files are not part of
-        the tree a worker can check, so they cannot travel by tree id (exit 2).
-        """
-        found: list[str] = []
-        for repo in shipped_repositories(self._plan):
-            path = self._plan.repositories[repo].path
-            ident = await anyio.to_thread.run_sync(
-                partial(content_identity, path, include_untracked=self._mode != "worktree")
-            )
-            self._trees[repo] = ident.tree
-            links = await anyio.to_thread.run_sync(content.submodules, path, ident.tree)
-            found.extend(
-                f"{repo}: {link}" if len(self._plan.repositories) > 1 else link for link in links
-            )
-        if found:
-            raise ChangeloopError(
-                Problem(
-                    code="dask_submodule_unsupported",
-                    message="--executor dask ships a repository's content by its git tree, "
-                    "and a submodule is only a commit id in that tree; these submodules "
-                    f"cannot be shipped: {', '.join(found)}",
-                    fix="prove this change with --executor local (or vendor the submodule's "
-                    "files into the repository)",
-                )
-            )
+    async def check_environment(self) -> None:
+        """Every worker runs our worker side and resolves each executable to the same bytes."""
+        await check_environment(self._client, self._plan, self._address)
 
     async def prewarm(self) -> None:
         """Every worker makes this run's sandboxes now, before the first job needs them.
@@ -113,7 +103,7 @@ class DaskExecutor:
         A worker that joins later is asked when the coordinator first sees it.
         """
         self._warm_joiners = True
-        await self._warm(sorted(self._workers))
+        await self._warm(sorted(self._book.workers))
 
     async def _warm(self, addresses: list[str]) -> None:
         for repo, tree in self._trees.items():
@@ -137,13 +127,22 @@ class DaskExecutor:
 
     # -- lifecycle -------------------------------------------------------------
     async def connect(self) -> None:
+        # Dask's client logs its own reconnection attempts and tracebacks; this run says
+        # what they mean instead (dask_unreachable, worker-lost, dask_scheduler_lost)
+        for name in QUIET_LOGGERS:
+            logger = logging.getLogger(name)
+            self._log_levels[name] = logger.level
+            logger.setLevel(logging.CRITICAL)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_S + 2):
                 self._client = await Client(  # type: ignore[no-untyped-call]
-                    self._address, asynchronous=True, timeout=CONNECT_TIMEOUT_S
+                    self._address,
+                    asynchronous=True,
+                    timeout=CONNECT_TIMEOUT_S,
+                    security=self._security,
                 )
             await self._refresh()
-        except (OSError, TimeoutError, ValueError) as exc:
+        except (OSError, TimeoutError, ValueError, _SchedulerLost) as exc:
             await self.close()
             raise ChangeloopError(
                 Problem(
@@ -153,7 +152,7 @@ class DaskExecutor:
                     "CHANGELOOP_DASK_SCHEDULER",
                 )
             ) from exc
-        if not self._workers:
+        if not self._book.workers:
             await self.close()
             raise ChangeloopError(
                 Problem(
@@ -165,80 +164,61 @@ class DaskExecutor:
 
     @property
     def capacity(self) -> int:
-        """Jobs in flight on the cluster: two per worker thread, capped by ``--jobs`` when given.
+        """Jobs in flight on the cluster: three per worker thread, capped by ``--jobs`` if given.
 
-        The second waits on its worker (pinned there), so the worker never idles
+        The others wait on their worker (pinned there), so the worker never idles
         while the coordinator seals the last receipt and builds the next job.
         """
-        threads = max(1, sum(self._workers.values())) * QUEUED
+        threads = max(1, sum(self._book.workers.values())) * QUEUED
         return min(threads, self._cap) if self._cap is not None else threads
 
     async def close(self) -> None:
         warming, self._warming = self._warming, []
         client, self._client = self._client, None
-        if client is None:
-            return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            alive = [f for address, f in warming if address in self._workers]
-            with contextlib.suppress(Exception):  # prepares still under way finish first
-                await self._wait(alive, WARM_WAIT_S, client)
-            with contextlib.suppress(Exception):  # a gone worker has nothing to clean
-                await client.run(worker.cleanup, self._session)
-            await client.close()
-
-    async def check_environment(self) -> None:
-        """Every worker must resolve each executable the plan runs to the same bytes.
-
-        One question to every worker for all of the plan's executables at once.
-        """
-        argv0s = sorted(executables(self._plan))
-        if not argv0s:
-            return
         try:
-            with anyio.fail_after(ASK_TIMEOUT_S):
-                answers: dict[str, dict[str, str]] = await self._client.run(
-                    worker.executable_identities, argv0s
-                )
-        except TimeoutError as exc:
-            raise ChangeloopError(
-                Problem(
-                    code="dask_unreachable",
-                    message=f"the workers did not answer within {ASK_TIMEOUT_S} s "
-                    f"(asked which {', '.join(map(repr, argv0s))} they run)",
-                    fix="check the cluster's workers (dask worker logs)",
-                )
-            ) from exc
-        for argv0 in argv0s:
-            seen = {w: parts.get(argv0, "") for w, parts in answers.items()}
-            if len(set(seen.values())) > 1:
-                detail = ", ".join(f"{w}: {d}" for w, d in sorted(seen.items()))
-                raise ChangeloopError(
-                    Problem(
-                        code="environment-mismatch",
-                        message=f"the workers disagree on executable {argv0!r} ({detail})",
-                        fix="install the same tools on every worker (or restrict the "
-                        "cluster to identical workers)",
-                    )
-                )
+            if client is not None:
+                await self._close(client, warming)
+        finally:
+            for name, level in self._log_levels.items():
+                logging.getLogger(name).setLevel(level)
+
+    async def _close(self, client: Any, warming: list[tuple[str, Any]]) -> None:
+        gone = self.lost is not None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2 if gone else 10):
+            alive = sorted(a for a in self._book.workers if a not in self._book.lost)
+            if not gone and alive:
+                with contextlib.suppress(Exception):  # prepares still under way finish first
+                    running = [f for address, f in warming if address in alive]
+                    await self._wait(running, WARM_WAIT_S, client)
+                with contextlib.suppress(Exception):  # a gone worker has nothing to clean
+                    # sent, not awaited: the workers clean up while this run writes its verdict
+                    await client.run(worker.cleanup, self._session, workers=alive, wait=False)
+            with contextlib.suppress(Exception):
+                await client.close()
 
     # -- Executor ----------------------------------------------------------------
     async def run(self, job: Job) -> JobResult:
         started = datetime.now(UTC)
         tried: list[str] = []
-        for _attempt in range(2):
-            if anyio.current_time() - self._refreshed > WATCH_S or tried:
-                await self._refresh()  # workers that joined or left since
-            address = self._choose(job, tried)
-            if address is None:
-                break
-            tried.append(address)
-            answer = await self._submit(job, address)
-            if answer is not None:
-                self._placed[job.provider.name] = address
-                # unpacking and reading files: off the event loop, which seals receipts
-                return await anyio.to_thread.run_sync(job_result, job, answer, started)
-        where = ", ".join(tried) or "none left"
-        why = f"the worker running it was lost ({where}); retried once, never counted a pass"
+        try:
+            for _attempt in range(2):
+                if anyio.current_time() - self._refreshed > WATCH_S or tried:
+                    await self._refresh()  # workers that joined, left or fell silent since
+                address = self._book.choose(job, tried)
+                if address is None:
+                    break
+                tried.append(address)
+                answer = await self._submit(job, address)
+                if answer is not None:
+                    self._book.placed[job.provider.name] = address
+                    # unpacking and reading files: off the event loop, which seals receipts
+                    return await anyio.to_thread.run_sync(job_result, job, answer, started)
+        except _SchedulerLost:
+            assert self.lost is not None
+            failure = ("inconclusive", "scheduler-lost", self.lost.message)
+            return failed_result(job, started, failure, tried[-1:])
+        where = ", ".join(f"{a} ({self._book.why.get(a, GONE)})" for a in tried) or "none left"
+        why = f"the worker running it was lost: {where}; retried once, never counted a pass"
         return failed_result(job, started, ("inconclusive", "worker-lost", why), tried[-1:])
 
     async def _submit(self, job: Job, address: str) -> WireResult | None:
@@ -259,9 +239,10 @@ class DaskExecutor:
                 if name is not None
             ),
             setup_step=step if isinstance(step, int) else None,
+            sandbox_aliases=self._aliases(job.sandbox.path),
         )
         trees = {r.tree: r.name for r in (wire.own(), *wire.service_repos)}
-        self._busy[address] = self._busy.get(address, 0) + 1
+        self._book.busy[address] = self._book.busy.get(address, 0) + 1
         try:
             for _ in range(2):
                 ship = [t for t in trees if (address, t) not in self._shipped]
@@ -274,7 +255,12 @@ class DaskExecutor:
                 self._shipped.difference_update((address, t) for t in answer.need)
             raise RuntimeError(f"worker {address} kept asking for content trees {sorted(trees)}")
         finally:
-            self._busy[address] -= 1
+            self._book.busy[address] -= 1
+
+    def _aliases(self, path: str) -> tuple[str, ...]:
+        """The sandbox path's other spelling here (links resolved), as configs written here hold."""
+        real = str(Path(path).resolve())
+        return (real,) if real != path else ()
 
     def _setup_of(self, repo: str) -> tuple[tuple[str, ...], ...]:
         repository = self._plan.repositories.get(repo)
@@ -298,14 +284,15 @@ class DaskExecutor:
                 except TimeoutError:
                     if anyio.current_time() - self._refreshed > WATCH_S:  # one ask for all waiters
                         await self._refresh()
-                    if address not in self._workers:
-                        self._lost.add(address)
-                        await future.cancel()
+                    if address not in self._book.workers or address in self._book.lost:
+                        self._book.lose(address, GONE)
+                        with contextlib.suppress(Exception):
+                            await future.cancel()
                         return None
             if future.status != "finished":
                 await self._refresh()
-                if address not in self._workers or future.status == "lost":
-                    self._lost.add(address)
+                if address not in self._book.workers or future.status == "lost":
+                    self._book.lose(address, GONE)
                     return None
             if future.status == "error":  # the runner itself raised: never a pass
                 error = await future.exception()
@@ -313,6 +300,8 @@ class DaskExecutor:
                 return WireResult(address, failure=("inconclusive", "worker-error", why))
             answer: WireResult = await future
             return answer
+        except _SchedulerLost:
+            raise
         except BaseException:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 with contextlib.suppress(Exception):  # the worker may be gone
@@ -326,45 +315,55 @@ class DaskExecutor:
         ``distributed.wait`` asks the process's *default* client, which is another
         one (on another event loop) as soon as this process makes a second client.
         """
-        await (client or self._client).sync(_wait, futures, timeout=timeout)
+        client = client or self._client
+        try:
+            await client.sync(_wait, futures, timeout=timeout)
+        except TimeoutError:
+            self._check_scheduler(client)
+            raise
+        except Exception as exc:
+            self._check_scheduler(client, exc)
+            raise
+
+    def _check_scheduler(self, client: Any, error: BaseException | None = None) -> None:
+        """Raise _SchedulerLost once the client is no longer connected to its scheduler."""
+        connected = client is not None and client.status == "running"
+        if self.lost is None and connected and not isinstance(error, OSError):
+            return
+        if self.lost is None:
+            said = str(error).strip().splitlines()[:1] if error is not None else []
+            detail = f" ({said[0][:200]})" if said else " (its connection closed)"
+            self.lost = Problem(
+                code="dask_scheduler_lost",
+                message=f"lost the Dask scheduler at {self._address} during the run{detail}; "
+                "jobs it had not finished are not counted (no receipt of theirs is a pass)",
+                fix="restart the scheduler and its workers (docs/scale-out.md), then prove again",
+            )
+        raise _SchedulerLost(self.lost.message)
 
     async def _refresh(self) -> None:
-        self._refreshed = anyio.current_time()
-        threads: Mapping[str, int] = await self._client.scheduler.ncores()
-        joined = sorted(a for a in threads if a not in self._workers and a not in self._lost)
-        self._workers = {a: int(n) for a, n in threads.items() if a not in self._lost}
+        """Workers that joined or left (one small ask), and now and then who fell silent."""
+        self._refreshed = now = anyio.current_time()
+        if self.lost is not None:
+            raise _SchedulerLost(self.lost.message)
+        try:
+            with anyio.fail_after(CONNECT_TIMEOUT_S * 2):
+                threads: Mapping[str, int] = await self._client.scheduler.ncores()
+                joined = [
+                    a for a in threads if a not in self._book.workers.keys() | self._book.lost
+                ]
+                # heartbeats (and a new worker's resources): the scheduler's fuller answer,
+                # asked a few times per --dask-worker-timeout rather than on every refresh
+                if joined or now - self._identified >= self._silence_s / SILENCE_CHECKS:
+                    self._identified = now
+                    info: Mapping[str, Any] = await self._client.scheduler.identity()
+                    self._book.listen(info.get("workers") or {}, now)
+        except (OSError, TimeoutError) as exc:
+            self._check_scheduler(None, exc if isinstance(exc, OSError) else OSError(str(exc)))
+            raise  # pragma: no cover - _check_scheduler raised
+        joined = self._book.update(threads)
         if joined and self._warm_joiners:
             await self._warm(joined)
-        if any(a not in self._resources for a in self._workers):  # a worker joined: its labels
-            info = await self._client.scheduler.identity()
-            for address, detail in info.get("workers", {}).items():
-                self._resources[address] = frozenset((detail.get("resources") or {}).keys())
-
-    def _choose(self, job: Job, tried: list[str]) -> str | None:
-        alive = [a for a in sorted(self._workers) if a not in self._lost and a not in tried]
-        # a resource some worker advertises (dask worker --resources GPU=1) is a place too
-        labels = frozenset().union(*self._resources.values()) if self._resources else frozenset()
-        wanted = [r for r in job.provider.resources if r in labels]
-        alive = [a for a in alive if all(r in self._resources.get(a, ()) for r in wanted)]
-        if not alive:
-            return None
-        pinned = [*job.provider.depends_on]
-        if job.provider.capability == "setup":  # a repository's setup commands: one worker
-            pinned.append(job.provider.name)
-        for dep in pinned:  # where its dependencies generated their output
-            if self._placed.get(dep) in alive:
-                return self._placed[dep]
-        # least busy; among equals the least used, so the cluster's workers take turns
-        chosen = min(
-            alive,
-            key=lambda a: (
-                self._busy.get(a, 0) / max(1, self._workers[a]),
-                self._uses.get(a, 0),
-                a,
-            ),
-        )
-        self._uses[chosen] = self._uses.get(chosen, 0) + 1
-        return chosen
 
     async def _archive(self, repo: str, tree: str) -> bytes:
         if tree not in self._archives:

@@ -1,35 +1,65 @@
-"""A worker's answer becomes the coordinator's ``JobResult`` (DESIGN.md §10).
+"""A worker's answer becomes the coordinator's ``JobResult``.
 
-The logs and the files the command wrote arrive as tar archives and are
-unpacked where a local run would have left them, so the adapters read a remote
-job exactly as a local one; a failure on the worker (lost, content mismatch,
+A worker's archives are data from another machine: they are unpacked into a
+staging directory of this process (:mod:`changeloop.executors.staging`: regular
+files and directories only, relative names without ``..``, bounded sizes), and
+only what the job declared is taken from there — its log and stdout (copied
+into the job's log directory as a local run leaves them), the files of its
+``collect`` directories, and its report (read as bytes, never written into the
+sandbox or checkout). Nothing a worker sends lands in ``.git/``, the state
+directory or through a link. A failure on the worker (lost, content mismatch,
 setup) becomes a result with no exit code and the failure as its log.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from changeloop.errors import FileRefused
 from changeloop.executors.job import Job, JobResult
-from changeloop.executors.local import collected_files, fresh_report, read_report, whole_bytes
+from changeloop.executors.staging import StagingRefused, copy_file, extract, read_file
 from changeloop.executors.wire import Failure, WireResult
+
+REPORT_COPY = "report"  # the masked copy of a job's report in its log directory (as local runs)
 
 
 def job_result(job: Job, answer: WireResult, started: datetime) -> JobResult:
-    """A worker's answer as a ``JobResult``: its logs and outputs unpacked here, its report read."""
+    """A worker's answer as a ``JobResult``: its declared files taken from staging, read here."""
     if answer.failure is not None:
         return failed_result(job, started, answer.failure, [answer.worker])
+    try:
+        return _taken(job, answer, started)
+    except (StagingRefused, FileRefused) as exc:
+        why = f"worker {answer.worker} sent back what a job cannot have written: {exc}"
+        return failed_result(job, started, ("inconclusive", "worker-error", why), [answer.worker])
+
+
+def _taken(job: Job, answer: WireResult, started: datetime) -> JobResult:
     log_dir = Path(job.log_dir)
-    report = fresh_report(job)  # a stale local report must not speak for this run
-    _unpack(answer.logs, log_dir)
-    _unpack(answer.outputs, Path(job.sandbox.path))
-    data, error = read_report(job, report, log_dir, job.secrets(os.environ))
-    log_path, stdout_path = log_dir / answer.log_name, log_dir / answer.stdout_name
-    whole = (whole_bytes(stdout_path), whole_bytes(log_path)) if job.output else (None, None)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    secrets = job.secrets(os.environ)
+    with tempfile.TemporaryDirectory(prefix="changeloop-answer-") as tmp:
+        logs, outputs = Path(tmp) / "logs", Path(tmp) / "outputs"
+        extract(answer.logs, logs)
+        extract(answer.outputs, outputs)
+        log_path = copy_file(logs, answer.log_name, log_dir)
+        stdout_path = copy_file(logs, answer.stdout_name, log_dir)
+        files: dict[str, bytes] = {}
+        for folder in job.collect:  # the job's records (imports, grounding traces)
+            directory = logs / folder
+            if directory.is_dir() and not directory.is_symlink():
+                for entry in sorted(directory.iterdir()):
+                    data = read_file(logs, f"{folder}/{entry.name}")
+                    if data is not None:
+                        files[f"{folder}/{entry.name}"] = data
+        report: bytes | None = None
+        report_error: str | None = None
+        if job.report is not None:
+            report, report_error = _report(job, outputs, log_dir, secrets)
+        whole = (_whole(stdout_path), _whole(log_path)) if job.output else (None, None)
     return JobResult(
         argv=job.argv,
         exit_code=answer.exit_code,
@@ -46,13 +76,42 @@ def job_result(job: Job, answer: WireResult, started: datetime) -> JobResult:
         finished=answer.finished or datetime.now(UTC),
         signal=answer.signal,
         leftovers=answer.leftovers,
-        report=data,
-        report_error=error,
-        files=collected_files(job),
+        report=report,
+        report_error=report_error,
+        files=files,
         stdout=whole[0],
         log=whole[1],
         worker=answer.worker,
     )
+
+
+def _report(
+    job: Job, outputs: Path, log_dir: Path, secrets: tuple[str, ...]
+) -> tuple[bytes | None, str | None]:
+    """The report's bytes from staging (None: not written), and its masked copy for people."""
+    from changeloop.runner_reports import REPORT_LIMIT
+
+    assert job.report is not None
+    try:
+        data = read_file(outputs, job.report, limit=REPORT_LIMIT)
+    except FileRefused as exc:
+        return None, exc.problems[0].message
+    if data is not None and job.keep_report:
+        from changeloop.masking import Masker
+
+        suffix = Path(job.report).suffix or ".txt"
+        copy = log_dir / f"{REPORT_COPY}{suffix}"
+        tmp = outputs / f".{REPORT_COPY}{suffix}"
+        tmp.write_bytes(data)
+        Masker(secrets).copy_file(tmp, copy)
+    return data, None
+
+
+def _whole(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def failed_result(job: Job, started: datetime, failure: Failure, workers: list[str]) -> JobResult:
@@ -78,11 +137,3 @@ def failed_result(job: Job, started: datetime, failure: Failure, workers: list[s
         worker=workers[0] if workers else None,
         failure=failure,
     )
-
-
-def _unpack(data: bytes, dest: Path) -> None:
-    if not data:
-        return
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:  # the worker's plain tar
-        archive.extractall(dest, filter="tar")

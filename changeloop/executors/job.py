@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from changeloop.errors import Problem
 from changeloop.masking import Masker
 from changeloop.model import ClaimScope, Provider, SandboxMode
 from changeloop.process.run import ProcessResult
@@ -53,6 +54,9 @@ class Job:
     report: str | None = None
     keep_report: bool = False
     collect: tuple[str, ...] = ()  # directories under log_dir whose files come back
+    # Files the command reads from log_dir ("<dir>/<name>" -> bytes), already written there
+    # by the adapter; a remote executor writes them into its own job directory first.
+    inputs: tuple[tuple[str, bytes], ...] = ()
     # The run's stdout and whole log come back as bytes: runners whose report *is*
     # their output (libtest, unittest), and adapters that classify the output.
     output: bool = False
@@ -130,6 +134,20 @@ class JobResult:
 
 
 class Executor(Protocol):
+    """Who runs a job: this machine (``executors.local``) or a cluster (``executors.dask``)."""
+
+    remote: bool  # jobs run elsewhere: their services start there, envFrom is read there
+
+    @property
+    def lost(self) -> Problem | None:
+        """Why it can run nothing more (a cluster that lost its scheduler); None while it can."""
+        ...
+
+    @property
+    def capacity(self) -> int | None:
+        """How many jobs it runs at once (a cluster's worker threads); None: the run decides."""
+        ...
+
     async def run(self, job: Job) -> JobResult: ...
 
 

@@ -25,6 +25,10 @@ class LocalExecutor:
     change), and the values to mask are read once per set of names.
     """
 
+    remote = False
+    capacity = None  # this machine's slots are --jobs
+    lost = None  # this machine never goes away mid-run
+
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
         # The masked values per set of names, for one base environment (a new one: reread).

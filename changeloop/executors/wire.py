@@ -1,4 +1,4 @@
-"""The records that travel between the coordinator and a Dask worker (DESIGN.md §10).
+"""The records that travel between the coordinator and a Dask worker.
 
 Only plain, frozen records cross the wire: a :class:`WireJob` goes out (the
 ``Job``, the run's session, the content archives a worker lacks, the services it
@@ -36,11 +36,13 @@ class WireJob:
     setup: tuple[tuple[str, ...], ...]  # the job's repository's setup commands
     contents: Mapping[str, bytes] = field(default_factory=dict)  # tree -> archive, once a worker
     services: tuple[Service, ...] = ()  # started on this worker for this job, then stopped
-    # the other repositories its services live in (DESIGN §10: content by tree id, like any)
+    # the other repositories its services live in (content by tree id, like any)
     service_repos: tuple[WireRepo, ...] = ()
     # this job is setup command number ``setup_step`` of its repository (the coordinator's
     # run_setup): it runs in the sandbox before the setup is complete, and sends back no outputs
     setup_step: int | None = None
+    # other spellings of the job's sandbox path here (resolved): re-pointed too on the worker
+    sandbox_aliases: tuple[str, ...] = ()
 
     def own(self) -> WireRepo:
         return WireRepo(self.job.sandbox.repository, self.job.sandbox.tree, self.setup)

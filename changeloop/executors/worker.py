@@ -1,19 +1,21 @@
-"""What runs on a Dask worker: one ``Job`` → a ``WireResult`` (DESIGN.md §10).
+"""What runs on a Dask worker: one ``Job`` → a ``WireResult``.
 
 Only plain functions and frozen records travel: the coordinator submits
 :func:`run_job` with a :class:`WireJob`; the worker materializes a private
 sandbox for the run and repository from its content cache (keyed by tree
 id), checks its tree, runs the repository's ``setup`` once, reads ``envFrom``
 values from its *own* environment (secrets never cross the wire), runs the
-command as a process group (``changeloop.process.run``) and sends back the
-process record, its log files and the files the command wrote in the sandbox.
-Paths the coordinator put in the command (its sandbox, its log directory) are
-re-pointed at the worker's own. A cancelled job (:func:`cancel`) ends its
-process group.
+command as a process group (``changeloop.process.run``, recorded so that a
+replacement worker can end it: ``worker_processes.py``) and sends back the
+process record, its log and stdout, its collected records and its declared
+report — nothing else it wrote. Paths the coordinator put in the command and
+in the files shipped with it (its sandbox, its log directory) are re-pointed
+at the worker's own. A cancelled job (:func:`cancel`) ends its process group.
 
 This module holds what the coordinator submits; its parts are ``wire.py`` (the
 records that travel), ``worker_sandboxes.py`` (a run's sandboxes on this
-worker) and ``worker_files.py`` (paths re-pointed, what a command wrote packed).
+worker), ``worker_files.py`` (paths re-pointed, the declared files packed) and
+``worker_processes.py`` (job processes recorded, a dead worker's swept).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -35,7 +36,9 @@ import anyio
 
 from changeloop.executors.local import fresh_report
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
-from changeloop.executors.worker_files import pack_dir, relative, repoint_back, swap
+from changeloop.executors.worker_files import pack_named, relative, repoint_back, swap, write_inputs
+from changeloop.executors.worker_processes import close_session as close_processes
+from changeloop.executors.worker_processes import run_dir, sweep_once
 from changeloop.executors.worker_sandboxes import (
     Box,
     Place,
@@ -83,6 +86,7 @@ def cleanup(session: str, dask_worker: Any = None) -> None:
     """
     close_session(session)
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
+    close_processes(session, dask_worker)
 
 
 def executable_identity(argv0: str) -> str:
@@ -110,8 +114,10 @@ def prepare(session: str, repo: WireRepo, archive: bytes | None) -> str | None:
     job on each worker does not pay for unpacking, copying and the tree check.
     Returns the failure's message, or None.
     """
+    sweep_once()
     contents = {repo.tree: archive} if archive is not None else {}
-    place = Place(session, "prepare", contents, base_dir(), str(_worker().address), ())
+    logs = run_dir(session) / "setup"
+    place = Place(session, "prepare", contents, base_dir(), str(_worker().address), (), logs)
     try:
         box = sandbox_of(place, repo, steps=0)
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
@@ -123,6 +129,7 @@ def prepare(session: str, repo: WireRepo, archive: bytes | None) -> str | None:
 
 def run_job(wire: WireJob) -> WireResult:
     """Run one job on this worker; never raises for the job's own failures."""
+    sweep_once()  # what a killed worker of this machine left is ended before this job starts
     job = wire.job
     address = str(_worker().address)
     missing = [name for name in job.env_from if name not in os.environ]
@@ -130,7 +137,11 @@ def run_job(wire: WireJob) -> WireResult:
         why = f"envFrom variable {missing[0]} is not set on worker {address}"
         return WireResult(address, failure=("fail", "secret-missing", why))
     base = base_dir()
-    place = Place(wire.session, wire.token, wire.contents, base, address, job.secrets(os.environ))
+    records = run_dir(wire.session)  # recorded process groups: a replacement worker ends them
+    secrets = job.secrets(os.environ)
+    place = Place(
+        wire.session, wire.token, wire.contents, base, address, secrets, records / "setup"
+    )
     repos = (wire.own(), *wire.service_repos)
     need = tuple(r.tree for r in repos if not available(wire, r, base))
     if need:
@@ -150,14 +161,33 @@ def run_job(wire: WireJob) -> WireResult:
         why = f"worker {address} could not materialize the sandbox: {type(exc).__name__}: {exc}"
         return WireResult(address, failure=("inconclusive", "sandbox-failed", why))
     own = boxes[job.sandbox.repository]
-    sandbox, baseline = own.path, own.baseline
-    jobdir = base / "runs" / wire.session / "jobs" / wire.token
+    sandbox = own.path
+    jobdir = records / "jobs" / wire.token
     jobdir.mkdir(parents=True, exist_ok=True)
-    swaps = ((job.sandbox.path, str(sandbox)), (job.log_dir, str(jobdir)))
+    aliases = (job.sandbox.path, *wire.sandbox_aliases)
+    swaps = ((job.log_dir, str(jobdir)), *((alias, str(sandbox)) for alias in aliases))
+    try:
+        return _run_in(wire, address, boxes, jobdir, swaps)
+    finally:
+        shutil.rmtree(jobdir, ignore_errors=True)  # its files are in the answer
+
+
+def _run_in(
+    wire: WireJob,
+    address: str,
+    boxes: Mapping[str, Box],
+    jobdir: Path,
+    swaps: Sequence[tuple[str, str]],
+) -> WireResult:
+    """Run the job in ``jobdir`` with its sandboxes ready; pack what goes back."""
+    job = wire.job
+    own = boxes[job.sandbox.repository]
+    sandbox = own.path
+    write_inputs(jobdir, job.inputs, swaps)  # e.g. the grounding tracer's configuration
     argv = [swap(a, swaps) for a in job.argv]
     env = {k: swap(v, swaps) for k, v in job.environment(os.environ).items()}
     fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
-    started, clock = datetime.now(UTC), time.time()
+    started = datetime.now(UTC)
     workdirs = {name: box.path for name, box in boxes.items()}
     result = anyio.run(_cancellable, wire, argv, workdirs, env, jobdir)
     finished = datetime.now(UTC)
@@ -174,6 +204,10 @@ def run_job(wire: WireJob) -> WireResult:
         return WireResult(address, failure=("fail", result[0].kind, why))
     if wire.setup_step is not None:  # what setup leaves is the sandbox's, never a job's output
         setup_done(wire, own, ok=result.exit_code == 0 and not result.timed_out)
+    log_name = relative(result.log_path, jobdir)
+    stdout_name = relative(result.stdout_path, jobdir)
+    # only what the coordinator reads goes back: the logs, the collected records, the report
+    report = [job.report] if job.report and wire.setup_step is None else []
     return WireResult(
         address,
         exit_code=result.exit_code,
@@ -186,10 +220,10 @@ def run_job(wire: WireJob) -> WireResult:
         log_tail=result.log_tail,
         signal=result.signal,
         leftovers=result.leftovers,
-        log_name=relative(result.log_path, jobdir),
-        stdout_name=relative(result.stdout_path, jobdir),
-        logs=pack_dir(jobdir, 0.0),
-        outputs=b"" if wire.setup_step is not None else pack_dir(sandbox, clock - 1.0, baseline),
+        log_name=log_name,
+        stdout_name=stdout_name,
+        logs=pack_named(jobdir, [log_name, stdout_name], job.collect),
+        outputs=pack_named(sandbox, report, ()),
         started=started,
         finished=finished,
     )

@@ -2,9 +2,9 @@
 
 The coordinator's paths (its sandbox, its log directory) in a job's argv and
 environment become the worker's own (:func:`swap`), and the worker's paths in
-what the job wrote become the coordinator's again (:func:`repoint_back`). What
-a command wrote in its sandbox since it started — not what setup left there
-(:func:`snapshot`) — goes back as one bounded tar archive (:func:`pack_dir`).
+what the job wrote become the coordinator's again (:func:`repoint_back`). What the
+coordinator reads of a job — its logs, its collected records, its report, and
+nothing else it wrote — goes back as one bounded tar archive (:func:`pack_named`).
 """
 
 from __future__ import annotations
@@ -12,16 +12,15 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import tarfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from changeloop.executors.job import Job
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # files a command wrote, sent back at most
 SKIP_DIRS = frozenset({".git", "__pycache__"})
-
-Baseline = Mapping[str, tuple[int, int]]  # relative path -> (mtime_ns, size) after setup
 
 
 def repoint_back(
@@ -82,31 +81,61 @@ def walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 yield path, path.lstat()
 
 
-def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file: what a later pack leaves out as unchanged."""
-    return {
-        path.relative_to(root).as_posix(): (stat.st_mtime_ns, stat.st_size)
-        for path, stat in walk(root)
-    }
+def pack_named(root: Path, names: Sequence[str], folders: Sequence[str]) -> bytes:
+    """The regular files ``names`` and those directly in ``folders`` (all relative to ``root``).
 
-
-def pack_dir(root: Path, since: float, baseline: Baseline | None = None) -> bytes:
-    """Files under ``root`` written at or after ``since`` and not as ``baseline`` had them.
-
-    Bounded to MAX_OUTPUT_BYTES; an uncompressed tar archive, or b"" for none.
+    A name that leaves ``root`` (``..``, a link on the way) or is not a regular
+    file is left out; bounded to MAX_OUTPUT_BYTES. An uncompressed tar archive,
+    or b"" for none.
     """
+    wanted: list[str] = [n for n in names if n]
+    for folder in folders:
+        directory = _inside(root, folder)
+        if directory is None or directory.is_symlink() or not directory.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            wanted.extend(f"{folder}/{entry.name}" for entry in sorted(directory.iterdir()))
     buffer = io.BytesIO()
     budget = MAX_OUTPUT_BYTES
-    added = False
+    added: set[str] = set()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path, stat in walk(root):
-            name = path.relative_to(root).as_posix()
-            if stat.st_mtime < since or stat.st_size > budget:
+        for name in wanted:
+            path = _inside(root, name)
+            if path is None or name in added:
                 continue
-            if baseline is not None and baseline.get(name) == (stat.st_mtime_ns, stat.st_size):
-                continue
-            budget -= stat.st_size
-            archive.add(path, arcname=name, recursive=False)
-            added = True
-    # nothing written: nothing to send (an empty tar is 10 KiB, and slow to recognise)
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
+                    continue
+                budget -= info.st_size
+                archive.add(path, arcname=name, recursive=False)
+                added.add(name)
     return buffer.getvalue() if added else b""
+
+
+def _inside(root: Path, name: str) -> Path | None:
+    """``root / name`` when it stays inside ``root`` once links are resolved, else None."""
+    if not name or name.startswith("/") or ".." in Path(name).parts:
+        return None
+    path = root / name
+    try:
+        path.parent.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return None
+    return path
+
+
+def write_inputs(
+    jobdir: Path, inputs: Sequence[tuple[str, bytes]], swaps: Sequence[tuple[str, str]]
+) -> None:
+    """Write the job's input files into ``jobdir``, the coordinator's paths re-pointed here."""
+    for name, data in inputs:
+        path = _inside(jobdir, name) if len(Path(name).parts) <= 4 else None
+        if path is None:
+            continue
+        text = data
+        for old, new in sorted(swaps, key=lambda pair: len(pair[0]), reverse=True):
+            if old:
+                text = text.replace(old.encode(), new.encode())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text)

@@ -20,7 +20,6 @@ import anyio
 
 from changeloop.executors.content import tree_of, unpack
 from changeloop.executors.wire import Failure, WireJob, WireRepo
-from changeloop.executors.worker_files import Baseline, snapshot
 from changeloop.process.run import ProcessResult, run_process
 
 SETUP_TIMEOUT_MS = 30 * 60 * 1000
@@ -33,7 +32,6 @@ class Box:
     tree: str
     path: Path
     failure: Failure | None  # content-mismatch, or its setup failed here
-    baseline: Baseline  # what the sandbox held before any job: never a job's output
     steps: int = 0  # setup commands done here
 
 
@@ -68,11 +66,10 @@ def available(wire: WireJob, repo: WireRepo, base: Path) -> bool:
 
 
 def setup_done(wire: WireJob, box: Box, *, ok: bool) -> None:
-    """A setup job finished: count its step, and take what the sandbox holds now as baseline."""
+    """A setup job finished: count its step."""
     with _lock(f"{wire.session}/{wire.job.sandbox.repository}"):
         if ok and box.steps == wire.setup_step:
             box.steps += 1
-            box.baseline = snapshot(box.path)
 
 
 def _lock(key: str) -> threading.Lock:
@@ -90,6 +87,7 @@ class Place:
     base: Path
     address: str
     secrets: tuple[str, ...]  # masked in setup logs
+    logs: Path  # where setup logs go: under the worker's recorded run (worker_processes)
 
 
 def sandbox_of(place: Place, repo: WireRepo, *, steps: int | None) -> Box | None:
@@ -111,8 +109,6 @@ def sandbox_of(place: Place, repo: WireRepo, *, steps: int | None) -> Box | None
         todo = len(repo.setup) if steps is None else min(steps, len(repo.setup))
         if box.failure is None and box.steps < todo:
             box.failure = _setup(place, repo, box, todo)
-            # what setup left is the sandbox's, not any job's output: never sent back
-            box.baseline = snapshot(box.path)
         return box
 
 
@@ -139,12 +135,12 @@ def _materialize(place: Place, repo: WireRepo) -> Box | None:
             f"{repo.name}, not the job's {repo.tree}"
         )
         failure = ("fail", "content-mismatch", why)
-    return Box(repo.tree, path, failure, snapshot(path))
+    return Box(repo.tree, path, failure)
 
 
 def _setup(place: Place, repo: WireRepo, box: Box, todo: int) -> Failure | None:
     """Run setup commands ``box.steps`` up to ``todo`` here; the first failure is the answer."""
-    logs = place.base / "runs" / place.session / "setup" / repo.name
+    logs = place.logs / repo.name
     while box.steps < todo:
         argv = repo.setup[box.steps]
         name = f"setup-{box.steps}"

@@ -7,6 +7,8 @@
   (DESIGN.md §13).
 - :mod:`~changeloop.fsio.reads`: regular files read without blocking and with
   a size cap.
+- :mod:`~changeloop.fsio.beneath`: a file written below a directory others can
+  write into, through no planted symlink folder.
 
 Usage::
 
@@ -14,9 +16,11 @@ Usage::
     write_all([(a, data_a), (b, data_b)])          # a batch, one fsync round
     commit([[Pending(a, data_a)], [Pending(b, data_b, durable=False)]])  # groups, errors back
     create_new(key_path, pem, mode=0o600)          # never over an existing name
+    write_beneath(shared, (hexdigest, "test.json"), data)  # no symlink below `shared` followed
     data = read_regular(path, limit=64 * KIB, what="public key")
 """
 
+from changeloop.fsio.beneath import write_beneath
 from changeloop.fsio.reads import KIB, MIB, read_regular, read_regular_stat, symlink_under
 from changeloop.fsio.writes import Pending, commit, create_new, write_all, write_atomic
 
@@ -31,4 +35,5 @@ __all__ = [
     "symlink_under",
     "write_all",
     "write_atomic",
+    "write_beneath",
 ]

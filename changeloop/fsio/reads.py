@@ -59,13 +59,15 @@ def read_regular_stat(
         os.close(fd)
 
 
-def read_regular(path: Path, *, limit: int, what: str) -> bytes:
+def read_regular(path: Path, *, limit: int, what: str, follow_symlinks: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (at most ``limit``); else :class:`FileRefused`.
 
     ``what`` names the file in the refusal ("public key", "report"…). A FIFO,
-    a device or a directory is refused without blocking on it.
+    a device or a directory is refused without blocking on it; with
+    ``follow_symlinks=False`` so is a symlink at ``path`` (a planted link is never read
+    through).
     """
-    return read_regular_stat(path, limit=limit, what=what)[0]
+    return read_regular_stat(path, limit=limit, what=what, follow_symlinks=follow_symlinks)[0]
 
 
 def symlink_under(path: Path, base: Path) -> Path | None:

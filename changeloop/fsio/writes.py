@@ -22,13 +22,20 @@ from pathlib import Path
 
 from changeloop.fsio import durability
 
-__all__ = ["Pending", "commit", "create_new", "write_all", "write_atomic", "write_fd"]
+__all__ = [
+    "Pending",
+    "commit",
+    "create_new",
+    "write_all",
+    "write_atomic",
+    "write_fd",
+]
 
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Tokens of temporary names. Their safety is O_EXCL|O_NOFOLLOW (a taken or planted name
 # is skipped), not secrecy: a generator seeded once from os.urandom, where secrets made a
 # getrandom system call per file (a GIL hand-off on the writer thread, issue 15).
-_TEMP_NAMES = random.Random()  # noqa: S311 - names, not secrets
+TEMP_NAMES = random.Random()  # noqa: S311 - names, not secrets
 # Files of a round held open between their write and their fsync (bounded descriptors).
 SETTLE_CHUNK = 64
 
@@ -41,10 +48,10 @@ def _exclusive_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
     the event loop needs.
     """
     for _attempt in range(16):
-        token = f"{_TEMP_NAMES.getrandbits(48):012x}"
+        token = f"{TEMP_NAMES.getrandbits(48):012x}"
         tmp = os.path.join(directory, f".{name}.{os.getpid()}.{token}.tmp")  # noqa: PTH118 - strings on the writer thread
         try:
-            fd = os.open(tmp, _TEMP_FLAGS, mode)
+            fd = os.open(tmp, TEMP_FLAGS, mode)
         except FileExistsError:  # taken (or planted): pick another name
             continue
         except OSError as exc:  # name the file the caller asked for, not our temporary
@@ -69,7 +76,7 @@ class Pending:
     entry, a copy of bytes already durable elsewhere): the rename still makes the
     write all-or-nothing for a killed process, only the fsyncs are skipped.
 
-    ``path`` may be a plain string: a run's sink stages thousands, and the
+    ``path`` may be a plain string: a run's writer stages thousands, and the
     writer thread works on strings anyway.
     """
 

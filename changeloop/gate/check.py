@@ -8,15 +8,20 @@ Example::
 A receipt counts only when every subject tree equals the current content
 identity *in the receipt's own sandbox mode* (worktree ⇒ tracked files only,
 else tracked + untracked) and its wiring digest equals the current wiring of
-the provider that made it (DESIGN.md §2.6).
+the provider that made it (DESIGN.md §2.6). A pass older than the ``maxAge`` of
+the external provider that takes it counts as the fail ``prove`` would write
+(:mod:`~changeloop.gate.freshness`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from changeloop.gate.changed import changed_paths
+from changeloop.gate.freshness import committed_expiry, workspace_expiry
 from changeloop.gate.records import Kept, ReadEnvelope, SetAside
 from changeloop.gate.trust import SIGN_OFF_ADAPTERS, Scope
 from changeloop.git.identity import content_identity
@@ -94,8 +99,12 @@ def check(
     trees: Trees,
     *,
     scope: Scope | None = None,
+    now: datetime | None = None,
 ) -> Kept | SetAside:
-    """Keep the envelope, or set it aside with the first check that refused it."""
+    """Keep the envelope, or set it aside with the first check that refused it.
+
+    ``now``: the time ``maxAge`` is measured against (default: the clock).
+    """
     if len(data) > MAX_ENVELOPE_BYTES:
         return SetAside(env, "unverified", f"{env.uri} is larger than 4 MiB; refused", None)
     try:
@@ -138,6 +147,14 @@ def check(
         citations=dict(ext.get("citations") or {}),
         failures=_failures(verified.statement, ext),
     )
+    # maxAge: an expired pass weighs as the fail prove's external provider would write now.
+    now = now or datetime.now(UTC)
+    if scope is not None:
+        expired = committed_expiry(scope.admitting(verified), ext, env.uri, now)
+    else:
+        expired = workspace_expiry(plan, ext, now)
+    if expired is not None:
+        view = dataclasses.replace(view, status="fail", reason=expired, claims={})
     return Kept(env, verified, view)
 
 

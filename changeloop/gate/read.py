@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -42,6 +43,7 @@ def read_receipts(
     local_keys = ([Trusted(local_key)] if local_key else []) + extra
     committed_keys = [*external_keys(plan), *extra]
     trees = Trees(plan)
+    now = datetime.now(UTC)  # one reading of the clock for every maxAge of this reading
     read: list[ReadEnvelope] = []
     kept: list[Kept] = []
     aside: list[SetAside] = []
@@ -53,7 +55,7 @@ def read_receipts(
     ]
     for batch in batches:
         for path in batch.files:
-            env, outcome = _read_one(plan, path, batch, trees)
+            env, outcome = _read_one(plan, path, batch, trees, now)
             if env is not None:
                 read.append(env)
             if isinstance(outcome, Kept):
@@ -79,7 +81,7 @@ class _Batch:
 
 
 def _read_one(
-    plan: Plan, path: Path, batch: _Batch, trees: Trees
+    plan: Plan, path: Path, batch: _Batch, trees: Trees, now: datetime
 ) -> tuple[ReadEnvelope | None, Kept | SetAside]:
     """The envelope as read (None: it could not be), and whether it is kept."""
     source = batch.source
@@ -104,4 +106,4 @@ def _read_one(
             "pass the public half of the key that signed it with --public-key PEM"
         )
         return env, SetAside(env, "unverified", message, *unauthenticated_hint(data))
-    return env, check(plan, env, data, batch.keys, trees, scope=batch.scope)
+    return env, check(plan, env, data, batch.keys, trees, scope=batch.scope, now=now)

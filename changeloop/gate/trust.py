@@ -52,6 +52,20 @@ class Scope:
 
     by_key: Mapping[str, tuple[Provider, ...]]
     unrestricted: frozenset[str]
+    externals: tuple[Provider, ...] = ()  # every external provider of the plan
+
+    def admitting(self, verified: Verified) -> tuple[Provider, ...]:
+        """The external providers that take this receipt (its ``maxAge`` is theirs).
+
+        A key given on the command line vouches for any receipt: then every external
+        provider of the receipt's capability (sign-off) or accepting its maker admits it.
+        """
+        unrestricted = verified.keyid in self.unrestricted
+        providers = self.externals if unrestricted else self.by_key.get(verified.keyid, ())
+        ext = verified.extension
+        if ext.get("adapter") in SIGN_OFF_ADAPTERS:
+            return tuple(p for p in providers if p.capability == ext["capability"])
+        return tuple(p for p in providers if ext["provider"] in p.accepts)
 
     def refusal(self, verified: Verified, what: str) -> str | None:
         if verified.keyid in self.unrestricted:
@@ -86,4 +100,5 @@ def committed_scope(plan: Plan, extra: Sequence[Ed25519PublicKey]) -> Scope:
     return Scope(
         by_key={k: tuple(v) for k, v in by_key.items()},
         unrestricted=frozenset(keyid(k) for k in extra),
+        externals=tuple(p for p in plan.providers.values() if p.adapter == "external"),
     )

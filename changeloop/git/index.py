@@ -33,7 +33,8 @@ def virtualenv_excludes(cwd: Path) -> list[str]:
 
     A virtualenv is an installation, never source, yet Python < 3.13 does not
     ignore it itself: without this, an un-ignored ``.venv/`` of thousands of
-    files would become part of the content identity (see docs/decisions.md).
+    files would become part of the content identity
+    (docs/decisions/021-a-virtualenv-is-never-content.md).
     """
     try:
         entries = list(os.scandir(cwd))

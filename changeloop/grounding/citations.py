@@ -8,7 +8,7 @@ Example (an adapter's ``prepare`` and ``read``)::
     ... the executor runs pytest with ``env`` ...
     marks, findings = claim_marks(job, report, status)   # the crediting rule, pure
     traced = records_of(result.files)    # the engine: nodeid -> {claims, grounding, functions}
-    remember(plan.root, plan.change.id, repo, traced)    # the sink, for mutation and --dry-run
+    remember(plan.root, plan.change.id, repo, traced)    # the engine, for mutation and --dry-run
 
 The crediting rule itself lives in :mod:`changeloop.verdict`; this module only
 applies it to one report.
@@ -72,6 +72,15 @@ def configure(
         return out
     out[GROUNDING_ENV] = str(target)
     return out
+
+
+def shipped(run_dir: Path) -> tuple[tuple[str, bytes], ...]:
+    """The config :func:`configure` wrote, as a job's ``inputs``: a remote worker writes it
+    into its own job directory (the variable's path is re-pointed there), never reads ours."""
+    try:
+        return ((f"{FOLDER}/{CONFIG_FILE}", (folder(run_dir) / CONFIG_FILE).read_bytes()),)
+    except OSError:
+        return ()
 
 
 def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -68,10 +68,11 @@ def base_key(
     options: Mapping[str, Any],
     config: Mapping[str, str | None],
 ) -> dict[str, Any]:
-    from changeloop.formats import FINGERPRINT_FORMAT, RECEIPT_SCHEMA
+    from changeloop.formats import FINGERPRINT_FORMAT, PROVE_DOCUMENT, RECEIPT_SCHEMA
 
     return {
         "changeloop": __version__,
+        "proveDocument": PROVE_DOCUMENT,
         "fingerprintFormat": FINGERPRINT_FORMAT,
         "receiptSchema": RECEIPT_SCHEMA,
         "root": str(root),

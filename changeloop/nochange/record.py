@@ -45,6 +45,7 @@ def eligible_options(options: ProveOptions) -> bool:
         and options.sign_key is None
         and options.publish is None
         and options.cache_from is None
+        and not options.own_trust
     )
 
 
@@ -266,69 +267,28 @@ def _cached_form(
 ) -> ProveResult:
     """The result a full re-prove with every provider reused from the cache would give.
 
-    Mirrors ``ReceiptSink.adopt``: a reused receipt's entry carries its status,
-    claims, input mode and test counts from the envelope, no reason and no
-    citations; the verdict is decided again from those views (no notes: nothing
-    failed to run). tests/test_nochange.py holds the two equal.
+    Built by the same function the run uses to reuse a cached pass
+    (:func:`changeloop.run.seal.reused`); the verdict is decided again from those
+    views (no notes: nothing failed to run). tests/test_nochange.py holds the two equal.
     """
-    from dataclasses import replace
-
-    from changeloop.outcome import TestCounts
-    from changeloop.records import ProveResult, ProviderReport, ReceiptEntry
-    from changeloop.verdict import ReceiptView, decide
+    from changeloop.records import ProveResult
+    from changeloop.run.fold import views
+    from changeloop.run.seal import reused
+    from changeloop.verdict import decide
 
     run_dir = plan.root / ".changeloop" / "runs" / run_id
-    providers: dict[str, ProviderReport] = {}
+    run_rel = run_dir.relative_to(plan.root).as_posix()
+    providers = {}
     for provider in plan.providers.values():
-        repos = provider.settled.repositories
-        entries = []
-        for file, envelope in receipts[provider.name]:
+        verified = []
+        for _file, envelope in receipts[provider.name]:
             payload = base64.b64decode(json.loads(envelope)["payload"])
-            ext = json.loads(payload)["predicate"]["changeloop"]
-            tests = ext.get("tests")
-            keys = ("discovered", "passed", "failed", "skipped")
-            counts = (
-                TestCounts(**{k: tests[k] for k in keys})
-                if isinstance(tests, dict) and all(type(tests.get(k)) is int for k in keys)
-                else None
-            )
-            claims = dict(ext.get("claims") or {})
-            name = ext["provider"] or provider.name
-            view = ReceiptView(
-                provider=name,
-                capability=ext["capability"],
-                status="pass",
-                repositories=repos,
-                reason=None,
-                claims=claims,
-                input_mode=ext.get("inputMode"),
-                citations={},
-            )
-            entries.append(
-                ReceiptEntry(
-                    capability=ext["capability"],
-                    provider=name,
-                    status="pass",
-                    reason=None,
-                    id="sha256:" + hashlib.sha256(payload).hexdigest(),
-                    path=str((run_dir / provider.name / file).relative_to(plan.root)),
-                    view=view,
-                    tests=counts.to_json() if counts is not None else None,
-                )
-            )
-        providers[provider.name] = ProviderReport(
-            provider.name,
-            provider.adapter,
-            provider.repository,
-            state="cached",
-            origin="local",
-            receipts=entries,
-        )
-    views = [e.view for r in providers.values() for e in r.receipts]
-    verdict = decide(plan, views, {})
-    return replace(
-        ProveResult(plan, run_id, run_dir, providers, verdict, masker=result.masker),
-        observed=None,
+            verified.append((envelope, payload, json.loads(payload)["predicate"]["changeloop"]))
+        providers[provider.name] = reused(provider, verified, origin="local", run_rel=run_rel)
+    verdict = decide(plan, views(providers), {})
+    # the same trust a full re-prove names
+    return ProveResult(
+        plan, run_id, run_dir, providers, verdict, masker=result.masker, trust=result.trust
     )
 
 

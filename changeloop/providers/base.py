@@ -11,7 +11,7 @@ log digest, signature) when it turns outcomes into receipts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -132,11 +132,24 @@ def _env_from_names(plan: Plan) -> tuple[str, ...]:
 
 
 class Adapter(Protocol):
-    """What each module under ``changeloop/providers/`` exposes."""
+    """What each module under ``changeloop/providers/`` exposes.
+
+    An adapter that runs one command says how (``prepare`` → a :class:`Job`, or
+    the outcomes already when it refuses before running) and how to read what
+    came of it (``read``, pure); the engine hands the job to the executor in
+    between. An adapter that runs no command, or several (external,
+    contract-digest, mutation), does its work in ``run`` instead; the others set
+    ``run = None``.
+    """
 
     NAME: str
     DEFAULT_CAPABILITY: str
     RUNS_COMMAND: bool  # False for adapters that execute nothing (contract-digest, external)
+
+    @property
+    def run(self) -> Callable[[RunContext], Awaitable[list[Outcome]]] | None:
+        """The adapter's own work (external, contract-digest, mutation); None: prepare/read."""
+        ...
 
     def default_resources(self, provider: Provider, plan: Plan) -> tuple[str, ...]: ...
 
@@ -156,11 +169,23 @@ class Adapter(Protocol):
 
     def preflight(self, provider: Provider, plan: Plan) -> Sequence[Problem]: ...
 
-    async def run(self, ctx: RunContext) -> list[Outcome]: ...
+    def prepare(self, ctx: RunContext) -> Job | list[Outcome]: ...
+
+    def read(self, job: Job, result: JobResult) -> list[Outcome]: ...
 
     def missing_reason(self, ctx: RunContext) -> str | None:
         """Why it issued no receipt (only an adapter reading evidence made elsewhere may)."""
         ...
+
+
+def runs_itself(ctx: RunContext) -> Job | list[Outcome]:
+    """``prepare`` of an adapter that does its work in ``run``: never called."""
+    raise NotImplementedError(f"adapter {ctx.provider.adapter} runs itself")
+
+
+def reads_nothing(job: Job, result: JobResult) -> list[Outcome]:
+    """``read`` of an adapter that does its work in ``run``: never called."""
+    raise NotImplementedError(f"adapter {job.provider.adapter} runs itself")
 
 
 def missing_command(provider: Provider, example: str) -> list[Problem]:

@@ -20,10 +20,11 @@ from changeloop.errors import FileRefused, Problem
 from changeloop.fsio import MIB, read_regular
 from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Finding, Observer, Outcome
-from changeloop.providers.base import RunContext, escape_reason
+from changeloop.providers.base import RunContext, escape_reason, reads_nothing, runs_itself
 
 NAME = "contract-digest"
 DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
+prepare, read = runs_itself, reads_nothing  # the work is in run()
 RUNS_COMMAND = False
 CONTRACT_LIMIT = 64 * MIB  # a contract (schema, OpenAPI document) is far smaller
 

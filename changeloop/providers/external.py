@@ -33,7 +33,7 @@ from typing import Any
 from changeloop.errors import Problem
 from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.outcome import Outcome
-from changeloop.providers.base import RunContext
+from changeloop.providers.base import RunContext, reads_nothing, runs_itself
 from changeloop.providers.external_check import ADAPTER, bound_repositories, check_file
 from changeloop.providers.external_judge import display, fail, judge
 from changeloop.signing.keys import KeyRefused, load_public_key
@@ -41,6 +41,7 @@ from changeloop.signing.verify import Trusted
 
 NAME = ADAPTER
 DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
+prepare, read = runs_itself, reads_nothing  # the work is in run()
 RUNS_COMMAND = False
 
 

@@ -47,7 +47,17 @@ def judge(provider: Provider, root: Path, judged: Sequence[Judged]) -> list[Outc
         return []  # nothing addressed to this provider: no receipt, claims stay unproven
     findings = tuple(_finding(j, root) for j in invalid)
     reasons = "; ".join(_why(j, root) for j in invalid)
-    return [fail(provider.capability, f"no valid receipt for this content — {reasons}", findings)]
+    return [fail(provider.capability, no_valid_receipt(reasons), findings)]
+
+
+def no_valid_receipt(reasons: str) -> str:
+    """The reason of an external provider none of whose envelopes held (``gate`` says it too)."""
+    return f"no valid receipt for this content — {reasons}"
+
+
+def check_failed(where: str, check: str | None, reason: str | None) -> str:
+    """One envelope's first failed check, as a reason names it."""
+    return f"{where}: {check} check failed: {reason}"
 
 
 def fail(capability: str, reason: str, findings: tuple[Finding, ...]) -> Outcome:
@@ -116,4 +126,4 @@ def _finding(j: Judged, root: Path) -> Finding:
 
 
 def _why(j: Judged, root: Path) -> str:
-    return f"{display(j.path, root)}: {j.check} check failed: {j.reason}"
+    return check_failed(display(j.path, root), j.check, j.reason)

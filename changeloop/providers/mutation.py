@@ -54,11 +54,18 @@ from changeloop.mutation.sandbox import make_copy, mutated
 from changeloop.mutation.select import claim_mutants, compiles, plan_for_claim
 from changeloop.outcome import Outcome
 from changeloop.project.packages import project_packages
-from changeloop.providers.base import RunContext, missing_command, own_repository
+from changeloop.providers.base import (
+    RunContext,
+    missing_command,
+    own_repository,
+    reads_nothing,
+    runs_itself,
+)
 from changeloop.providers.pytest_injection import inject
 
 NAME = ADAPTER  # judge stamps the same name on the receipt's observer
 DEFAULT_CAPABILITY = ADAPTER_CAPABILITIES[NAME]
+prepare, read = runs_itself, reads_nothing  # the work is in run()
 RUNS_COMMAND = True
 MIN_MUTANT_TIMEOUT_MS = 10_000
 

@@ -95,11 +95,7 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     return problems
 
 
-async def run(ctx: RunContext) -> list[Outcome]:
-    prepared = prepare(ctx)
-    if isinstance(prepared, list):
-        return prepared
-    return read(prepared, await ctx.executor.run(prepared))
+run = None  # the engine runs prepare()'s job and hands the result to read()
 
 
 def prepare(ctx: RunContext) -> Job | list[Outcome]:

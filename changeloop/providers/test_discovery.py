@@ -41,7 +41,7 @@ Rules (DESIGN.md §3, REPORTS.md):
 - ``prepare`` builds the job, ``read`` judges it without I/O: the executor
   returns the report, the whole output and the plugin's records (``collect``)
   in the ``JobResult``; the engine remembers the trace records for mutation
-  and ``--dry-run`` (``ReceiptSink.remember_traced``).
+  and ``--dry-run`` (the engine remembers them).
 - Tails: stdout/stderr tails as the process runner bounds them (last 40 lines,
   at most 4 KiB each) go into ``details``; at most 50 findings, each message at
   most 2000 characters; at most 200 test names per list.
@@ -142,11 +142,7 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
     return problems
 
 
-async def run(ctx: RunContext) -> list[Outcome]:
-    prepared = prepare(ctx)
-    if isinstance(prepared, list):
-        return prepared
-    return read(prepared, await ctx.executor.run(prepared))
+run = None  # the engine runs prepare()'s job and hands the result to read()
 
 
 def prepare(ctx: RunContext) -> Job | list[Outcome]:
@@ -178,9 +174,11 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
     env = injected.env
     collect: tuple[str, ...] = ()
+    inputs: tuple[tuple[str, bytes], ...] = ()
     if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
         env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
         collect = (injected.imports_dir.name, grounding.FOLDER)
+        inputs = grounding.shipped(ctx.run_dir)  # travels with the job to a remote worker
     job = ctx.job(injected.argv, repo=repo, env=env, log_name=provider.name)
     source = ctx.sources.get(repo, workdir)
     context = {
@@ -197,6 +195,7 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         report=provider.report,
         keep_report=True,
         collect=collect,
+        inputs=inputs,
         output=True,
         context=context,
     )

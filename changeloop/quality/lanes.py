@@ -42,7 +42,6 @@ QUALITY_FILE = "quality/foundation-quality.json"
 SCHEMA = "foundation-quality-v1.json"
 READS = 1
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
-TAIL_CHARS = 4000
 
 
 @dataclass(frozen=True)

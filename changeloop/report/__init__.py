@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -17,6 +18,9 @@ from changeloop.model import Plan
 from changeloop.report.model import Report
 from changeloop.signing.statement import write_atomic
 from changeloop.workspace.state import check_state, ensure_gitignored
+
+if TYPE_CHECKING:
+    from changeloop.trust import Trust
 
 
 def default_path(plan: Plan) -> Path:
@@ -29,8 +33,13 @@ def write_report(
     out: Path | None = None,
     run_id: str | None = None,
     public_keys: Sequence[Ed25519PublicKey] = (),
+    trust: Trust | None = None,
 ) -> tuple[Path, Report]:
-    """Verify, render and write the page atomically; returns where it went and what it says."""
+    """Verify, render and write the page atomically; returns where it went and what it says.
+
+    ``trust``: what the receipts were judged with (``plan`` already applies it); its
+    ``--public-key`` keys are ``public_keys``.
+    """
     from changeloop.report.collect import collect
     from changeloop.report.render import render
 
@@ -43,7 +52,9 @@ def write_report(
         check_state(plan.root)
         ensure_gitignored(plan.root)
         _refuse_links(plan.root / ".changeloop", target.parent)
-    report = collect(plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent)
+    report = collect(
+        plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent, trust=trust
+    )
     write_atomic(target, render(report).encode("utf-8"))
     keep_out_of_content(plan, target)
     return target, report

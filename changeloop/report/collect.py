@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -34,6 +35,9 @@ from changeloop.report.runs import find_run, run_envelopes, timeline_of
 from changeloop.report.steps import report_steps
 from changeloop.run import runlog
 
+if TYPE_CHECKING:
+    from changeloop.trust import Trust
+
 
 def collect(
     plan: Plan,
@@ -41,6 +45,7 @@ def collect(
     run_id: str | None = None,
     public_keys: Sequence[Ed25519PublicKey] = (),
     out_dir: Path | None = None,
+    trust: Trust | None = None,
 ) -> Report:
     """Everything the page shows; ``out_dir`` is where the page goes (for relative links)."""
     run_dir = find_run(plan, run_id)
@@ -93,6 +98,8 @@ def collect(
             cells=[c for c in cells if c.status != "proven"],
             summary_carried=carried,
         ),
+        trust=trust.describe() if trust is not None else "this checkout",
+        trust_changed=tuple(c.message for c in trust.changed) if trust is not None else (),
     )
 
 

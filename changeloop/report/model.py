@@ -157,3 +157,5 @@ class Report:
     findings: Mapping[str, tuple[FindingItem, ...]]
     set_aside: tuple[ReceiptRef, ...] = field(default_factory=tuple)
     next_steps: tuple[tuple[str, str], ...] = ()  # (what to do, the command), in order
+    trust: str = "this checkout"  # where the keys came from (changeloop.trust, `describe`)
+    trust_changed: tuple[str, ...] = ()  # each trust-changed finding's message

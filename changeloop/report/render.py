@@ -107,6 +107,13 @@ def _header(report: Report) -> str:
         if report.run_id
         else "no recorded run (receipts only)"
     )
+    changed = ""
+    if report.trust_changed:
+        changed = (
+            '<ul class="why" aria-label="trust-changed">'
+            + "".join(f"<li>trust-changed: {_e(m)}</li>" for m in report.trust_changed)
+            + "</ul>"
+        )
     why = ""
     if report.reasons:
         why = (
@@ -121,6 +128,7 @@ def _header(report: Report) -> str:
         '<dl class="facts">'
         f'<dt>Content</dt><dd><ul class="why">{repos or "<li>no repository</li>"}</ul></dd>'
         f"<dt>Run</dt><dd>{run}</dd>"
+        f'<dt>Trust</dt><dd id="trust">{_e(report.trust)}{changed}</dd>'
         f"<dt>changeloop</dt><dd>{_e(report.version)}</dd>"
         "</dl></header>"
     )

@@ -48,20 +48,6 @@ def critical_path(
     return list(reversed(chain))
 
 
-def assign_lanes(spans: Sequence[tuple[str, float, float]]) -> dict[str, int]:
-    """Lanes for spans without recorded slots (receipt times): lowest lane free at start."""
-    lanes: dict[str, int] = {}
-    ends: list[float] = []
-    for name, start, end in sorted(spans, key=lambda s: (s[1], s[0])):
-        lane = next((i for i, e in enumerate(ends) if e <= start), len(ends))
-        if lane == len(ends):
-            ends.append(end)
-        else:
-            ends[lane] = end
-        lanes[name] = lane
-    return lanes
-
-
 def _seconds(value: float) -> str:
     if value < 1:
         return f"{value * 1000:.0f} ms"

@@ -1,6 +1,6 @@
-"""Group commit: the sink's files written off the event loop, many providers per fsync round.
+"""Group commit: the writer's files written off the event loop, many providers per fsync round.
 
-The sink hands each provider's files (run directory, ``latest/``, cache entry)
+The writer hands each provider's files (run directory, ``latest/``, cache entry)
 to :meth:`GroupCommit.submit` and goes on; one worker thread takes whatever has
 queued up and writes it as one batch with :func:`changeloop.fsio.commit` (write
 all, fsync all, rename all, fsync each directory once — DESIGN.md §13). While

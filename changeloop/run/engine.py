@@ -1,23 +1,21 @@
-"""One ``prove`` run, composed from the stages of ``changeloop.run`` (DESIGN.md §9).
+"""One ``prove`` run, composed from the stages of ``changeloop.run``.
 
 The engine owns no state others write into; it wires the stages together:
 ``Sandboxes`` (identity, sandbox, setup), the ``Fingerprinter``, the
-scheduler, services, an ``Executor`` the adapters hand their jobs to, and the
-``ReceiptSink`` that writes every receipt. Events go to the views as typed
+scheduler, services, the ``Executor`` that runs each adapter's job, the
+``Sealer`` that turns outcomes into signed receipt records, and the
+``ReceiptWriter`` that puts them on disk. Each provider's life ends in one
+frozen :class:`~changeloop.records.ProviderReport`; :func:`prove` folds them
+into its result (:mod:`changeloop.run.fold`). Events go to the views as typed
 ``RunEvent`` records.
 
 Order of a provider's life: its dependencies finish → its fingerprint is
 computed (upstream fingerprints included) → a cached pass is reused byte for
-byte, or → its repository's sandbox and ``setup`` are made ready once → its
-services are leased → the adapter runs (its command through the executor) →
-each outcome is sealed into a receipt and written atomically. A provider that
-never finished (Ctrl-C) leaves no receipt.
-
-The stages are made in ``run/stages.py``; the glue around the providers' lives
-has its own modules: ``run/cache_from.py`` (``--cache-from``), ``run/run_json.py``
-(``run.json``), ``run/order.py`` (likely cached first), ``run/recording.py`` (what
-a job leaves for the receipt), ``run/provider_services.py`` (services' sandboxes
-and ports).
+byte (:func:`~changeloop.run.seal.reused`), or → its repository's sandbox and
+``setup`` are made ready once → its services are leased → the adapter prepares
+a job, the executor runs it, the adapter reads the result → each outcome is
+sealed → the record is written atomically. A provider that never finished
+(Ctrl-C) leaves no receipt.
 """
 
 from __future__ import annotations
@@ -28,13 +26,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
+from changeloop.executors.job import JobResult
+from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
 from changeloop.process.spawn import environ
@@ -45,16 +44,18 @@ from changeloop.records import (
     Observed,
     ProveOptions,
     ProveResult,
+    ProviderReport,
     RunEvent,
 )
+from changeloop.run import fold
+from changeloop.run.cache_reuse import verified_passes
 from changeloop.run.carried import KnownInputs
 from changeloop.run.order import likely_cached
 from changeloop.run.provider_services import ServiceWorkdirs, ports_taken, service_repositories
-from changeloop.run.recording import RecordingExecutor
 from changeloop.run.run_json import record_run, slots
 from changeloop.run.sandboxes import Sandboxes
+from changeloop.run.seal import Bound, Timing, every_capability, reused
 from changeloop.run.setup import run_setup
-from changeloop.run.sink import Timing, every_capability
 from changeloop.run.stages import RunStages, compose
 from changeloop.scheduling.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
@@ -90,30 +91,37 @@ async def prove(
             try:
                 results = await _schedule(run)
             except BaseException:
-                await run.sink.drain()  # what finished before a cancel is on disk (§13)
+                await run.writer.drain()  # what finished before a cancel is on disk
                 raise
+            if executor.lost is not None:  # a cluster that lost its scheduler decides no more
+                await run.writer.drain()
+                raise ChangeloopError(executor.lost)
     for name, result in results.items():
         provider = plan.providers[name]
         if result.state == "skipped":
-            run.sink.skipped(provider, result.reason or "not run")
-        elif result.state == "failed" and result.reason and not run.sink.reports[name].receipts:
-            run.sink.could_not_run(provider, result.reason)  # its job raised: no receipt
-    await run.sink.drain()  # the receipts are written in group commits (run/commit.py)
-    record_run(run.runlog, run.sink.reports, run.sink.masker, run.run_dir)
+            _keep(
+                run, run.sealer.skipped(provider, result.reason or "not run", _bound(run, provider))
+            )
+        elif result.state == "failed" and result.reason and name not in run.reports:
+            _keep(run, run.sealer.could_not_run(provider, result.reason))  # its job raised
+    lost = await run.writer.drain()  # the receipts are written in group commits (run/commit.py)
+    reports = fold.withdraw(run.reports, lost, run.sealer.masker)
+    record_run(run.runlog, reports, run.sealer.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
     if options.publish is not None:
-        written = shared_cache.publish(
-            options.publish, plan.root, plan, run.sink.reports, run.fingerprints
+        written, refused = shared_cache.publish(
+            options.publish, plan.root, plan, reports, run.fingerprints
         )
+        notes += refused
         notes.append(f"published {len(written)} signed receipt(s) to {options.publish}")
-    verdict = decide(plan, run.sink.views(), run.sink.notes())
+    verdict = decide(plan, fold.views(reports), fold.notes(reports, run.sealer.masker))
     return ProveResult(
         plan,
         run.run_id,
         run.run_dir,
-        run.sink.reports,
+        reports,
         verdict,
-        masker=run.sink.masker,
+        masker=run.sealer.masker,
         notes=notes,
         observed=_observed(run),
     )
@@ -151,18 +159,20 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
             plan,
             workdirs=ServiceWorkdirs(plan, run.boxes),
             env=dict(os.environ),
-            secrets=run.sink.masker.secrets,
+            secrets=run.sealer.masker.secrets,
             log_dir=run.run_dir / "services",
         ) as services:
 
             async def run_task(task: Task) -> bool:
-                return await _run_provider(run, plan.providers[task.name], services)
+                report = await _run_provider(run, plan.providers[task.name], services)
+                _keep(run, report)
+                return all(e.status == "pass" for e in report.receipts)
 
             def forward(event: TaskEvent) -> None:
                 run.runlog.event(event)
                 detail = event.detail
                 if event.kind == "finished":  # what its receipts say, not only "it returned"
-                    detail = run.sink.finished_word(event.task, detail)
+                    detail = fold.finished_word(run.reports.get(event.task), detail)
                 if event.kind != "started":  # said by _run_provider: a cached one never runs
                     run.emit(RunEvent(event.task, event.kind, detail))
                 if event.kind == "skipped":
@@ -181,7 +191,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
         raise
     finally:
         if not interrupted:
-            run.state.save_durations(plan.change.id, run.sink.durations())
+            run.state.save_durations(plan.change.id, fold.durations(run.reports, plan))
 
 
 def _identify_all(run: RunStages) -> None:
@@ -190,45 +200,79 @@ def _identify_all(run: RunStages) -> None:
             run.boxes.identity(repo)
 
 
-async def _run_provider(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
+def _keep(run: RunStages, report: ProviderReport) -> None:
+    """A provider's record, kept for the fold and handed to the writer at once."""
+    run.reports[report.name] = report
+    run.writer.write(report, run.fingerprints.get(report.name))
+
+
+def _bound(run: RunStages, provider: Provider) -> Bound:
+    repos = provider.settled.repositories
+    return Bound(
+        fingerprint=run.fingerprint(provider),
+        wiring=run.fingerprinter.wiring(provider),
+        identities={repo: run.boxes.identity(repo) for repo in repos},
+        external_links={repo: run.fingerprinter.external_symlinks(repo) for repo in repos},
+    )
+
+
+async def _run_provider(
+    run: RunStages, provider: Provider, services: ServiceManager
+) -> ProviderReport:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
-    if _cached(run, provider, services):
+    cached = _cached(run, provider, services)
+    if cached is not None:
         services.release_unused(provider.services)
         run.emit(RunEvent(provider.name, "cached"))
-        return True
+        return cached
     streamed = run.run_dir / provider.name / f"{provider.name}.log"
     run.emit(RunEvent(provider.name, "started", str(streamed)))  # views count tests in it
-    # time.monotonic() is what anyio.current_time() returns on asyncio, without looking
-    # up the backend twice per provider
+    # time.monotonic() is what anyio.current_time() returns on asyncio
     started, clock = datetime.now(UTC), time.monotonic()
     ctx_or_outcomes = await _prepare(run, provider)
+    result: JobResult | None = None
     if isinstance(ctx_or_outcomes, list):
         services.release_unused(provider.services)
-        outcomes, log = ctx_or_outcomes, None
+        outcomes = ctx_or_outcomes
+        notes: tuple[tuple[str, str], ...] = ()
     else:
-        outcomes, log = await _execute(run, ctx_or_outcomes, services)
-    sha, tail, where = log or (None, None, None)
-    timing = Timing(started, datetime.now(UTC), sha, tail, where)
-    duration_ms = int((time.monotonic() - clock) * 1000)
-    cacheable = not run.fingerprinter.identity_open(provider)
-    return run.sink.finish(provider, outcomes, timing, duration_ms=duration_ms, cacheable=cacheable)
+        outcomes, result, notes = await _execute(run, ctx_or_outcomes, services)
+    where = {"kind": "dask", "worker": result.worker} if result and result.worker else None
+    timing = Timing(
+        started,
+        datetime.now(UTC),
+        result.log_sha256 if result else None,
+        result.log_tail if result else None,
+        where,
+    )
+    report = run.sealer.ran(
+        provider,
+        outcomes,
+        timing,
+        _bound(run, provider),
+        duration_ms=int((time.monotonic() - clock) * 1000),
+        cacheable=not run.fingerprinter.identity_open(provider),
+    )
+    return fold.with_notes(report, notes)
 
 
-def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> bool:
+def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> ProviderReport | None:
+    """Its cached pass (this workspace's cache, else --cache-from), as the record of a reuse."""
     fp = run.fingerprint(provider)
     if not (
         run.options.use_cache
         and not run.fingerprinter.identity_open(provider)
         and not ports_taken(run.plan, provider, services)
     ):
-        return False
-    if run.sink.reuse(provider, fp):
-        return True
+        return None
+    rel = run.sealer.run_rel
+    verified = verified_passes(run.state.cache, fp, run.key.public_key())
+    if verified is not None:
+        return reused(provider, verified, origin="local", run_rel=rel)
     found = run.shared.lookup(provider) if run.shared is not None else None
     if found is None:
-        return False
-    run.sink.adopt(provider, found, origin="shared")
-    return True
+        return None
+    return reused(provider, found, origin="shared", run_rel=rel)
 
 
 async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outcome]:
@@ -243,7 +287,7 @@ async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outc
             reason = f"setup of repository {repo} failed; see the setup receipt"
             return every_capability(provider, "inconclusive", reason)
     missing = next((n for n in provider.env_from if n not in os.environ), None)
-    if missing and not _remote(run):  # a remote worker reads envFrom from its own environment
+    if missing and not run.executor.remote:  # a remote worker reads envFrom from its own env
         reason = f"environment variable {missing} named in envFrom is not set"
         return every_capability(provider, "fail", reason)
     return _context(run, provider, repos)
@@ -275,9 +319,9 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         },
         # Every process inherits the environment, so every envFrom value of the plan
         # is masked in every log, not only the values this provider named.
-        secrets=run.sink.masker.secrets,
+        secrets=run.sealer.masker.secrets,
         now=datetime.now(UTC),
-        executor=RecordingExecutor(run.executor),
+        executor=run.executor,
         wiring=run.fingerprinter.wiring(provider),
         sandbox_mode=run.options.sandbox,
     )
@@ -285,68 +329,84 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
 
 async def _execute(
     run: RunStages, ctx: RunContext, services: ServiceManager
-) -> tuple[list[Outcome], tuple[str, str, dict[str, str] | None] | None]:
+) -> tuple[list[Outcome], JobResult | None, tuple[tuple[str, str], ...]]:
+    """The adapter's work under its services' lease: outcomes, the job's result, notes."""
     provider = ctx.provider
-    adapter = registry.ADAPTERS[provider.adapter]
-    # Remote: its services start on the worker that runs its job (§10). None named (most
+    # Remote: its services start on the worker that runs its job. None named (most
     # providers): nothing to lease, no context manager to enter.
-    if _remote(run) or not provider.services:
+    if run.executor.remote or not provider.services:
         services.release_unused(provider.services)
-        outcomes = await _call_adapter(adapter.run, ctx, provider)
+        outcomes, result = await _adapter_work(run, ctx)
     else:
         async with services.lease(provider.services) as problems:
             if problems:
                 reason = "; ".join(f.message for f in problems)
                 outcomes = every_capability(provider, "fail", reason, tuple(problems))
+                result = None
             else:
-                outcomes = await _call_adapter(adapter.run, ctx, provider)
+                outcomes, result = await _adapter_work(run, ctx)
+    notes: tuple[tuple[str, str], ...] = ()
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue
         # no receipt at all; its claims then stay unproven, with its reason.
-        why = adapter.missing_reason(ctx)
-        text = why or f"provider {provider.name} issued no receipt"
-        run.sink.note(provider.capability, f"{provider.capability}: {text}", replace_=True)
-    assert isinstance(ctx.executor, RecordingExecutor)
-    failure = ctx.executor.failure
-    if failure is not None:  # the remote side could not give the command a fair run
-        status, kind, message = failure
-        finding = Finding(kind=kind, message=message, severity="error")
-        outcomes = every_capability(provider, status, message, (finding,))  # type: ignore[arg-type]
-    for repo, traced in ctx.executor.traced:  # the adapter's read stays pure (§9)
-        run.sink.remember_traced(repo, traced)
-    return outcomes, ctx.executor.last
+        adapter = registry.ADAPTERS[provider.adapter]
+        why = adapter.missing_reason(ctx) or f"provider {provider.name} issued no receipt"
+        notes = ((provider.capability, f"{provider.capability}: {why}"),)
+    return outcomes, result, notes
 
 
-async def _call_adapter(run_adapter: Any, ctx: RunContext, provider: Provider) -> list[Outcome]:
+async def _adapter_work(run: RunStages, ctx: RunContext) -> tuple[list[Outcome], JobResult | None]:
+    """prepare → the executor runs the job → read; or the adapter's own run (mutation)."""
+    provider = ctx.provider
+    adapter = registry.ADAPTERS[provider.adapter]
     try:
-        outcomes: list[Outcome] = await run_adapter(ctx)
-        return outcomes
-    except ChangeloopError as exc:  # untrusted input refused at its edge, by name
+        if adapter.run is not None:  # it orchestrates several jobs itself
+            return await adapter.run(ctx), None
+        prepared = adapter.prepare(ctx)
+        if isinstance(prepared, list):  # decided without a command (or refused before one)
+            return prepared, None
+        result = await run.executor.run(prepared)
+    except ChangeloopError as exc:
         reason = "; ".join(p.message for p in exc.problems)
-    except OSError as exc:  # the environment said no (a path, a permission, a full disk)
-        where = f" {exc.filename}" if exc.filename else ""
-        reason = f"provider {provider.name} could not run:{where} {exc.strerror or exc}"
-    # Anything else is our bug: it crashes the run (exit 3, a crash log), never a receipt.
-    return every_capability(provider, "inconclusive", reason)
-
-
-def _remote(run: RunStages) -> bool:
-    return bool(getattr(run.executor, "remote", False))
+        return every_capability(provider, "inconclusive", reason), None
+    if result.files:  # grounding's trace records: mutation and --dry-run read them later
+        traced = records_of(result.files)
+        if traced:
+            remember(run.plan.root, run.plan.change.id, prepared.sandbox.repository, traced)
+    if result.failure is not None:  # the remote side could not give the command a fair run
+        status, kind, message = result.failure
+        finding = Finding(kind=kind, message=message, severity="error")
+        return every_capability(provider, status, message, (finding,)), result  # type: ignore[arg-type]
+    return adapter.read(prepared, result), result
 
 
 async def _setup(run: RunStages, repo: str, workdir: Path) -> bool:
     # On a cluster too: its commands run as jobs (on one worker), so a failure is the same
-    # setup receipt; every other worker repeats them before its first job (§10)
-    return await run_setup(
+    # setup receipt; every other worker repeats them before its first job
+    failed = await run_setup(
         run.plan,
         repo,
         workdir,
         tree=run.boxes.identity(repo).tree,
         mode=run.options.sandbox,
         executor=run.executor,
-        sink=run.sink,
         run_dir=run.run_dir,
     )
+    if failed is None:
+        return True
+    pseudo = failed.provider
+    bound = Bound(
+        fingerprint=run.fingerprint(pseudo),
+        wiring=run.fingerprinter.wiring(pseudo),
+        identities={repo: run.boxes.identity(repo)},
+        external_links={repo: run.fingerprinter.external_symlinks(repo)},
+    )
+    entry = run.sealer.seal(pseudo, failed.outcome, failed.timing, bound)
+    report = ProviderReport(
+        pseudo.name, pseudo.adapter, pseudo.repository, state="ran", receipts=(entry,)
+    )
+    _keep(run, report)
+    return False
 
 
 def nothing_to_prove(plan: Plan) -> Problem | None:

@@ -1,7 +1,7 @@
 """A run's ``runs/<id>/run.json``: its ``RunLog`` made at the start and settled at the end.
 
 The scheduler's events fill in slots and times while the run goes (``RunLog.event``);
-the sink's reports, the only record of how each provider ended, settle it.
+the run's reports, the only record of how each provider ended, settle it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["new_runlog", "record_run", "slots"]
 
 def slots(executor: Executor, options: ProveOptions) -> int:
     """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
-    return getattr(executor, "capacity", None) or max(1, options.jobs)
+    return executor.capacity or max(1, options.jobs)
 
 
 def new_runlog(plan: Plan, options: ProveOptions, run_id: str, slots: int) -> RunLog:

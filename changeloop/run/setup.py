@@ -1,12 +1,14 @@
 """A repository's ``setup`` commands, run once in its sandbox before its providers.
 
-The first failing command is sealed as a ``setup`` receipt under the pseudo
-provider ``setup-<repository>``; the repository's providers are then
-inconclusive ("setup of repository … failed").
+The first failing command comes back as a :class:`SetupFailure`, which the run
+seals as a ``setup`` receipt under the pseudo provider ``setup-<repository>``;
+the repository's providers are then inconclusive ("setup of repository …
+failed").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,9 +16,18 @@ from changeloop.executors.job import Executor, Job, SandboxSpec
 from changeloop.masking import env_from_names
 from changeloop.model import AdapterFacts, Plan, Provider, SandboxMode
 from changeloop.outcome import Outcome
-from changeloop.run.sink import ReceiptSink, Timing
+from changeloop.run.seal import Timing
 
 SETUP_TIMEOUT_MS = 30 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class SetupFailure:
+    """The first setup command that failed, as its pseudo provider's outcome."""
+
+    provider: Provider  # setup-<repository>
+    outcome: Outcome
+    timing: Timing
 
 
 async def run_setup(
@@ -27,9 +38,9 @@ async def run_setup(
     tree: str,
     mode: SandboxMode,
     executor: Executor,
-    sink: ReceiptSink,
     run_dir: Path,
-) -> bool:
+) -> SetupFailure | None:
+    """Run the repository's setup commands in order; the first failure, or None."""
     repository = plan.repositories[repo]
     masked = tuple(env_from_names(plan))
     for index, argv in enumerate(repository.setup):
@@ -74,6 +85,5 @@ async def run_setup(
         timing = Timing(
             result.started, datetime.now(UTC), result.log_sha256, result.log_tail, where
         )
-        sink.setup_failed(pseudo, outcome, timing)
-        return False
-    return True
+        return SetupFailure(pseudo, outcome, timing)
+    return None

@@ -1,9 +1,9 @@
-"""The stages of one ``prove`` run, made once before anything is scheduled (DESIGN.md §9).
+"""The stages of one ``prove`` run, made once before anything is scheduled.
 
 ``compose`` builds them from the plan and the options: the signing key, the
-one masker, the ``Fingerprinter``, the ``ReceiptSink``, the run's log and, for
-``--cache-from``, the shared cache. ``changeloop.run.engine`` then drives them;
-none writes into another's state.
+one masker (inside the ``Sealer``), the ``Fingerprinter``, the ``ReceiptWriter``,
+the run's log and, for ``--cache-from``, the shared cache. ``changeloop.run.engine``
+then drives them; none writes into another's state.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from changeloop.caching.shared import SharedCache
 from changeloop.executors.job import Executor
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
-from changeloop.records import EventSink, ProveOptions, RunEvent
+from changeloop.records import EventSink, ProveOptions, ProviderReport, RunEvent
 from changeloop.run.cache_from import open_cache_from
 from changeloop.run.carried import KnownInputs
 from changeloop.run.fingerprinter import Fingerprinter, hmac_key
 from changeloop.run.run_json import new_runlog, slots
 from changeloop.run.runlog import RunLog
 from changeloop.run.sandboxes import Sandboxes
-from changeloop.run.sink import ReceiptSink
+from changeloop.run.seal import Sealer
+from changeloop.run.writer import ReceiptWriter
 from changeloop.signing.keys import load_private_key, workspace_key
 from changeloop.workspace.state import StateDir
 
@@ -42,13 +43,16 @@ class RunStages:
     state: StateDir
     boxes: Sandboxes
     fingerprinter: Fingerprinter
-    sink: ReceiptSink
+    sealer: Sealer
+    writer: ReceiptWriter
     executor: Executor
     emit: EventSink
     runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
     key: Any  # the key that signs this run's receipts
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
     shared: SharedCache | None = None  # --cache-from DIR
+    # each provider's record as it finishes (the engine's own; folded at the end)
+    reports: dict[str, ProviderReport] = field(default_factory=dict)
 
     def fingerprint(self, provider: Provider) -> str:
         if provider.name not in self.fingerprints:
@@ -70,7 +74,7 @@ def compose(
     """A new run directory and every stage of the run, wired to one another."""
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
-    # One masker for the run: every string written passes through it (DESIGN §2.6).
+    # One masker for the run: every string written passes through it.
     masker = Masker.from_plan(plan)
     fingerprinter = Fingerprinter(
         plan,
@@ -86,20 +90,14 @@ def compose(
     def emit(event: RunEvent) -> None:
         view(RunEvent(event.provider, event.kind, masker.optional(event.detail)))
 
-    fingerprints: dict[str, str] = {}
-    sink = ReceiptSink(
+    sealer = Sealer.of(
         plan,
-        state=state,
-        run_dir=run_dir,
         key=key,
         masker=masker,
         sandbox=options.sandbox,
         issuer=options.issuer,
         url=options.url,
-        identity=boxes.identity,
-        fingerprint=lambda p: run.fingerprint(p),  # noqa: PLW0108 (run is bound below)
-        wiring=fingerprinter.wiring,
-        external_symlinks=fingerprinter.external_symlinks,
+        run_rel=run_dir.relative_to(plan.root).as_posix(),
     )
     run = RunStages(
         plan,
@@ -109,12 +107,12 @@ def compose(
         state,
         boxes,
         fingerprinter,
-        sink,
+        sealer,
+        ReceiptWriter(state, run_dir, plan.change.id),
         executor,
         emit,
         new_runlog(plan, options, run_id, slots(executor, options)),
         key,
-        fingerprints,
     )
     if options.cache_from is not None:
         run.shared = open_cache_from(

@@ -253,24 +253,6 @@ def extension_problem(extension: Any) -> str | None:
     return validate_named("receipt-extension.json", extension)
 
 
-def check_statement(statement: Mapping[str, Any]) -> None:
-    """The full check against the shipped schema (tests run it on every statement written)."""
-    problem = None
-    if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
-        problem = "wrong _type or predicateType"
-    elif not statement.get("subject"):
-        problem = "no subject"
-    else:
-        predicate = statement.get("predicate")
-        result = predicate.get("result") if isinstance(predicate, Mapping) else None
-        if not isinstance(predicate, Mapping) or result not in ("PASSED", "FAILED"):
-            problem = "predicate.result must be PASSED or FAILED"
-        else:
-            problem = extension_problem(predicate.get("changeloop"))
-    if problem is not None:
-        _refuse(problem)
-
-
 def _refuse(problem: str) -> NoReturn:
     raise ReceiptSchemaError(
         Problem(

@@ -40,7 +40,14 @@ from changeloop.signing.statement import (
     sha256_hex,
 )
 
-__all__ = ["Expectation", "Trusted", "VerificationError", "Verified", "verify_envelope"]
+__all__ = [
+    "Expectation",
+    "Trusted",
+    "VerificationError",
+    "Verified",
+    "age_problem",
+    "verify_envelope",
+]
 
 DEFAULT_SKEW = timedelta(minutes=5)
 
@@ -301,14 +308,25 @@ def _check_time(ext: dict[str, Any], expect: Expectation) -> None:
             f" clock skew {_span(expect.skew)}); check the issuer's clock",
         )
     if expect.max_age_s is not None:
-        age = now - finished
-        if age > timedelta(seconds=expect.max_age_s):
-            raise VerificationError(
-                "time",
-                f"receipt finished at {ext['finishedOn']}, {_span(age)} ago; this provider"
-                f" accepts receipts up to maxAge {_span(timedelta(seconds=expect.max_age_s))}"
-                " old; issue a fresh one",
-            )
+        too_old = age_problem(ext["finishedOn"], expect.max_age_s, now)
+        if too_old is not None:
+            raise VerificationError("time", too_old)
+
+
+def age_problem(finished_on: str, max_age_s: int, now: datetime) -> str | None:
+    """Why a receipt that finished at ``finished_on`` is older than ``max_age_s``, or None.
+
+    The one wording of an expired receipt: ``prove``'s external provider and every verb
+    that weighs a receipt later (``gate``, ``summary``, ``report``) say the same.
+    """
+    age = now - parse_time(finished_on)
+    if age <= timedelta(seconds=max_age_s):
+        return None
+    return (
+        f"receipt finished at {finished_on}, {_span(age)} ago; this provider"
+        f" accepts receipts up to maxAge {_span(timedelta(seconds=max_age_s))}"
+        " old; issue a fresh one"
+    )
 
 
 def _span(delta: timedelta) -> str:

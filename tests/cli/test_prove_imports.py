@@ -2,7 +2,7 @@
 
 Checked in a fresh interpreter (pytest has imported everything already). A change
 whose execution.yaml wires every capability, in a workspace with no entryPoints,
-needs no manifest or source reader, no runner argv, no grounding walker and no
+needs no manifest or source reader, no runner argv and no
 jsonschema (a valid configuration passes without it, config/schema_pass.py).
 """
 
@@ -24,7 +24,6 @@ NOT_NEEDED = (
     "changeloop.detect.python",
     "changeloop.detect.runner_commands",
     "changeloop.detect.static_analysis",
-    "changeloop.grounding.entrypoints",
 )
 
 DRIVER = """\

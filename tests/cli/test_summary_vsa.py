@@ -13,6 +13,7 @@ import pytest
 from gate_helpers import prove, run, workspace
 from google.protobuf import json_format
 from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
+from in_toto_attestation.v1 import resource_descriptor_pb2 as rd_pb2
 from in_toto_attestation.v1.statement import Statement
 from securesystemslib.dsse import Envelope as SslEnvelope
 from securesystemslib.signer import SSlibKey
@@ -51,12 +52,20 @@ def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys: pytest.CaptureFi
     assert st["subject"] == [{"name": "self", "digest": {"gitTree": tree}}]
     p = st["predicate"]
     assert p["verifier"] == {"id": f"pkg:pypi/changeloop@{__version__}"}
-    assert p["resourceUri"] == "openspec-change:c1"
-    evidence = root / "openspec" / "changes" / "c1" / "evidence.yaml"
-    assert p["policy"] == {
-        "uri": "openspec/changes/c1/evidence.yaml",
-        "digest": {"sha256": hashlib.sha256(evidence.read_bytes()).hexdigest()},
+    # No remote: the repository is named by its file URL, then the change's path in it.
+    assert p["resourceUri"] == f"git+{root.resolve().as_uri()}#openspec/changes/c1"
+    change = root / "openspec" / "changes" / "c1"
+    digests = {
+        f"openspec/changes/c1/{name}": {
+            "sha256": hashlib.sha256((change / name).read_bytes()).hexdigest()
+        }
+        for name in ("evidence.yaml", "execution.yaml")
     }
+    assert p["policy"]["uri"] == "openspec/changes/c1/evidence.yaml"
+    assert p["policy"]["digest"] == digests["openspec/changes/c1/evidence.yaml"]
+    assert p["policy"]["annotations"]["files"] == digests
+    trust = p["policy"]["annotations"]["trust"]
+    assert trust["source"] == "checkout" and trust["keys"] == []
     receipts = sorted((root / ".changeloop" / "receipts" / "c1").glob("*.json"))
     assert p["inputAttestations"] == [
         {
@@ -66,14 +75,20 @@ def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys: pytest.CaptureFi
         for r in receipts
     ]
     assert len(receipts) == 2
+    assert p["changeloop"] == {"schema": "changeloop/vsa@1", "change": "c1", "setAside": []}
     assert p["verificationResult"] == "PASSED" and p["verifiedLevels"] == []
     assert p["timeVerified"].endswith("Z")
     # Independent readers: in-toto's Statement and SLSA's VSA v1 protobuf (unknown fields refused).
     Statement.copy_from_pb(json_format.ParseDict(st, spb.Statement())).validate()
     # (The pinned proto declares verifiedLevels a single string, against the SLSA v1 spec's
-    # array; every other field is checked by it, verifiedLevels by the assertion above.)
-    rest = {k: v for k, v in p.items() if k != "verifiedLevels"}
+    # array; every other field is checked by it, verifiedLevels by the assertion above. The
+    # `changeloop` extension is ours: SLSA's parsing rules have readers ignore it. The spec
+    # makes `policy` a ResourceDescriptor, whose `annotations` the pinned proto's narrower
+    # Policy lacks: the policy is checked whole as a ResourceDescriptor.)
+    rest = {k: v for k, v in p.items() if k not in ("verifiedLevels", "changeloop")}
+    rest["policy"] = {k: p["policy"][k] for k in ("uri", "digest")}
     json_format.ParseDict(rest, vsa_pb2.VerificationSummary(), ignore_unknown_fields=False)
+    json_format.ParseDict(p["policy"], rd_pb2.ResourceDescriptor(), ignore_unknown_fields=False)
     # Independent signature check: securesystemslib.
     public = load_public_key_file(pub)
     env = SslEnvelope.from_dict(json.loads(out.read_text()))
@@ -91,13 +106,18 @@ def test_failed_vsa_is_written_and_exits_1(
     assert _summary(root, key, out, capsys) == 1  # nothing proven yet
     st = _statement(out)
     assert st["predicate"]["verificationResult"] == "FAILED"
+    assert st["predicate"]["verifiedLevels"] == ["FAILED"]  # as SLSA VSA v1 says a failure
     assert st["predicate"]["inputAttestations"] == []
     assert prove(root, capsys) == 0
     (root / "check.sh").write_text("exit 0 # edited after the proof\n")
     assert _summary(root, key, out, capsys) == 1
     st = _statement(out)
     assert st["predicate"]["verificationResult"] == "FAILED"
-    assert len(st["predicate"]["inputAttestations"]) == 2  # stale receipts were still read
+    # Stale receipts were read and not weighed: they are set aside, each with gate's reason.
+    assert st["predicate"]["inputAttestations"] == []
+    aside = st["predicate"]["changeloop"]["setAside"]
+    assert [a["code"] for a in aside] == ["stale-content", "stale-content"]
+    assert all(a["uri"].startswith(".changeloop/receipts/c1/") for a in aside)
 
 
 def test_receipt_verify_checks_a_vsa(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

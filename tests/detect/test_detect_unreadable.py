@@ -97,7 +97,7 @@ def _as_nobody(site: Path, root: Path, *argv: str) -> subprocess.CompletedProces
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(root.parent),
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{site}",
+        "PYTHONPATH": str(site),
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@t.invalid",
         "GIT_COMMITTER_NAME": "t",

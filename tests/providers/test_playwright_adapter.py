@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from adapter_helpers import run_adapter
 from browser_helpers import (
     make_ctx,
     make_plan,
@@ -22,7 +22,6 @@ from browser_helpers import (
 )
 
 from changeloop.outcome import Outcome
-from changeloop.providers import playwright
 from changeloop.runner_reports import playwright_json
 
 pytestmark = pytest.mark.browser
@@ -86,7 +85,7 @@ def _run(project: Path, tmp: Path, claims: dict[str, list[str]], **kw: Any) -> l
     provider = playwright_provider(**kw)
     plan = make_plan(project, claims=claims, claim_input_modes={"by-keyboard": "os-input"})
     ctx = make_ctx(plan, provider, project, tmp / "run")
-    return anyio.run(playwright.run, ctx)
+    return run_adapter(ctx)
 
 
 def test_passing_run_credits_annotations_and_leaves_the_rest_inconclusive(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from adapter_helpers import drive, run_adapter
 from browser_helpers import EXAMPLE_WEB, assert_clean, make_ctx, require_browser
 from port_helpers import free_port
 
 from changeloop.outcome import Finding, Outcome
 from changeloop.plan import build_plan
-from changeloop.providers import playwright
 from changeloop.services import ServiceManager
 from changeloop.workspace.discovery import find_change
 
@@ -59,7 +59,7 @@ def test_example_change_is_credited_in_chromium_and_leaves_nothing_running(tmp_p
         ) as services:
             async with services.lease(provider.services) as found:
                 problems.extend(found)
-                return await playwright.run(ctx) if not found else []
+                return await drive(ctx) if not found else []
 
     browser, a11y = anyio.run(main)
     assert problems == []
@@ -92,7 +92,7 @@ def test_console_error_fixture_fails_the_test(tmp_path: Path) -> None:
         command=("npx", "playwright", "test", "tests/noisy.spec.js"),
         outputs=(),
     )
-    (outcome,) = anyio.run(playwright.run, make_ctx(plan, provider, root, tmp_path / "run"))
+    (outcome,) = run_adapter(make_ctx(plan, provider, root, tmp_path / "run"))
     assert outcome.status == "fail"
     text = "\n".join(f.message for f in outcome.findings)
     assert "console.error: boom from page" in text

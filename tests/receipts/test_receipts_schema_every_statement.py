@@ -8,7 +8,7 @@ test-discovery over a real pytest run, a dependency's skip, a repository setup
 that fails, a cached re-prove, contract-digest across two repositories — then
 every envelope file
 under ``.changeloop/`` is verified and its statement validated with the full
-schema (``receipts.check_statement``) and in-toto's own ``Statement.validate``.
+schema (``_check_statement`` below) and in-toto's own ``Statement.validate``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from prove_helpers import make_change, make_repo, prove_json
 from receipts_helpers import make_workspace
 
 from changeloop.schemas import validate_named
-from changeloop.signing.statement import check_statement
+from changeloop.signing.statement import PREDICATE_TYPE, STATEMENT_TYPE, extension_problem
 
 PY = sys.executable
 
@@ -114,7 +114,7 @@ def _statements(root: Path) -> dict[Path, dict[str, Any]]:
 
 
 def _fits(statement: dict[str, Any]) -> None:
-    check_statement(statement)  # the full JSON Schema of the extension, as sealing once did
+    assert _check_statement(statement) is None  # the full JSON Schema of the extension
     for finding in statement["predicate"]["changeloop"]["findings"]:
         assert validate_named("finding.json", finding) is None, finding
     proto = json_format.ParseDict(statement, StatementProto())
@@ -207,3 +207,15 @@ def test_contract_digest_statements_across_two_repositories_fit_the_schema(
     statements = _statements(tmp_path)
     assert any(len(s["subject"]) == 2 for s in statements.values())
     _all_fit(statements)
+
+
+def _check_statement(statement: dict[str, Any]) -> str | None:
+    """The first way ``statement`` misses the shipped schema, or None."""
+    if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
+        return "wrong _type or predicateType"
+    if not statement.get("subject"):
+        return "no subject"
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict) or predicate.get("result") not in ("PASSED", "FAILED"):
+        return "predicate.result must be PASSED or FAILED"
+    return extension_problem(predicate.get("changeloop"))

@@ -38,7 +38,7 @@ def test_rfc3339_spells_what_strftime_spelled(naive: datetime, offset_min: int) 
 def test_rfc3339_pads_every_field_and_truncates_to_milliseconds() -> None:
     moment = datetime(2026, 1, 2, 3, 4, 5, 678999, tzinfo=UTC)
     assert rfc3339(moment) == "2026-01-02T03:04:05.678Z"
-    # RFC 3339 wants four year digits; glibc's %Y gave "999" (decisions.md, issue 15).
+    # RFC 3339 wants four year digits; glibc's %Y gave "999".
     assert rfc3339(datetime(999, 1, 1, tzinfo=UTC)) == "0999-01-01T00:00:00.000Z"
 
 

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
+from changeloop.cli.argtypes import positive_seconds
 from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.collector import paused
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
@@ -103,7 +104,41 @@ def register(sub: Any) -> None:
         "--dask-scheduler",
         metavar="ADDRESS",
         default=None,
-        help="the Dask scheduler, e.g. tcp://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+        help="the Dask scheduler, e.g. tls://host:8786 (default: $CHANGELOOP_DASK_SCHEDULER)",
+    )
+    parser.add_argument(
+        "--dask-tls-ca-file",
+        type=Path,
+        metavar="PEM",
+        help="the CA certificate the Dask cluster's certificates are signed by "
+        "(default: Dask's distributed.comm.tls.ca-file)",
+    )
+    parser.add_argument(
+        "--dask-tls-cert",
+        type=Path,
+        metavar="PEM",
+        help="this client's certificate, signed by that CA "
+        "(default: Dask's distributed.comm.tls.client.cert)",
+    )
+    parser.add_argument(
+        "--dask-tls-key",
+        type=Path,
+        metavar="PEM",
+        help="this client's private key (default: Dask's distributed.comm.tls.client.key)",
+    )
+    parser.add_argument(
+        "--dask-insecure",
+        action="store_true",
+        help="accept a Dask scheduler address without TLS (tcp://): anyone who can reach "
+        "that cluster can run code on its workers and decide results",
+    )
+    parser.add_argument(
+        "--dask-worker-timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a Dask worker that sends the scheduler no heartbeat for this long is lost: "
+        "its job is retried once elsewhere, then inconclusive (worker-lost); default 30",
     )
     parser.add_argument(
         "--publish",
@@ -116,8 +151,9 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="DIR",
         help="reuse a receipt published in DIR when its fingerprint matches and it verifies "
-        "with a ci key the change trusts",
+        "with a ci key the change trusts (with --trust-from/--trust-keyring: those keys)",
     )
+    trust_flags.add(parser)
     parser.add_argument(
         "--report",
         action="store_true",
@@ -157,6 +193,7 @@ def _plan_and_run(
 ) -> int:
     with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
         plan = load_plan(args)
+    plan, trust = trust_flags.trusted(args, plan)
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
@@ -169,7 +206,7 @@ def _plan_and_run(
         raise ChangeloopError(nothing, exit_code=1)
     from changeloop.cli.prove.full import prove_full
 
-    return prove_full(args, plan, config[2] if config else None, seen, known)
+    return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
 
 
 def _identified_ahead(

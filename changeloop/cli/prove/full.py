@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
 from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.collector import before_run, paused
 from changeloop.cli.prove.nochange import remember
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from changeloop.cli.live import LiveBoard
     from changeloop.model import Plan
+    from changeloop.trust import Trust
 
 
 def prove_full(
@@ -32,11 +33,14 @@ def prove_full(
     config: dict[str, str | None] | None,
     seen: dict[str, str] | None = None,
     known: dict[str, Any] | None = None,
+    *,
+    trust: Trust,
 ) -> int:
     """Run the plan through the engine, show it (board or live view), and decide: the exit code.
 
     ``seen`` and ``known`` are what the no-change check learnt on its way to a miss
-    (content trees, carried inputs digests); the full path starts from them.
+    (content trees, carried inputs digests); the full path starts from them. ``plan``
+    judges with ``trust`` already (``trust_flags.trusted``).
     """
     with paused():
         import anyio
@@ -65,10 +69,23 @@ def prove_full(
         url=args.url,
         executor=args.executor,
         dask_scheduler=args.dask_scheduler or os.environ.get("CHANGELOOP_DASK_SCHEDULER"),
+        dask_tls_ca_file=args.dask_tls_ca_file,
+        dask_tls_cert=args.dask_tls_cert,
+        dask_tls_key=args.dask_tls_key,
+        dask_insecure=args.dask_insecure,
+        dask_worker_timeout=args.dask_worker_timeout,
         publish=args.publish,
         cache_from=args.cache_from,
+        own_trust=trust_flags.requested(args),
         trees=dict(seen or {}),
     )
+    if options.executor == "dask":  # refused before anything runs: no extra, no TLS
+        from changeloop.executors import check_dask, insecure_note
+
+        check_dask(options)  # a refusal reaches the boundary (exit 2)
+        note = insecure_note(options)
+        if note is not None:
+            common.say(note)
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
     estimates = _estimates(plan)
@@ -101,12 +118,13 @@ def prove_full(
     if interrupted or "result" not in outcome:
         raise KeyboardInterrupt  # the boundary answers it (exit 130, one document)
     result = outcome["result"]
+    result.trust = trust
     for note in result.notes:
         common.say(note)
     if common.json_mode(args):
         common.emit_json(to_json(result))
     steps = _steps(plan, result, args.sign_key)
-    report = _write_report(plan, result.run_id, args.sign_key) if args.report else None
+    report = _write_report(plan, result.run_id, args.sign_key, trust) if args.report else None
     render_board(result, terminal.as_textio(), steps(), colour=sys.stderr if live else None)
     if report is not None:
         common.say(f"report: {report}")
@@ -173,7 +191,7 @@ def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
     return None
 
 
-def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> str | None:
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) -> str | None:
     """``--report``: the page of this very run; a failure to write it never changes the verdict.
 
     Receipts signed with ``--sign-key`` are verified with that key's public half.
@@ -183,7 +201,7 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None) -> str | None:
 
     keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []
     try:
-        path, _ = write_report(plan, run_id=run_id, public_keys=keys)
+        path, _ = write_report(plan, run_id=run_id, public_keys=keys, trust=trust)
     except ChangeloopError as exc:
         for problem in exc.problems:
             common.say(f"warning: report not written: {problem.render()}")

@@ -43,9 +43,13 @@ def config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, s
 
 
 def answerable(args: argparse.Namespace) -> bool:
-    """Options under which a re-prove may be answered from the no-change record."""
+    """Options under which a re-prove may be answered from the no-change record (never
+    with a trust of its own: the record was judged with the checkout's)."""
+    from changeloop.cli import trust_flags
+
     return not (
-        args.dry_run
+        trust_flags.requested(args)
+        or args.dry_run
         or args.no_cache
         or args.report
         or args.sign_key is not None

@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common
-from changeloop.errors import ChangeloopError, PreflightError
+from changeloop.errors import ChangeloopError
 
 if TYPE_CHECKING:
     import argparse
@@ -45,9 +45,7 @@ def load_plan(args: argparse.Namespace) -> Plan:
     if derivable:
         derived = {name: p for name, (p, _) in derived_explained(context).items()}
     plan = build_plan(root, change, derived=derived, config=(context.evidence, context.execution))
-    problems = preflight.check(plan)
-    if problems:
-        raise PreflightError(problems)
+    preflight.enforce(plan)
     for warning in preflight.warnings(plan):
         common.say(warning)
     return plan

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from changeloop.cli import common, help_examples
+from changeloop.cli import common, help_examples, trust_flags
 from changeloop.cli.receipt.importing import run_import
 from changeloop.cli.receipt.sign import run_sign
 from changeloop.cli.receipt.verify import run_verify
@@ -136,7 +136,8 @@ def register(sub: Any) -> None:
         help="copy verified receipts into the change's receipts/ directory",
         description=(
             "Verify each FILE with the keys of the change's external providers (plus\n"
-            "--public-key), then copy all of them into openspec/changes/<id>/receipts/.\n"
+            "--public-key; --trust-from REV takes those providers' keys from REV instead),\n"
+            "then copy all of them into openspec/changes/<id>/receipts/.\n"
             "Any refusal exits 1 and copies nothing."
         ),
         **help_examples.ending("receipt import"),
@@ -151,7 +152,8 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="PEM",
-        help="also trust this Ed25519 public key (repeatable), beside the external providers'",
+        help="also trust receipts signed by this Ed25519 public key (repeatable)",
     )
+    trust_flags.add(imp)
     common.add_common(imp)
     imp.set_defaults(func=run_import)

@@ -5,7 +5,9 @@ Example::
     changeloop receipt import ci.json review.json --change add-login
 
 Each file is verified with the keys the change's ``external`` providers name (plus
-``--public-key``) and bound to the change; one refusal copies nothing. The files
+``--public-key``; with ``--trust-from REV`` / ``--trust-keyring FILE``, the keys
+those name: :mod:`changeloop.trust`) and bound to the change; one refusal copies
+nothing. The files
 are written all or nothing (write, fsync, rename, fsync the directory; DESIGN.md
 §13), named by receipt id, never through a symlinked ``receipts/`` (§2.6).
 """
@@ -14,18 +16,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from changeloop.cli import common
+from changeloop.cli import common, trust_flags
 from changeloop.cli.receipt.problems import NOTHING_IMPORTED, check_failed, unreadable
 from changeloop.errors import ChangeloopError, Location, Problem
 
+if TYPE_CHECKING:
+    from changeloop.model import Plan
+    from changeloop.trust import Trust
+
 
 def run_import(args: argparse.Namespace) -> int:
-    from changeloop.fsio import write_all
     from changeloop.plan import build_plan, display_path
-    from changeloop.signing.dsse import read_envelope
-    from changeloop.signing.keys import load_public_key, load_public_key_file
-    from changeloop.signing.verify import Expectation, Trusted, VerificationError, verify_envelope
     from changeloop.workspace import discovery as workspace
     from changeloop.workspace.state import check_state
 
@@ -35,14 +38,27 @@ def run_import(args: argparse.Namespace) -> int:
     target = change.path / "receipts"
     _refuse_symlinked(target, root)
     _refuse_file(target, display_path(root, target))
-    plan = build_plan(root, change)
+    plan, trust = trust_flags.trusted(args, build_plan(root, change))
+    trust_flags.say(trust)
+    common.known_for_refusal(trust=trust.to_json())  # a refusal's document names the trust
+    return _import(args, plan, trust, target)
+
+
+def _import(args: argparse.Namespace, plan: Plan, trust: Trust, target: Path) -> int:
+    from changeloop.fsio import write_all
+    from changeloop.plan import display_path
+    from changeloop.signing.dsse import read_envelope
+    from changeloop.signing.keys import load_public_key
+    from changeloop.signing.verify import Expectation, Trusted, VerificationError, verify_envelope
+
+    root, change = plan.root, plan.change
     keys = [
         Trusted(load_public_key(k.public_key_pem, k.source), issuer=k.name)
         for p in plan.providers.values()
         if p.adapter == "external"
         for k in p.trusted_keys
     ]
-    keys += [Trusted(load_public_key_file(p)) for p in args.public_key]
+    keys += [Trusted(k) for k in trust.command_line]
     if not keys:
         raise ChangeloopError(
             Problem(
@@ -100,7 +116,7 @@ def run_import(args: argparse.Namespace) -> int:
         imported.append({"file": str(path), "id": receipt_id, "path": shown})
         common.say(f"imported {path} → {shown}")
     if common.json_mode(args):
-        common.emit_json({"version": "1", "imported": imported})
+        common.emit_json({"version": "1", "imported": imported, "trust": trust.to_json()})
     return 0
 
 

@@ -108,8 +108,11 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
         result=verified.result,
         verifier=predicate["verifier"]["id"],
         timeVerified=predicate["timeVerified"],
+        resourceUri=predicate["resourceUri"],
         policy=predicate["policy"],
+        trust=predicate["policy"]["annotations"]["trust"],
         inputAttestations=predicate["inputAttestations"],
+        setAside=verified.set_aside,
         subjects=verified.subjects,
     )
     if common.json_mode(args):
@@ -120,7 +123,9 @@ def verify_command(args: argparse.Namespace, data: bytes, keys: list[Ed25519Publ
     signed_by = escape_controls(str(predicate["verifier"]["id"]))
     common.say(
         f"valid: {verified.id} — verification summary of change {verified.change!r}: "
-        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) read, "
+        f"{verified.result} ({len(predicate['inputAttestations'])} receipt(s) weighed, "
         f"verified {signed_time} by {signed_by})"
     )
+    source = escape_controls(str(predicate["policy"]["annotations"]["trust"]["source"]))
+    common.say(f"  judged with trust from: {source}")
     return 0
