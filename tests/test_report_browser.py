@@ -66,6 +66,10 @@ def _drive(
     return result
 
 
+def _phone(screenshot: Path) -> Path:
+    return screenshot.with_name(f"{screenshot.stem}-phone.png")
+
+
 def _png_width(path: Path) -> int:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
@@ -114,6 +118,7 @@ def test_report_page_in_chromium(tmp_path: Path, capsys: pytest.CaptureFixture[s
     _no_violation(result)
     if os.environ.get("CHANGELOOP_UPDATE_SCREENSHOTS") == "1":
         shutil.copyfile(shot, DEMO_SCREENSHOT)
+        shutil.copyfile(phone, _phone(DEMO_SCREENSHOT))
     runs = [json.loads(p.read_text()) for p in (root / ".changeloop/runs").glob("*/run.json")]
     latest = max(runs, key=lambda r: r["startedOn"])
     ran = sorted(name for name, p in latest["providers"].items() if p["state"] == "ran")
@@ -218,7 +223,9 @@ def test_examples_web_report_screenshot(tmp_path: Path, capsys: pytest.CaptureFi
     _no_violation(result)
     if os.environ.get("CHANGELOOP_UPDATE_SCREENSHOTS") == "1":
         shutil.copyfile(shot, SCREENSHOT)
+        shutil.copyfile(phone, _phone(SCREENSHOT))
     assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "docs/report-web.png is checked in"
+    assert _png_width(_phone(SCREENSHOT)) == 390, "docs/report-web-phone.png is checked in"
 
 
 GROUNDING_CHANGE = "add-things"

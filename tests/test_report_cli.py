@@ -388,3 +388,33 @@ def test_prove_report_that_cannot_be_written_warns_and_keeps_the_verdict(
     out, err = capsys.readouterr()
     assert json.loads(out)["status"] == "not-proven"
     assert "warning: report not written" in err
+
+
+def test_a_report_inside_the_repository_does_not_stale_the_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --out report.html` in the work tree used to make the next gate say
+    "not proven: added report.html"; the page is now kept out of the content."""
+    from prove_helpers import git
+
+    root = workspace(tmp_path)
+    execution = root / "openspec" / "changes" / CHANGE / "execution.yaml"
+    execution.write_text(execution.read_text().replace(" lint.py]", ' -c, "pass"]'))
+    execution.write_text(execution.read_text().replace("    envelope: true\n", ""))
+    evidence = root / "openspec" / "changes" / CHANGE / "evidence.yaml"
+    evidence.write_text(
+        evidence.read_text().replace("requires: [test, review]", "requires: [test]")
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a proven change")
+    assert main(["prove", CHANGE, "--root", str(root)]) == 0
+    assert main(["gate", CHANGE, "--root", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(root), "--out", str(root / "report.html")]) == 0
+    assert (root / "report.html").is_file()
+    assert git(root, "status", "--porcelain") == ""  # git agrees: not content
+    capsys.readouterr()
+    code = main(["gate", CHANGE, "--root", str(root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["status"] == "proven", doc
+    assert "/report.html" in (root / ".git" / "info" / "exclude").read_text()

@@ -279,7 +279,7 @@ def _reason(entry: ReceiptEntry, log: Path | None) -> str | None:
     if entry.status == "pass" or entry.tests is not None or log is None:
         return entry.reason
     said = last_meaningful_line(log)
-    if not said:
+    if not said or (entry.reason and said in entry.reason):
         return entry.reason
     return f"{entry.reason}: {said}" if entry.reason else said
 
