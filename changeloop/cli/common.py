@@ -138,6 +138,14 @@ def carry_root(line: str) -> str:
     return line
 
 
+def from_root(line: str) -> str:
+    """A command written for the workspace root (doctor's playbook), pasteable from here:
+    ``changeloop`` carries ``--root``; anything else runs in the root."""
+    if line.startswith("changeloop "):
+        return carry_root(line)
+    return in_dir(_FOUND[0], line) if _FOUND else line
+
+
 def in_dir(directory: Path, line: str) -> str:
     """``cd <dir> && line`` when ``directory`` is not where the user is."""
     if _RECORDING and _FOUND:

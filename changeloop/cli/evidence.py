@@ -207,7 +207,7 @@ def _init_human(
     open_items: list[dict[str, str]],
     markers: list[dict[str, str]],
 ) -> None:
-    shown = _rel(ctx.root, result.path)
+    shown = common.shown(result.path)  # from here, as every path a person reads
     if not result.added:
         common.say(f"{shown}: nothing to add (existing providers kept as they are)")
     elif write:
@@ -301,12 +301,12 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
             action = f.suggested_action.replace("\n", "\n      ")
             common.say(f"  do: {action}")
             if f.playbook_command:
-                common.say(f"  run: {common.carry_root(f.playbook_command)}")
+                common.say(f"  run: {common.from_root(f.playbook_command)}")
         common.say(f"\n{count} unresolved")
         common.say("\nNext steps:")
         from changeloop.detect.init_writer import plan_init
 
         pending = bool(plan_init(ctx, derived_explained(ctx)).added)  # nothing left to write?
         for step in next_steps(ctx, findings, init_pending=pending):
-            common.say(f"  {common.carry_root(step)}")
+            common.say(f"  {common.from_root(step)}")
     return 1 if count else 0
