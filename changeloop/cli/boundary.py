@@ -49,7 +49,7 @@ VERBS = (
     "report",
     "completion",
 )
-_WITH_SUB_VERBS = ("evidence", "receipt", "quality", "adapters", "completion")
+_WITH_SUB_VERBS = ("evidence", "receipt", "quality", "adapters")
 
 
 class UsageError(Exception):

@@ -67,7 +67,7 @@ def cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, ref
         reasons = []
     reasons += [s.message for s in aside if s.message not in reasons]
     if cause is None and status != "proven" and reasons:
-        cause = reasons[0]
+        cause = reasons[0].removeprefix(f"{capability}: ")  # the column names it already
     scoped = [
         k
         for k in result.kept
