@@ -156,7 +156,7 @@ def _estimates(plan: Plan) -> dict[str, float]:
 
     try:
         return StateDir(plan.root).load_durations(plan.change.id)
-    except (ChangeloopError, OSError, ValueError):
+    except (ChangeloopError, OSError):
         return {}  # hints only: a view without them is still a view
 
 

@@ -166,5 +166,5 @@ def remember(
             warnings=preflight.warnings(plan),
             render=render,
         )
-    except (ChangeloopError, OSError, ValueError, KeyError, TypeError):
+    except (ChangeloopError, OSError, ValueError):  # a KeyError or TypeError is our bug
         return  # a cache: a record not written is a full run next time
