@@ -56,9 +56,8 @@ tbody th { font-weight: 600; }
 .st-failed .badge, .st-fail { background: var(--bad-bg); color: var(--bad-fg); }
 .st-inconclusive .badge, .st-inconclusive-s { background: var(--warn-bg); color: var(--warn-fg); }
 .st-unproven .badge, .st-none { background: var(--none-bg); color: var(--none-fg); }
-.st-not-verified .badge, .st-nv { background: var(--nv-bg); color: var(--nv-fg); }
-.st-stale-content .badge, .st-stale-wiring .badge, .st-stale { background: var(--stale-bg);
-  color: var(--stale-fg); }
+.st-blocked .badge, .st-nv { background: var(--nv-bg); color: var(--nv-fg); }
+.st-stale { background: var(--stale-bg); color: var(--stale-fg); }
 .sub { font-size: 0.85em; color: var(--muted); margin-top: 2px; }
 .more { display: none; margin-top: 6px; padding: 6px 8px; font-size: 0.85em;
   background: var(--panel); border: 1px solid var(--line); border-radius: 4px; }
@@ -114,6 +113,7 @@ header code, .why li, .facts dd { overflow-wrap: anywhere; }
     --bg: #ffffff; --fg: #000000; --muted: #333333; --line: #888888; --panel: #f2f2f2;
     --ok-bg: #e3f4e8; --ok-fg: #0d4d21; --bad-bg: #fde4e6; --bad-fg: #7d0f1d;
     --warn-bg: #fff1cc; --warn-fg: #5c3b00; --none-bg: #eceef2; --none-fg: #333942;
+    --nv-bg: #f1e6fc; --nv-fg: #4f1780; --stale-bg: #e4edfd; --stale-fg: #143872;
     --link: #000000; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   body { font-size: 10.5pt; }
