@@ -7,6 +7,7 @@ one, with the traceback written to a log file.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,3 +121,40 @@ class StateRefused(ChangeloopError):
             Problem(code="state_refused", message=message, location=Location(self.path), fix=fix),
             exit_code=2,
         )
+
+
+# What a thread or process that cannot start is called everywhere (a process limit was hit).
+NO_THREAD = "cannot start a thread: resource temporarily unavailable"
+NO_PROCESS = "cannot start a process: resource temporarily unavailable"
+
+
+def filesystem_cause(exc: OSError, path: object) -> tuple[str, str]:
+    """(the cause in words, the fix) of a filesystem error at ``path``: its real cause.
+
+    A read-only file system or a full disk is said as such, never as a
+    permissions problem: its fix is another one.
+    """
+    where = str(path)
+    code = exc.errno
+    if code == errno.EROFS:
+        return (
+            "read-only file system",
+            f"the file system holding {where} is mounted read-only: remount it read-write,"
+            " or run changeloop in a checkout on a writable file system",
+        )
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        cause = "no space left on device" if code == errno.ENOSPC else "disk quota exceeded"
+        return (
+            cause,
+            f"free space on the file system holding {where} (`df -h {where}`);"
+            " `changeloop state prune` frees what older runs keep",
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            exc.strerror or "permission denied",
+            f"run changeloop as a user who may read and write {where}, or fix its permissions",
+        )
+    return (
+        exc.strerror or str(exc),
+        f"check that {where} exists and that you may read and write it",
+    )

@@ -20,6 +20,7 @@ from sandbox_helpers import git, make_repo, reference_tree, write
 
 from changeloop import sandboxes
 from changeloop.model import Repository, SandboxMode
+from changeloop.sandboxes.place import sandbox_place
 
 # Every git command that used to reach the user's repository from a sandbox.
 VANDAL = """\
@@ -129,9 +130,9 @@ def test_git_in_a_provider_never_reaches_the_user_repository(
     assert {k: v for k, v in after.items() if before.get(k) != v} == {}
     assert after == before
     # Inside, git saw the sandbox's own repository, not the user's.
-    boxes = (ws / ".changeloop" / "sandboxes").resolve()
+    boxes = sandbox_place(ws).path  # outside the checkout: the user's cache directory
     toplevel = Path((out / "toplevel").read_text().strip())
-    assert toplevel.parent == boxes
+    assert toplevel.parent.parent == boxes and not toplevel.is_relative_to(ws)
     assert Path((out / "git-dir").read_text().strip()) == toplevel / ".git"
     listed = set((out / "ls-files").read_text().split())
     tracked = {
@@ -236,4 +237,4 @@ def test_git_variables_inherited_from_a_hook_do_not_lead_a_provider_home(
     monkeypatch.delenv("GIT_INDEX_FILE")
     assert {k for k, v in user_bytes(ws).items() if before.get(k) != v} == set()
     toplevel = Path((tmp_path / "out" / "toplevel").read_text().strip())
-    assert toplevel.parent == (ws / ".changeloop" / "sandboxes").resolve()
+    assert toplevel.parent.parent == sandbox_place(ws).path

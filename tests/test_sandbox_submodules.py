@@ -25,6 +25,7 @@ from changeloop import sandboxes
 from changeloop.fingerprints.fingerprint import InputsIndex, inputs_digest
 from changeloop.git.identity import content_identity
 from changeloop.model import Repository, SandboxMode
+from changeloop.sandboxes.place import sandbox_place
 
 ALLOW = ("-c", "protocol.file.allow=always")
 
@@ -98,7 +99,7 @@ def test_provider_reads_the_submodule_as_the_user_has_it(
     assert (out / "ignored").read_text() == "no\n"
     # The submodule is a repository of its own in the sandbox, clean as made.
     toplevel = Path((out / "toplevel").read_text().strip())
-    assert toplevel.is_relative_to((ws / ".changeloop" / "sandboxes").resolve())
+    assert toplevel.is_relative_to(sandbox_place(ws).path)
     assert toplevel.name == "lib"
     assert (out / "status").read_text() == ""
     assert (out / "deep-status").read_text() == ""

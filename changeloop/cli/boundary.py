@@ -15,8 +15,9 @@ whatever escapes the verb is answered once, in the verb's own ``--json`` shape
 (each verb module's ``empty``) plus ``errors``:
 
 - a :class:`~changeloop.errors.ChangeloopError` is the user's mistake (its exit code);
-- an ``OSError`` is the environment saying no (exit 1, naming the path);
-- ``KeyboardInterrupt`` (Ctrl-C, SIGTERM) is exit 130 with ``"interrupted": true``;
+- an ``OSError`` is the environment saying no (exit 1, naming the path and its real
+  cause), and so is a thread or process that cannot be started (a limit was reached);
+- ``KeyboardInterrupt`` (Ctrl-C, SIGTERM, SIGHUP) is exit 130 with ``"interrupted": true``;
 - exception groups from task groups are unwrapped into those;
 - anything else is our bug: exit 3, the traceback in a crash log, never on the terminal.
 """
@@ -24,6 +25,7 @@ whatever escapes the verb is answered once, in the verb's own ``--json`` shape
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 import tempfile
@@ -33,7 +35,14 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from changeloop.cli import common
-from changeloop.errors import ChangeloopError, Location, Problem
+from changeloop.errors import (
+    NO_PROCESS,
+    NO_THREAD,
+    ChangeloopError,
+    Location,
+    Problem,
+    filesystem_cause,
+)
 from changeloop.process.signals import EXIT_INTERRUPTED, SIGNALS
 
 EXIT_CRASH = 3
@@ -47,9 +56,10 @@ VERBS = (
     "quality",
     "adapters",
     "report",
+    "state",
     "completion",
 )
-_WITH_SUB_VERBS = ("evidence", "receipt", "quality", "adapters")
+_WITH_SUB_VERBS = ("evidence", "receipt", "quality", "adapters", "state")
 
 
 class UsageError(Exception):
@@ -178,7 +188,9 @@ class Boundary:
         leaves = _leaves(exc)
         if any(isinstance(x, KeyboardInterrupt) for x in leaves):
             return self._interrupted()
-        if all(isinstance(x, ChangeloopError | OSError | UsageError) for x in leaves):
+        if all(
+            isinstance(x, ChangeloopError | OSError | UsageError) or _no_thread(x) for x in leaves
+        ):
             errors = [_as_error(x) for x in leaves]
             problems = list({(p.code, p.message): p for e in errors for p in e.problems}.values())
             echo = not all(isinstance(x, UsageError) for x in leaves)  # argparse said it
@@ -224,6 +236,8 @@ def run_bounded(argv: Sequence[str], body: Callable[[Boundary], int]) -> int:
     with Boundary(argv) as boundary:
         SIGNALS.arm()  # a signal that came while starting up interrupts right here
         boundary.code = body(boundary)
+        if SIGNALS.received:  # its KeyboardInterrupt was lost on the way (a finalizer ate it)
+            raise KeyboardInterrupt
     return boundary.code
 
 
@@ -245,12 +259,30 @@ def _as_error(exc: BaseException) -> ChangeloopError:
         return exc
     if isinstance(exc, UsageError):
         return ChangeloopError(Problem(code="usage", message=exc.message, fix=exc.fix))
-    assert isinstance(exc, OSError)
+    if not isinstance(exc, OSError):  # a thread that could not be started
+        return _limit_error(NO_THREAD)
     path = exc.filename if isinstance(exc.filename, str) else None
+    if path is None and exc.errno == errno.EAGAIN:  # fork() said no: a process limit
+        return _limit_error(NO_PROCESS)
+    cause, fix = filesystem_cause(exc, path or "the path")
     problem = Problem(
         code="filesystem_error",
-        message=f"filesystem error: {exc.strerror or exc}",
+        message=f"filesystem error: {cause}" + (f": {path}" if path else ""),
         location=Location(path) if path else None,
-        fix="check that the path exists and that you may read and write it",
+        fix=fix,
+    )
+    return ChangeloopError(problem, exit_code=1)
+
+
+def _no_thread(exc: BaseException) -> bool:
+    """Python could not start a thread: a limit on processes or threads was reached."""
+    return isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
+
+
+def _limit_error(what: str) -> ChangeloopError:
+    problem = Problem(
+        code="resource_limit",
+        message=f"{what} (a limit on processes or threads: `ulimit -u`, a cgroup's pids.max)",
+        fix="raise the limit, or give changeloop fewer jobs at once (--jobs 1)",
     )
     return ChangeloopError(problem, exit_code=1)

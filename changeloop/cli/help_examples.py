@@ -107,6 +107,21 @@ ENDINGS: dict[str, tuple[tuple[str, ...], str]] = {
         ("changeloop adapters check", "changeloop adapters check --change add-greeting --json"),
         "see check --help",
     ),
+    "state": (
+        (
+            "changeloop state                     files and bytes per part of .changeloop/",
+            "changeloop state --json",
+            "changeloop state prune               free what nothing needs any more",
+        ),
+        "0 shown, 2 the state is refused",
+    ),
+    "state prune": (
+        (
+            "changeloop state prune",
+            "changeloop state prune --keep-runs 2 --cache-days 7 --json",
+        ),
+        "0 pruned (even nothing), 2 the state is refused",
+    ),
     "adapters check": (
         ("changeloop adapters check", "changeloop adapters check --change add-greeting --json"),
         "0 nothing drifted, 2 a tool lacks what an adapter relies on (or the change is refused)",

@@ -1,21 +1,24 @@
 """``changeloop`` entry point: the parser, and every verb run inside one error boundary.
 
 ``main(argv) -> int`` is what tests call; ``entry()`` is the console script and
-``python -m changeloop``. The signal layer (:mod:`changeloop.process.signals`) is
-installed from the first moment this module runs — before argparse, the verbs or
-anything heavy is imported — so an interruption at any point is exit 130 and,
-under ``--json``, still one document in the verb's shape with ``"interrupted":
-true``. What a verb raises is answered by :mod:`changeloop.cli.boundary`.
+``python -m changeloop``. The signal layer (:mod:`changeloop.process.signals`:
+SIGINT, SIGTERM and SIGHUP, a closed terminal) is installed from the first
+moment this module runs — before ``typing``, argparse, the verbs or anything
+heavy is imported — so an interruption at any point is exit 130 and, under
+``--json``, still one document in the verb's shape with ``"interrupted":
+true``. What a verb raises is answered by :mod:`changeloop.cli.boundary`; a
+signal that came while the answer was printed still makes the exit 130.
 
-Limit: the interpreter's own start-up, before the first line of changeloop
-runs, is not ours; a SIGTERM there still ends the process the default way.
+Limit: the interpreter's own start-up (its ``site`` hooks, the console
+script's first import), before the first line of changeloop runs, is not
+ours; a signal there still ends the process the interpreter's way.
 """
 
 from __future__ import annotations
 
 import sys
 
-from changeloop.process.signals import SIGNALS
+from changeloop.process.signals import EXIT_INTERRUPTED, SIGNALS
 
 
 def _launched_as_cli() -> bool:
@@ -150,4 +153,7 @@ def entry() -> None:
     from changeloop.cli.prove.collector import own_process
 
     own_process()  # its collector may be tuned for the run (cli/prove/collector.py)
-    sys.exit(main())
+    code = main()
+    if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ __all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "
 DERIVED_PYTHON = "python"  # the interpreter word derived wiring writes
 VENV_DIRS = (".venv", "venv", "env", ".env")
 CACHE_FILE = "executables.json"
+HASHES_LIMIT = 16 * 1024 * 1024  # thousands of remembered executables fit many times over
 PYTHONS_FILE = "interpreters.json"  # what each interpreter reported, with its folders' mtimes
 TIMEOUT_S = 30
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -129,12 +129,10 @@ class _Hashes:
         self.known: dict[str, list[Any]] = {}
         self.dirty = False
         if self.file is not None:
-            try:
-                doc = json.loads(self.file.read_text(encoding="utf-8"))
-                if isinstance(doc, dict):
-                    self.known = {k: v for k, v in doc.items() if isinstance(v, list)}
-            except (OSError, ValueError):
-                self.known = {}  # damaged or absent: rebuilt
+            # Bounded, never through a link, a FIFO or deep nesting: damaged or absent, rebuilt
+            doc = fsio.load_state_json(self.file, limit=HASHES_LIMIT)
+            if isinstance(doc, dict):
+                self.known = {k: v for k, v in doc.items() if isinstance(v, list)}
 
     def get(self, path: Path) -> str | None:
         try:
@@ -162,10 +160,8 @@ class _Hashes:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".executables-", dir=self.file.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.known, fh)
-            Path(tmp).replace(self.file)
+            # its temporary names its writer: a kill mid-write leaves one the sweep removes
+            fsio.write_atomic(self.file, json.dumps(self.known).encode(), durable=False)
         except OSError:
             pass  # a memory, not a record: the next run hashes again
 

@@ -18,10 +18,19 @@ Usage::
     create_new(key_path, pem, mode=0o600)          # never over an existing name
     write_beneath(shared, (hexdigest, "test.json"), data)  # no symlink below `shared` followed
     data = read_regular(path, limit=64 * KIB, what="public key")
+    memo = load_state_json(state / "validated.json", limit=MIB)   # None: absent or damaged
 """
 
 from changeloop.fsio.beneath import write_beneath
-from changeloop.fsio.reads import KIB, MIB, read_regular, read_regular_stat, symlink_under
+from changeloop.fsio.reads import (
+    KIB,
+    MIB,
+    load_state_json,
+    read_regular,
+    read_regular_stat,
+    read_state,
+    symlink_under,
+)
 from changeloop.fsio.writes import Pending, commit, create_new, write_all, write_atomic
 
 __all__ = [
@@ -30,8 +39,10 @@ __all__ = [
     "Pending",
     "commit",
     "create_new",
+    "load_state_json",
     "read_regular",
     "read_regular_stat",
+    "read_state",
     "symlink_under",
     "write_all",
     "write_atomic",

@@ -4,18 +4,34 @@ Reads of files that wiring names (keys, reports, contracts) go through
 :func:`read_regular`: it opens without blocking (a FIFO cannot hang a run),
 insists on a regular file (``/dev/zero`` cannot grow memory) and reads at most
 ``limit`` bytes (DESIGN.md §5 "Faults").
+
+Changeloop's own state files (``.changeloop/executables.json``,
+``validated.json``, ``durations.json``, ``run.json``, records) are read with
+:func:`read_state` / :func:`load_state_json`: the same bounded read, never
+through a symlink, and any failure — absent, a FIFO, a link to ``/dev/zero``,
+too big, not JSON, nested past the parser's depth — is ``None``: no memo.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from changeloop.errors import FileRefused
 
-__all__ = ["KIB", "MIB", "read_regular", "read_regular_stat", "symlink_under"]
+__all__ = [
+    "KIB",
+    "MIB",
+    "load_state_json",
+    "read_regular",
+    "read_regular_stat",
+    "read_state",
+    "symlink_under",
+]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -68,6 +84,27 @@ def read_regular(path: Path, *, limit: int, what: str, follow_symlinks: bool = T
     through).
     """
     return read_regular_stat(path, limit=limit, what=what, follow_symlinks=follow_symlinks)[0]
+
+
+def read_state(path: Path, *, limit: int) -> bytes | None:
+    """A state file's bytes; None unless it is a regular file (not reached through a
+    symlink at its name) of at most ``limit`` bytes that can be read."""
+    try:
+        return read_regular_stat(path, limit=limit, what="state file", follow_symlinks=False)[0]
+    except FileRefused:
+        return None
+
+
+def load_state_json(path: Path, *, limit: int) -> Any:
+    """A state file parsed as JSON; None when :func:`read_state` refuses it or it is not
+    JSON the parser can hold (too deeply nested included)."""
+    raw = read_state(path, limit=limit)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def symlink_under(path: Path, base: Path) -> Path | None:

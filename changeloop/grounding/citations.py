@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.executors.job import Job
+from changeloop.fsio import load_state_json
 from changeloop.grounding.entrypoints import resolve
 from changeloop.model import Archetype, ClaimMark, Plan, Provider, Status
 from changeloop.outcome import Finding
@@ -118,6 +119,9 @@ def records_of(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
     return out
 
 
+RECORD_LIMIT = 64 * 1024 * 1024  # a traced run of tens of thousands of tests
+
+
 def record_path(root: Path, change: str, repository: str) -> Path:
     """Where the last traced run of a change's repository is remembered."""
     return StateDir(root).path / "grounding" / change / f"{repository}.json"
@@ -137,10 +141,7 @@ def remember(root: Path, change: str, repository: str, traced: Mapping[str, Any]
 
 def last_record(root: Path, change: str, repository: str) -> dict[str, dict[str, Any]] | None:
     """The last traced run's tests, or None when no traced run exists yet."""
-    try:
-        doc = json.loads(record_path(root, change, repository).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    doc = load_state_json(record_path(root, change, repository), limit=RECORD_LIMIT)
     tests = doc.get("tests") if isinstance(doc, dict) else None
     return tests if isinstance(tests, dict) else None
 

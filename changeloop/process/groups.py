@@ -112,6 +112,9 @@ OWNER_FILE = "owner.json"
 # group whose leader is gone, and processes started in the instant between
 # spawn and record.
 OWNER_ENV = "CHANGELOOP_OWNER"
+# ... and ``CHANGELOOP_RUN=<run-id>``: what the run ends at its end, a daemon of its
+# providers that left the group with ``setsid`` included.
+RUN_ENV = "CHANGELOOP_RUN"
 
 
 def process_start(pid: int) -> int | None:

@@ -1,8 +1,14 @@
-"""Captured output of one process: redaction, bounded tails, the log digest.
+"""Captured output of one process: redaction, bounded files and tails, the log digest.
 
 Secret values (``envFrom``) are masked before any byte reaches a file or a
 tail; a trailing fragment that could be the start of a secret is held back
 until the next write decides it.
+
+Each file holds at most :func:`log_limit` bytes (``CHANGELOOP_LOG_LIMIT``,
+default 64 MiB; ``512K``, ``16M``, ``1G`` or a byte count): past it the log
+says once that it was truncated, and the rest of the output is still read
+(the process never blocks on a full pipe) but dropped; the tails keep
+following it, so the receipt's log tail shows how the output really ended.
 """
 
 from __future__ import annotations
@@ -18,6 +24,24 @@ from changeloop.fsio.writes import write_fd
 TAIL_LINES = 40
 TAIL_BYTES = 4096
 MASK = b"***"
+LOG_LIMIT_ENV = "CHANGELOOP_LOG_LIMIT"
+DEFAULT_LOG_LIMIT = 64 * 1024 * 1024
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def log_limit() -> int:
+    """Bytes a command's log (and its stdout copy) may hold: ``CHANGELOOP_LOG_LIMIT`` or 64 MiB.
+
+    A value that cannot be read as a size (``64M``, ``512K``, ``1048576``) is the default.
+    """
+    text = os.environ.get(LOG_LIMIT_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _UNITS else ""
+    number = text[: len(text) - len(unit)]
+    if not number.isdigit() or int(number) < 1:
+        return DEFAULT_LOG_LIMIT
+    return int(number) * _UNITS[unit]
+
+
 # A log is a new file in a run directory of ours: never written through a planted symlink.
 _LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -101,24 +125,49 @@ class Output:
         self._sha = hashlib.sha256()
         self._redact = {"stdout": Redactor(secrets), "stderr": Redactor(secrets)}
         self.tails = {"stdout": Tail(), "stderr": Tail(), "log": Tail()}
+        self._limit = log_limit()
+        self._room = {self._log: self._limit, self._out: self._limit}  # bytes each may still take
+        self.truncated = False  # output was dropped past the limit
 
     def write(self, stream: str, data: bytes, *, final: bool = False) -> None:
         red = self._redact[stream]
         clean = red.feed(data) + (red.flush() if final else b"")
         if not clean:
             return
-        write_fd(self._log, clean)
-        self._sha.update(clean)
+        self._bounded(self._log, clean)
         self.tails["log"].add(clean)
         self.tails[stream].add(clean)
         if stream == "stdout":
-            write_fd(self._out, clean)
+            self._bounded(self._out, clean)
+
+    def _bounded(self, fd: int, data: bytes) -> None:
+        """Write what fits under the limit; the log says once where it was cut."""
+        room = self._room[fd]
+        if room <= 0:
+            return
+        part = data[:room]
+        self._room[fd] = room - len(part)
+        write_fd(fd, part)
+        if fd == self._log:
+            self._sha.update(part)
+        if len(part) < len(data):
+            self.truncated = True
+            if fd == self._log:
+                self._line(
+                    f"\n[changeloop] output truncated: the log keeps its first {self._limit}"
+                    f" bytes ({LOG_LIMIT_ENV}); the rest was read and dropped (its last lines"
+                    " are in the log tail)"
+                )
 
     def note(self, text: str) -> None:
         """A line of changeloop's own, e.g. why the process ended."""
         self.write("stderr", b"", final=True)
         self.write("stdout", b"", final=True)
-        line = f"[changeloop] {text}\n".encode()
+        self._line(f"[changeloop] {text}")
+
+    def _line(self, text: str) -> None:
+        """A line of changeloop's own in the log (never cut: it says why the log ends)."""
+        line = f"{text}\n".encode()
         write_fd(self._log, line)
         self._sha.update(line)
         self.tails["log"].add(line)

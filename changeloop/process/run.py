@@ -17,7 +17,9 @@ the order read) and ``<log_name>.stdout`` (stdout alone, for report parsers).
 Secret values are redacted before any byte reaches a file or a tail. Tails keep
 the last 40 lines and at most 4 KiB (``process_output.TAIL_LINES``, ``TAIL_BYTES``).
 
-When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/``, its processes carry
+When ``log_dir`` lies inside ``.changeloop/runs/<run-id>/`` (a provider, a
+setup command, a service), git in it never climbs out of its sandbox
+(``GIT_CEILING_DIRECTORIES``, ``sandboxes.base.git_ceiling``), and its processes carry
 ``CHANGELOOP_OWNER`` from the start, and a group still running after
 ``running_process.RECORD_AFTER_S`` is recorded there (``pgroups/<pgid>.json``,
 with its leader's start time) until it ends: if changeloop itself is killed
@@ -47,10 +49,20 @@ import anyio
 import anyio.abc
 
 from changeloop.git.repo import GIT_REDIRECTS
-from changeloop.process.groups import OWNER_ENV, claim_run, end_group, owner_marker, run_dir_of
+from changeloop.process.groups import (
+    OWNER_ENV,
+    RUN_ENV,
+    claim_run,
+    end_group,
+    owner_marker,
+    run_dir_of,
+)
 from changeloop.process.output import Output
 from changeloop.process.running import RunningProcess
 from changeloop.process.spawn import environ, start_child
+from changeloop.sandboxes.base import git_ceiling
+
+GIT_CEILING = "GIT_CEILING_DIRECTORIES"
 
 
 @dataclass(frozen=True)
@@ -123,6 +135,12 @@ async def _spawn(
         env.pop(name, None)
     if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
         env[OWNER_ENV] = owner_marker()
+        env[RUN_ENV] = run_dir.name
+        # and git in it never climbs out of its sandbox (or above the checkout)
+        ceiling = git_ceiling(cwd)
+        if ceiling is not None:
+            theirs = env.get(GIT_CEILING)
+            env[GIT_CEILING] = f"{ceiling}:{theirs}" if theirs else ceiling
     out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     os.set_blocking(out_w, True)  # the child's ends block, as any program expects

@@ -1,4 +1,4 @@
-"""The signal layer: SIGINT/SIGTERM from the CLI's first moment, then as cancellation.
+"""The signal layer: SIGINT/SIGTERM/SIGHUP from the CLI's first moment, then as cancellation.
 
 Two parts, one module. :data:`SIGNALS` is installed by the CLI before anything
 heavy is imported: until the error boundary arms it a signal is only recorded
@@ -13,7 +13,7 @@ piece of the engine cleans up in a shielded scope and re-raises. The CLI then
 exits 130.
 
     async with cancel_on_signals() as stop:
-        await engine.prove(...)          # cancelled on the first SIGINT/SIGTERM
+        await engine.prove(...)          # cancelled on the first SIGINT/SIGTERM/SIGHUP
     if stop.signum is not None:
         return stop.exit_code           # 130
 
@@ -25,30 +25,27 @@ period followed by SIGKILL). Must be used in the main thread.
 
 from __future__ import annotations
 
-import signal
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from types import FrameType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # anyio is imported where a run starts, not by the CLI's first moment
-    import anyio
-    import anyio.abc
+TYPE_CHECKING = False  # typing is imported after the CLI's handlers are in place
+if TYPE_CHECKING:
+    import signal as _signal
+    from types import FrameType
+else:
+    import _signal  # the C module: ``signal`` builds its enums first (milliseconds more)
 
 EXIT_INTERRUPTED = 130
-HANDLED = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP is the terminal closing: a run ends as it does on SIGTERM.
+HANDLED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 
 
 class Signals:
-    """SIGINT/SIGTERM → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
+    """SIGINT/SIGTERM/SIGHUP → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
 
     def __init__(self) -> None:
         self.received: list[int] = []
         self.armed = False
         self.raised = False
         self.installed = False
-        self.previous: dict[int, Any] = {}
+        self.previous: dict[int, object] = {}
 
     def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
         self.received.append(signum)
@@ -62,7 +59,7 @@ class Signals:
             return False
         try:
             for sig in HANDLED:
-                self.previous[sig] = signal.signal(sig, self.handler)
+                self.previous[sig] = _signal.signal(sig, self.handler)
         except ValueError:  # not the main thread: the caller owns signals
             self.restore()
             return False
@@ -71,7 +68,7 @@ class Signals:
 
     def restore(self) -> None:
         for sig, previous in self.previous.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            _signal.signal(sig, previous if previous is not None else _signal.SIG_DFL)  # type: ignore[arg-type]
         self.previous.clear()
         self.installed = False
 
@@ -88,6 +85,16 @@ class Signals:
 
 
 SIGNALS = Signals()
+
+# -- a run's cancellation: imported with the module, used once a run's event loop is alive
+import signal  # noqa: E402
+from collections.abc import AsyncIterator, Sequence  # noqa: E402
+from contextlib import asynccontextmanager  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+if TYPE_CHECKING:  # anyio is imported where a run starts, not by the CLI's first moment
+    import anyio
+    import anyio.abc
 
 
 @dataclass
@@ -127,7 +134,7 @@ async def _watch(
 
 @asynccontextmanager
 async def cancel_on_signals(
-    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
 ) -> AsyncIterator[Interruption]:
     """Run the body; on the first of ``signals`` cancel it and record the signal.
 

@@ -12,7 +12,6 @@ docs/processes.md)::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -22,11 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from changeloop.fsio import load_state_json
 from changeloop.process.groups import (
     OWNER_ENV,
     OWNER_FILE,
     PGROUPS,
+    RUN_ENV,
     is_alive,
+    owner_marker,
     process_start,
     stat_fields,
     system_tempdir,
@@ -58,7 +60,7 @@ class _DeadRun:
     owner_start: int  # the earliest owner start time known (0: unknown)
 
 
-def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
+def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S, light: bool = False) -> Sweep:
     """End the process groups of runs whose owner is gone, then remove their temp files.
 
     ``state_dir`` is the workspace's ``.changeloop``. A run counts as gone only
@@ -67,6 +69,8 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
     pid — is never touched. Then: leftover ``*.tmp*`` files of atomic writes
     whose writer is gone, private temp directories (identity's temporary
     indexes) of changeloop processes that are gone, and stale sandboxes.
+    ``light``: the processes and the state's own temp files only (a verb that
+    answers without running leaves the rest to the next full ``prove``).
     """
     report = Sweep()
     # Damaged state is skipped, never an error: the sweep must not stop a run.
@@ -80,20 +84,58 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> Sweep:
                 report.runs.append(run.run_dir.name)
     with contextlib.suppress(OSError):
         report.removed += _stale_tmp_files(state_dir)
+    if light:
+        return report
+    with contextlib.suppress(OSError):
         report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
         report.removed += _stale_private_tempdirs()
-    from changeloop import sandboxes  # not at import: sandboxes import identity
+    from changeloop import sandboxes as boxes  # not at import: sandboxes import identity
+    from changeloop.sandboxes.place import sandbox_place
 
-    with contextlib.suppress(OSError):
-        report.removed += sandboxes.cleanup_stale(state_dir / "sandboxes")
+    # in the user's cache directory, and where an older changeloop (or the fallback) made them
+    for place in (sandbox_place(state_dir.parent).path, state_dir / "sandboxes"):
+        with contextlib.suppress(OSError):
+            report.removed += boxes.cleanup_stale(place)
     return report
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_bytes()[:65536])
-    except (OSError, ValueError, RecursionError):
+def sweep_before_answering(root: Path) -> Sweep | None:
+    """The sweep of a verb that answers without a run (``prove`` from its record, ``gate``).
+
+    What a killed run left (its processes, the ports they hold, temp files) is
+    ended before the answer, as a full ``prove`` does; sandboxes and temp
+    directories are left to that. Only once the workspace state passed its checks: a planted
+    ``.changeloop`` never chooses what gets signalled (the full path refuses it).
+    """
+    from changeloop.errors import ChangeloopError
+    from changeloop.workspace.state import STATE, check_state
+
+    state_dir = root / STATE
+    if not (state_dir / "runs").is_dir():
         return None
+    try:
+        check_state(root)
+    except (ChangeloopError, OSError):
+        return None
+    return sweep(state_dir, light=True)
+
+
+def end_run_leftovers(run_dir: Path, *, grace_s: float = SWEEP_GRACE_S) -> int:
+    """At a run's end: TERM, grace, KILL what still carries its marker (``setsid`` daemons).
+
+    Every process group of the run has ended by now; what is left left the group
+    on purpose and still carries ``CHANGELOOP_OWNER`` of this process and
+    ``CHANGELOOP_RUN`` of this run. Returns how many were signalled.
+    """
+    marker = f"{OWNER_ENV}={owner_marker()}".encode()
+    run = f"{RUN_ENV}={run_dir.name}".encode()
+    since = int(owner_marker().rsplit("-", 1)[1])
+    return _end_marked(marker, run, since, grace_s)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A record of ours; never a FIFO waited on, a link followed or a large file read."""
+    doc = load_state_json(path, limit=65536)
     return doc if isinstance(doc, dict) else None
 
 
@@ -178,6 +220,30 @@ def _end_processes(dead: list[_DeadRun], grace_s: float) -> int:
         if now - deadline > 10:  # pragma: no cover - uninterruptible sleep (D state)
             break
         time.sleep(0.05)
+    return len({pid for pid, _ in signalled})
+
+
+def _end_marked(owner: bytes, run: bytes, since: int, grace_s: float) -> int:
+    """TERM, grace, KILL the processes carrying both ``owner`` and ``run`` in their environment."""
+    signalled: dict[tuple[int, int], int] = {}
+    deadline = time.monotonic() + grace_s
+    while True:
+        targets = [
+            ident
+            for ident in _processes_of(set(), frozenset((owner,)), since)
+            if _carries(ident[0], frozenset((run,)))
+        ]
+        if not targets:
+            break
+        now = time.monotonic()
+        sig = signal.SIGKILL if now >= deadline else signal.SIGTERM
+        for ident in targets:
+            if signalled.get(ident) != sig:
+                _pidfd_signal(*ident, sig)
+                signalled[ident] = sig
+        if now - deadline > 10:  # pragma: no cover - uninterruptible sleep (D state)
+            break
+        time.sleep(0.02)
     return len({pid for pid, _ in signalled})
 
 
@@ -279,7 +345,7 @@ def _writer_gone(path: Path, boot: float) -> bool:
 
 def _stale_tmp_files(state_dir: Path) -> list[Path]:
     """``*.tmp*`` left by atomic writes under ``.changeloop`` whose writer is gone."""
-    places = [state_dir, state_dir / "cache", state_dir / "keys"]
+    places = [state_dir, state_dir / "cache", state_dir / "keys", state_dir / "decisions"]
     with contextlib.suppress(OSError):
         places += [p for p in (state_dir / "receipts").iterdir() if p.is_dir()]
     boot = _boot_time()

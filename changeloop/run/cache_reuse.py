@@ -16,6 +16,7 @@ from changeloop.caching import local as cache
 from changeloop.errors import ChangeloopError
 from changeloop.outcome import Outcome, TestCounts
 from changeloop.signing.dsse import parse_envelope, verify_signatures
+from changeloop.workspace.prune import touch_used
 
 __all__ = ["Parsed", "cached_outcome", "same_bytes", "verified_passes"]
 
@@ -41,6 +42,7 @@ def verified_passes(cache_dir: Path, fp: str, public_key: Any) -> Parsed | None:
         if ext.get("status") != "pass" or ext.get("fingerprint") != fp:
             return None
         parsed.append((envelope, payload, ext))
+    touch_used(cache.entry_path(cache_dir, fp))  # when it was last used, for pruning
     return parsed
 
 

@@ -12,24 +12,33 @@ a moment earlier would have: receipts of providers that had not been written).
 Nothing reads as written before its round is done: a kill -9 at any instant
 leaves each name with its old file or its new one, never half of one, and
 temporary files that name this process (swept by the next ``prove``). The run's
-end, and its cancellation, wait for the last round (:meth:`wait`).
+end, and its cancellation, wait for the last round (:meth:`wait`, or :meth:`settled`
+on the event loop: no thread needed to wait, and cancellable).
+
+A writer thread that cannot start (a process or thread limit: ``ulimit -u``, a
+cgroup's ``pids.max``) fails the groups it was to write, named
+:data:`NO_THREAD`; nothing waits for a round that will never come.
 
     commits = GroupCommit()
     commits.submit("unit", [Pending(run_path, envelope), Pending(latest, envelope)])
     failures = commits.wait()      # [(tag, OSError)] of the groups that could not be written
+    failures = await commits.settled()   # the same, awaited on the event loop
     commits.close()
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from changeloop.errors import NO_THREAD
 from changeloop.fsio import Pending, commit
 
-__all__ = ["BATCH_GROUPS", "BATCH_S", "IDLE_S", "GroupCommit"]
+__all__ = ["BATCH_GROUPS", "BATCH_S", "IDLE_S", "NO_THREAD", "GroupCommit"]
 
 BATCH_S = 0.05  # how long a round may wait for more groups after its first one
 BATCH_GROUPS = 256  # ... or until this many are queued
@@ -54,6 +63,7 @@ class GroupCommit:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._waiting = 0  # callers blocked in wait(): the next round goes at once
+        self._wakers: list[Callable[[], None]] = []  # settled() callers, told when nothing is due
         self.rounds = 0  # batches written (for tests and the bench)
 
     def submit(self, tag: str, files: Sequence[Pending]) -> None:
@@ -71,7 +81,12 @@ class GroupCommit:
                 self._thread = threading.Thread(
                     target=self._work, name="changeloop-commit", daemon=True
                 )
-                self._thread.start()
+                try:
+                    self._thread.start()
+                except RuntimeError:  # no thread or process left: what was queued fails now
+                    self._thread = None
+                    self._fail_queued(OSError(NO_THREAD))
+                    return
             # Wake the writer only when it waits for a first group or a round is full: while
             # a round fills it sleeps until its deadline anyway, and a wake-up per provider
             # cost the event loop a futex round trip and the writer the GIL each time.
@@ -88,6 +103,33 @@ class GroupCommit:
                     self._cond.wait()
             finally:
                 self._waiting -= 1
+            failed, self._failed = self._failed, []
+        return failed
+
+    async def settled(self) -> list[tuple[str, OSError]]:
+        """:meth:`wait` on the event loop, without a thread of its own; cancellable."""
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(done.set)
+
+        with self._cond:
+            due = bool(self._pending)
+            if due:
+                self._waiting += 1
+                self._wakers.append(wake)
+                self._cond.notify_all()  # a round filling up is written now
+        try:
+            if due:
+                await done.wait()
+        finally:
+            with self._cond:
+                if wake in self._wakers:
+                    self._wakers.remove(wake)
+                    self._waiting -= 1
+        with self._cond:
             failed, self._failed = self._failed, []
         return failed
 
@@ -132,4 +174,20 @@ class GroupCommit:
                 self._failed += [(g.tag, e) for g, e in zip(batch, errors, strict=True) if e]
                 self._pending -= len(batch)
                 self.rounds += 1
-                self._cond.notify_all()
+                self._settle()
+
+    def _fail_queued(self, error: OSError) -> None:
+        """Every queued group fails with ``error`` (called holding the condition)."""
+        batch, self._queue = self._queue, []
+        self._failed += [(g.tag, error) for g in batch]
+        self._pending -= len(batch)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Wake the waiters (called holding the condition); settled() callers once none is due."""
+        self._cond.notify_all()
+        if not self._pending:
+            wakers, self._wakers = self._wakers, []
+            self._waiting -= len(wakers)
+            for wake in wakers:
+                wake()

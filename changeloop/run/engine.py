@@ -57,6 +57,7 @@ from changeloop.run.sandboxes import Sandboxes
 from changeloop.run.seal import Bound, Timing, every_capability, reused
 from changeloop.run.setup import run_setup
 from changeloop.run.stages import RunStages, compose
+from changeloop.sandboxes.place import sandbox_place
 from changeloop.scheduling.scheduler import Task, TaskEvent, TaskResult, schedule
 from changeloop.services import ServiceManager
 from changeloop.verdict import decide
@@ -78,11 +79,12 @@ async def prove(
     """
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
+    place = sandbox_place(plan.root)  # outside the checkout where the file system allows
     async with open_executor(plan, options, state.sandboxes) as executor:
         boxes = Sandboxes(
             plan,
             options.sandbox,
-            state.sandboxes,
+            place.path,
             keep=options.keep_sandbox,
             trees=options.trees,
         )
@@ -108,6 +110,8 @@ async def prove(
     reports = fold.withdraw(run.reports, lost, run.sealer.masker)
     record_run(run.runlog, reports, run.sealer.masker, run.run_dir)
     notes = list(run.shared.notes) if run.shared else []
+    if place.note is not None and any(run.boxes.made(r) for r in plan.repositories):
+        notes.append(place.note)
     if options.publish is not None:
         written, refused = shared_cache.publish(
             options.publish, plan.root, plan, reports, run.fingerprints
@@ -147,7 +151,8 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
     estimates = run.state.load_durations(plan.change.id)
     # Every receipt, even a skipped provider's, names its content identity: a
     # repository git cannot identify refuses the run before anything starts.
-    await anyio.to_thread.run_sync(_identify_all, run)
+    # abandoned on a signal: git's work is not worth keeping an interrupted run waiting
+    await anyio.to_thread.run_sync(_identify_all, run, abandon_on_cancel=True)
     hits = likely_cached(plan, run.state.cache, run.fingerprint) if options.use_cache else set()
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
@@ -161,6 +166,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
             env=dict(os.environ),
             secrets=run.sealer.masker.secrets,
             log_dir=run.run_dir / "services",
+            whole_run=True,  # its end is the run's: what the run's processes left goes then
         ) as services:
 
             async def run_task(task: Task) -> bool:
@@ -185,6 +191,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
                 slots=slots(run.executor, options),
                 fail_fast=options.fail_fast,
                 on_event=forward,
+                host_wide=True,  # named resources are held across processes on the host
             )
     except anyio.get_cancelled_exc_class():
         interrupted = True
@@ -338,13 +345,14 @@ async def _execute(
         services.release_unused(provider.services)
         outcomes, result = await _adapter_work(run, ctx)
     else:
-        async with services.lease(provider.services) as problems:
+        async with services.lease(provider.services) as refused:
+            problems, result = refused, None
+            if not refused:
+                outcomes, result = await _adapter_work(run, ctx)
+                problems = services.lost(provider.services)  # one died under it: it fails
             if problems:
                 reason = "; ".join(f.message for f in problems)
                 outcomes = every_capability(provider, "fail", reason, tuple(problems))
-                result = None
-            else:
-                outcomes, result = await _adapter_work(run, ctx)
     notes: tuple[tuple[str, str], ...] = ()
     if not outcomes:
         # Only an adapter that reads evidence made elsewhere (external) may issue

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from changeloop.errors import filesystem_cause
 from changeloop.masking import Masker
 from changeloop.model import Plan
 from changeloop.records import ProviderReport
@@ -36,11 +37,19 @@ def withdraw(
         report = out.get(name)
         if report is None:
             continue
-        reason = masker.text(f"{type(error).__name__}: {error}")
+        reason = masker.text(_unwritten(error))
         capabilities = dict.fromkeys(e.capability for e in report.receipts)
         why = tuple((c, f"{c}: provider {name} could not run: {reason}") for c in capabilities)
         out[name] = replace(report, receipts=(), reason=reason, notes=why, cache=False)
     return out
+
+
+def _unwritten(error: OSError) -> str:
+    """Why a provider's files are not on disk, naming the file and the real cause."""
+    if isinstance(error.filename, str):
+        cause, _fix = filesystem_cause(error, error.filename)
+        return f"cannot write {error.filename}: {cause}"
+    return str(error) or type(error).__name__
 
 
 def views(reports: Mapping[str, ProviderReport]) -> list[ReceiptView]:

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop import __version__
-from changeloop.errors import ChangeloopError, Location, Problem
-from changeloop.fsio import write_atomic
+from changeloop.errors import ChangeloopError, FileRefused, Location, Problem
+from changeloop.fsio import read_regular_stat, write_atomic
 from changeloop.jsontext import indented
 
 if TYPE_CHECKING:
     from changeloop.scheduling.scheduler import TaskEvent
 
 RUN_FILE = "run.json"
+RUN_FILE_LIMIT = 64 * 1024 * 1024  # a run of thousands of providers writes a few MB
 SCHEMA = "changeloop/run@1"
 
 
@@ -175,9 +176,14 @@ class RunLog:
 def load(run_dir: Path) -> dict[str, Any]:
     """A run's ``run.json``, or a refusal naming the file and what to do."""
     path = run_dir / RUN_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    try:  # bounded, never through a link: a FIFO or /dev/zero there is refused, not read
+        raw = read_regular_stat(
+            path, limit=RUN_FILE_LIMIT, what="run record", follow_symlinks=False
+        )
+        data = json.loads(raw[0])
+    except FileRefused as exc:
+        if not exc.missing:
+            raise _unreadable(path, exc.problems[0].message) from exc
         raise ChangeloopError(
             [
                 Problem(
@@ -189,7 +195,7 @@ def load(run_dir: Path) -> dict[str, Any]:
                 )
             ]
         ) from exc
-    except (OSError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise _unreadable(path, f"{path} cannot be read as JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _unreadable(path, f"{path} is not a {SCHEMA} record")

@@ -35,15 +35,21 @@ class _Ahead:
     def __init__(self, path: Path, untracked: bool) -> None:
         self.path, self.untracked = path, untracked
         self.found: ContentIdentity | None = None  # None: it failed, the run computes it
-        self._thread = threading.Thread(target=self._run, name="changeloop-identity", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="changeloop-identity", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (a process limit): the run computes it
+            self._thread = None
 
     def _run(self) -> None:
         with contextlib.suppress(ChangeloopError, OSError):
             self.found = content_identity(self.path, include_untracked=self.untracked)
 
     def result(self) -> ContentIdentity | None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         return self.found
 
 

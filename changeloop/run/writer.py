@@ -30,6 +30,7 @@ from changeloop.workspace.state import StateDir
 __all__ = ["ReceiptWriter", "same_bytes"]
 
 _CACHE = "\0cache:"  # tag of a cache entry's group (no provider name holds a NUL)
+CANCELLED_DRAIN_S = 10.0  # how long an interrupted run waits for its receipts to reach the disk
 
 
 class ReceiptWriter:
@@ -38,7 +39,7 @@ class ReceiptWriter:
     def __init__(self, state: StateDir, run_dir: Path, change: str) -> None:
         self._commits = GroupCommit()
         self._run_dir = os.fspath(run_dir)
-        self._latest = os.fspath(state.latest(change))
+        self._latest = os.fspath(state.latest_dir(change))
         self._cache_dir = state.cache
 
     def write(self, report: ProviderReport, fingerprint: str | None = None) -> None:
@@ -68,13 +69,21 @@ class ReceiptWriter:
         self._commits.submit(_CACHE + report.name, [entry])
 
     async def drain(self) -> dict[str, OSError]:
-        """Wait (shielded) until everything staged is on disk; the providers that failed.
+        """Wait until everything staged is on disk; the providers that failed.
 
         A cache entry that could not be written is not a failure (the next run
-        is a miss). The run calls this before the verdict, and when it is cancelled.
+        is a miss). The run calls this before the verdict, and when it is
+        cancelled: then the wait is shielded, but for :data:`CANCELLED_DRAIN_S` at
+        most, so a stuck disk cannot hold an interrupted run (what is not written
+        by then is what a kill leaves). The wait needs no thread (a process at its
+        thread limit still ends) and a signal ends it.
         """
-        with anyio.CancelScope(shield=True):
-            failed = await anyio.to_thread.run_sync(self._commits.wait)
+        try:
+            failed = await self._commits.settled()
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(CANCELLED_DRAIN_S, shield=True):
+                await self._commits.settled()
+            raise
         return {tag: error for tag, error in failed if not tag.startswith(_CACHE)}
 
 

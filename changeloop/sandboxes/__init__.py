@@ -17,7 +17,7 @@ from pathlib import Path
 
 from changeloop.git.repo import git
 from changeloop.model import Repository, SandboxMode
-from changeloop.sandboxes import copy, none, worktree
+from changeloop.sandboxes import copy, dependencies, none, worktree
 from changeloop.sandboxes.base import Maker, Sandbox, owner_alive, remove_tree
 
 __all__ = ["DEFAULT_MODE", "MODES", "Sandbox", "cleanup_stale", "create"]
@@ -32,8 +32,24 @@ DEFAULT_MODE: SandboxMode = "none"  # why: docs/sandboxes.md
 
 
 def create(mode: SandboxMode, repo: Repository, base_dir: Path) -> Sandbox:
-    """Make ``repo``'s sandbox under ``base_dir`` (``.changeloop/sandboxes``)."""
-    return MODES[mode](repo, base_dir)
+    """Make ``repo``'s sandbox under ``base_dir`` (``place.sandbox_place``).
+
+    A sandbox outside the checkout of a repository without ``setup`` gets the
+    checkout's ignored ``node_modules`` folders linked in (``dependencies``):
+    Node's module resolution found them by walking up from a sandbox inside it.
+    """
+    box = MODES[mode](repo, base_dir)
+    if (
+        mode != "none"
+        and not repo.setup
+        and not base_dir.resolve().is_relative_to(repo.path.resolve())
+    ):
+        try:
+            dependencies.link_node_modules(repo.path, box.path)
+        except BaseException:
+            box.remove()
+            raise
+    return box
 
 
 def cleanup_stale(base_dir: Path) -> list[Path]:

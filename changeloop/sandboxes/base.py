@@ -1,9 +1,13 @@
 """The one interface every sandbox mode implements, and the bookkeeping they share.
 
-A sandbox directory is named ``<repository>.<pid>-<process start>.<token>`` under
-the run's sandboxes directory, so that a later run can tell a crashed run's
-leftovers (owner process gone, or its pid reused by another process) from a
-live run's sandbox and remove only the former (:func:`owner_alive`).
+Each sandbox has a private directory named ``<repository>.<pid>-<process
+start>.<token>`` under the workspace's sandboxes directory (``place.py``), so
+that a later run can tell a crashed run's leftovers (owner process gone, or
+its pid reused by another process) from a live run's sandbox and remove only
+the former (:func:`owner_alive`). The sandbox itself is a folder inside it
+named like the checkout (tools that read their folder's name see the same
+one), so whatever a provider makes beside it — ``git worktree add ../x`` —
+lies in the private directory too and goes with it.
 """
 
 from __future__ import annotations
@@ -58,8 +62,11 @@ def process_start(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
-def new_dir(base_dir: Path, repo_name: str) -> Path:
-    """A fresh, owned sandbox directory name under ``base_dir`` (not created)."""
+def new_dir(base_dir: Path, repo_name: str, folder: str = "") -> Path:
+    """A fresh sandbox folder (not created) in a new private directory under ``base_dir``.
+
+    ``folder``: the sandbox folder's name (the checkout's), ``repo_name`` when empty.
+    """
     base_dir.mkdir(parents=True, exist_ok=True)
     ignore = base_dir / ".gitignore"
     if not ignore.exists():
@@ -68,7 +75,16 @@ def new_dir(base_dir: Path, repo_name: str) -> Path:
         write_atomic(ignore, b"*\n", durable=False)
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", repo_name) or "repo"
     pid = os.getpid()
-    return base_dir / f"{safe}.{pid}-{process_start(pid)}.{secrets.token_hex(4)}"
+    private = base_dir / f"{safe}.{pid}-{process_start(pid)}.{secrets.token_hex(4)}"
+    private.mkdir(mode=0o700)
+    name = folder if folder and folder not in (".", "..") and "/" not in folder else safe
+    return private / name
+
+
+def remove_sandbox(folder: Path) -> None:
+    """Delete a sandbox folder with its private directory (what was made beside it too)."""
+    holder = folder.parent
+    remove_tree(holder if _NAME.match(holder.name) else folder)
 
 
 def owner_alive(path: Path) -> bool | None:
@@ -99,3 +115,33 @@ def remove_tree(path: Path) -> None:
                 if not full.is_symlink():
                     full.chmod(0o700)
         shutil.rmtree(path, ignore_errors=True)
+
+
+_CEILINGS: dict[str, str | None] = {}
+
+
+def git_ceiling(cwd: Path) -> str | None:
+    """``GIT_CEILING_DIRECTORIES`` for a run's command working in ``cwd``: git never climbs out.
+
+    Inside a sandbox: its private directory and every directory above it, so git
+    finds the sandbox's own repository and nothing else — not after a provider
+    deleted or damaged the sandbox's ``.git``, not when it runs git from ``..``.
+    In a checkout (``--sandbox none``): every directory above its work tree.
+    None where no repository is above ``cwd``.
+    """
+    key = str(cwd)
+    if key not in _CEILINGS:
+        _CEILINGS[key] = _ceiling(Path(os.path.realpath(cwd)))
+    return _CEILINGS[key]
+
+
+def _ceiling(path: Path) -> str | None:
+    top = next((p for p in (path, *path.parents) if _NAME.match(p.name)), None)
+    if top is not None:  # a sandbox: its private directory is the first ceiling
+        above = [top, *top.parents]
+    else:
+        tree = next((p for p in (path, *path.parents) if (p / ".git").exists()), None)
+        if tree is None:
+            return None
+        above = list(tree.parents)
+    return ":".join(str(p) for p in above if p != p.parent) or None

@@ -33,7 +33,7 @@ from changeloop.git.index import stage, virtualenv_excludes
 from changeloop.git.repo import GitLayout, git, git_env, layout
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes import own_repo
-from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
+from changeloop.sandboxes.base import Sandbox, new_dir, remove_sandbox
 
 _ARGV_BUDGET = 96 * 1024  # bytes of paths per cp invocation, well under ARG_MAX
 
@@ -46,7 +46,7 @@ class Copy(Sandbox):
         self.notes = notes
 
     def remove(self) -> None:
-        remove_tree(self.path)
+        remove_sandbox(self.path)
 
 
 def list_files(source: Path, exclude: Path | None) -> list[str]:
@@ -218,7 +218,7 @@ def copy_submodules(source: Path, dest: Path, prefix: str = "") -> tuple[list[st
 def create(repo: Repository, base_dir: Path) -> Sandbox:
     source = repo.path.resolve()
     lay = layout(source)  # refuse a path that is not a git work tree, before copying anything
-    path = new_dir(base_dir, repo.name)
+    path = new_dir(base_dir, repo.name, source.name)
     try:
         copy_files(source, path, list_files(source, base_dir.resolve()))
         missing, copied = copy_submodules(source, path)
@@ -227,6 +227,6 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
         full_tree, identity = index_copy(path, source, lay)
         own_repo.finish(path, source, full_tree, lay)
     except BaseException:
-        remove_tree(path)
+        remove_sandbox(path)
         raise
     return Copy(path, identity, tuple(submodules.note(p) for p in missing))

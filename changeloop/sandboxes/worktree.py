@@ -34,7 +34,7 @@ from changeloop.git.index import seed_index, stage
 from changeloop.git.repo import git, git_env, layout
 from changeloop.model import ContentIdentity, Repository, SandboxMode
 from changeloop.sandboxes import own_repo
-from changeloop.sandboxes.base import Sandbox, new_dir, remove_tree
+from changeloop.sandboxes.base import Sandbox, new_dir, remove_sandbox
 
 
 class Worktree(Sandbox):
@@ -48,7 +48,7 @@ class Worktree(Sandbox):
         self.notes = notes
 
     def remove(self) -> None:
-        remove_tree(self.root)
+        remove_sandbox(self.root)
 
 
 def create(repo: Repository, base_dir: Path) -> Sandbox:
@@ -64,14 +64,14 @@ def create(repo: Repository, base_dir: Path) -> Sandbox:
         identity = identity_from_tree(
             source, env, full_tree, prefix=lay.prefix, head_prefix=lay.prefix, head=lay.head
         )
-    root = new_dir(base_dir, repo.name)
+    root = new_dir(base_dir, repo.name, lay.toplevel.name)
     try:
         own_repo.init(root, lay)
         git(["read-tree", "-u", "--reset", full_tree], cwd=root, env=_checkout_env(root))
         _materialize(root, lay.prefix, subs)
         own_repo.finish(root, lay.toplevel, full_tree, lay)
     except BaseException:
-        remove_tree(root)
+        remove_sandbox(root)
         raise
     path = root / lay.prefix if lay.prefix else root
     path.mkdir(parents=True, exist_ok=True)  # a subdirectory with no tracked files yet

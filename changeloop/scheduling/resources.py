@@ -61,6 +61,22 @@ def parse_resources(resources: Iterable[str]) -> tuple[Claim, ...]:
     return tuple(sorted(claims.values(), key=lambda c: c.key))
 
 
+def host_wide_names(claims: Iterable[Claim], resources: Iterable[str] = ()) -> tuple[str, ...]:
+    """The names held across processes on the host: every claim but the workspace ones.
+
+    A service's users (``service-port:<n>``) hold none themselves: the service
+    holds ``port:<n>`` host-wide for its life (``changeloop.services``), so a
+    job that uses the service and names ``port:<n>`` too leaves that one to it.
+    """
+    served = {
+        "port:" + r[len(SERVICE_PORT_PREFIX) :]
+        for r in resources
+        if r.startswith(SERVICE_PORT_PREFIX)
+    }
+    names = (c.key[len("mutex:") :] for c in claims if c.mode == "mutex")
+    return tuple(n for n in names if n not in served)
+
+
 class ResourceTable:
     """Who holds what, and which repositories have a writer waiting."""
 

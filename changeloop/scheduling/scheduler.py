@@ -20,6 +20,12 @@ Shared and exclusive claims are told apart by their mode alone (issue 12). An
 exclusive waiter holds back new readers only of the lock it is parked on:
 once woken for it and blocked elsewhere it lets go, so waiters never hold
 back each other's readers in a cycle while nothing runs.
+
+With ``host_wide=True`` (a ``prove``), a job's named resources other than the
+workspace ones are also held across processes (``hostlocks``): once its slot
+and its run's own locks are granted, it takes their lock files, showing
+``waiting`` with the resource's name while another process holds one, and
+starts only then.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from changeloop.scheduling import hostlocks
 from changeloop.scheduling.graph import topological_order
-from changeloop.scheduling.resources import Claim, ResourceTable, parse_resources
+from changeloop.scheduling.resources import Claim, ResourceTable, host_wide_names, parse_resources
 
 TaskState = Literal["ok", "failed", "skipped"]
 EventKind = Literal["queued", "waiting", "started", "finished", "skipped"]
@@ -113,6 +120,8 @@ class _Run:
         slots: int,
         fail_fast: bool,
         on_event: Callable[[TaskEvent], None] | None,
+        *,
+        host_wide: bool = False,
     ) -> None:
         self.jobs = jobs
         self.run = run
@@ -121,6 +130,12 @@ class _Run:
         self.on_event = on_event
         self.keys = priorities(jobs)
         self.claims = [parse_resources(j.resources) for j in jobs]
+        # What each job holds across processes too (none unless host-wide: the tests'
+        # thousands of plans never touch a lock file)
+        self.host = [
+            host_wide_names(c, j.resources) if host_wide else ()
+            for c, j in zip(self.claims, jobs, strict=True)
+        ]
         index = {job.name: i for i, job in enumerate(jobs)}
         self.dependents: list[list[int]] = [[] for _ in jobs]
         self.missing = [0] * len(jobs)
@@ -170,7 +185,8 @@ class _Run:
         self.woken_from.pop(i, None)
         self.free -= 1
         self.started[i] = time.time()
-        self.emit(i, "started")
+        if not self.host[i]:  # else once its host-wide locks are taken (execute)
+            self.emit(i, "started")
         self.queue.append(i)
         if len(self.queue) > self.between:  # every worker is busy with a job: one more
             self.between += 1
@@ -243,9 +259,26 @@ class _Run:
         job = self.jobs[i]
         reason: str | None = None
         # A bug in run() ends the run (the CLI's boundary: exit 3), never one job's result.
-        ok = bool(await self.run(job))
+        if self.host[i]:
+            ok = await self.execute_held(i)
+        else:
+            ok = bool(await self.run(job))
         self.between += 1  # this worker takes the next job that finish() starts
         self.finish(i, ok, reason)
+
+    async def execute_held(self, i: int) -> bool:
+        """Run job ``i`` holding its host-wide locks; ``started`` once they are taken."""
+        waited: list[str] = []
+
+        def waiting(name: str) -> None:
+            waited.append(name)
+            self.emit(i, "waiting", name)
+
+        async with hostlocks.hold(self.host[i], on_wait=waiting):
+            if waited:
+                self.started[i] = time.time()
+            self.emit(i, "started")
+            return bool(await self.run(self.jobs[i]))
 
     def finish(self, i: int, ok: bool, reason: str | None) -> None:
         name = self.jobs[i].name
@@ -300,9 +333,10 @@ async def schedule(
     slots: int,
     fail_fast: bool = False,
     on_event: Callable[[TaskEvent], None] | None = None,
+    host_wide: bool = False,
 ) -> dict[str, TaskResult]:
     """Run ``jobs`` (see module doc); returns one result per job, in listing order."""
-    state = _Run(jobs, run, slots, fail_fast, on_event)
+    state = _Run(jobs, run, slots, fail_fast, on_event, host_wide=host_wide)
     for i in range(len(jobs)):
         state.emit(i, "queued")
     async with anyio.create_task_group() as tg:

@@ -18,6 +18,7 @@ belongs) is ignored and rebuilt instead (DESIGN.md §5 "Faults").
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -31,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from changeloop import fsio
-from changeloop.errors import FileRefused, StateRefused
+from changeloop.errors import StateRefused, filesystem_cause
 
 STATE = ".changeloop"
 SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes", "decisions")
@@ -69,6 +70,15 @@ class StateDir:
     def latest(self, change: str) -> Path:
         return self.path / "receipts" / change
 
+    def latest_dir(self, change: str) -> Path:
+        """``receipts/<change>/``, clearing a file that stands where the directory belongs
+        (damaged state: rebuilt; other stray files there are only noted, ``stray_notes``)."""
+        path = self.latest(change)
+        with contextlib.suppress(OSError):
+            if not path.is_symlink() and path.exists() and not path.is_dir():
+                path.unlink()
+        return path
+
     def new_run_dir(self, run_id: str | None = None) -> tuple[str, Path]:
         """A fresh ``runs/<run-id>/`` (``run_id``: one :func:`new_run_id` gave earlier);
         damaged leftovers of earlier runs are cleared first."""
@@ -87,13 +97,7 @@ class StateDir:
 
     def _read_durations(self) -> dict[str, dict[str, float]]:
         """Every change's durations; anything damaged (shape, depth, a directory) reads as none."""
-        try:
-            raw = fsio.read_regular(
-                self._durations_file(), limit=_DURATIONS_LIMIT, what="durations file"
-            )
-            data = json.loads(raw)
-        except (FileRefused, ValueError, RecursionError):
-            return {}
+        data = fsio.load_state_json(self._durations_file(), limit=_DURATIONS_LIMIT)
         if not isinstance(data, dict):
             return {}
         clean: dict[str, dict[str, float]] = {}
@@ -175,11 +179,31 @@ def check_state(root: Path) -> None:
             _check_access(state / name)
     receipts = state / "receipts"
     for entry in _entries(receipts):
-        _check_dir(entry)
+        if entry.is_symlink() or entry.is_dir():  # a link planted where receipts are written
+            _check_dir(entry)
+        # anything else is a stray file no change's receipts live in: ignored (stray_notes)
     _check_tracked(root)
     _check_workspace_key(state / WORKSPACE_KEY)
     if accepted is not None:
         accepted.add(key)
+
+
+def stray_notes(root: Path) -> list[str]:
+    """Notes naming what lies in ``.changeloop/receipts/`` and is not a change's directory.
+
+    Such a file is ignored, never a refusal: nothing reads it, and receipts are
+    written into their change's own directory.
+    """
+    receipts = root / STATE / "receipts"
+    try:
+        entries = sorted(receipts.iterdir())
+    except OSError:
+        return []
+    return [
+        f"ignoring {entry.relative_to(root)}: not a change's receipts directory (remove it)"
+        for entry in entries
+        if not entry.is_symlink() and not entry.is_dir()
+    ]
 
 
 def _check_dir(path: Path) -> bool:
@@ -208,14 +232,27 @@ def _check_dir(path: Path) -> bool:
 
 
 def _check_access(directory: Path) -> None:
-    """A state directory we cannot list or write is refused now, not met mid-run."""
+    """A state directory we cannot list or write is refused now, not met mid-run.
+
+    A read-only file system says so (``os.access`` answers it like a missing
+    permission): its fix is another one.
+    """
     if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+        if _read_only(directory):
+            raise unusable(directory, OSError(errno.EROFS, os.strerror(errno.EROFS)))
         raise StateRefused(
             directory,
             f"cannot use {directory}: permission denied (changeloop reads and writes its state"
             " there)",
             f"run changeloop as the user who owns {directory}, or fix its permissions",
         )
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _entries(directory: Path) -> list[Path]:
@@ -311,14 +348,13 @@ def _repair_receipts(receipts: Path) -> None:
 
 
 def unusable(path: Path, exc: OSError) -> StateRefused:
-    """A filesystem error on the state, as a refusal naming the path it hit (exit 2)."""
+    """A filesystem error on the state, as a refusal naming the path and its real cause (exit 2).
+
+    A read-only file system or a full disk is said as such, never as a permissions problem.
+    """
     where = Path(exc.filename) if exc.filename else path
-    return StateRefused(
-        where,
-        f"cannot use {where}: {exc.strerror or exc}",
-        "run changeloop as a user who can write the workspace, or fix the permissions of"
-        f" {where if where.is_dir() else where.parent}",
-    )
+    cause, fix = filesystem_cause(exc, where if where.is_dir() else where.parent)
+    return StateRefused(where, f"cannot use {where}: {cause}", fix)
 
 
 def ensure_gitignored(root: Path) -> None:

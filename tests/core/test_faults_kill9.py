@@ -26,6 +26,8 @@ from port_helpers import free_port
 from prove_helpers import make_change, make_repo
 from repo_paths import REPO_ROOT
 
+from changeloop.sandboxes.place import sandbox_place
+
 ROOT = REPO_ROOT
 RUNS = int(os.environ.get("CHANGELOOP_SOAK_RUNS", "10"))
 
@@ -164,6 +166,8 @@ def _leftover_files(soak: Soak) -> list[Path]:
     found = [p for p in state.rglob("*") if ".tmp" in p.name]
     found += [p for p in state.glob("runs/*/pgroups")]
     found += [p for p in state.glob("sandboxes/*") if p.name != ".gitignore"]
+    place = sandbox_place(soak.root).path  # where sandboxes are made: the user's cache directory
+    found += [p for p in place.glob("*") if p.name != ".gitignore"]
     found += [p for p in soak.tmpdir.iterdir() if p.name.startswith("changeloop-")]
     return found
 

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM are handled from the first moment the CLI runs (DESIGN.md §5 "Faults").
+"""SIGINT, SIGTERM and SIGHUP are handled from the first moment the CLI runs (DESIGN.md §5 "Faults").
 
 Every test runs the real CLI in a subprocess (``python -m changeloop`` and the
 ``changeloop`` console script) and signals it before any event loop exists:
@@ -106,12 +106,14 @@ def _assert_interrupted(code: int, out: str, err: str, change: str) -> None:
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS, ids=["python-m", "script"][: len(LAUNCHERS)])
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["TERM", "INT", "HUP"]
+)
 def test_signal_as_soon_as_the_handlers_exist(
     workspace: Path, launcher: list[str], signum: signal.Signals
 ) -> None:
     """Handlers are in place before the verb's imports; a signal then is a clean 130."""
-    term_bit = 1 << (signal.SIGTERM - 1)
+    term_bit = 1 << (signal.SIGHUP - 1)  # the last one installed
     proc = subprocess.Popen(
         [*launcher, "prove", "hello", "--root", str(workspace), "--json", "--dry-run"],
         env=_env(),
@@ -125,7 +127,7 @@ def test_signal_as_soon_as_the_handlers_exist(
     if handled_before_exit:
         proc.send_signal(signum)
     code, out, err = _finish(proc)
-    assert handled_before_exit, f"no SIGTERM handler before the process ended ({code}): {err}"
+    assert handled_before_exit, f"no handlers before the process ended ({code}): {err}"
     _assert_interrupted(code, out, err, "hello")
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from port_helpers import free_port
 from prove_helpers import git, make_change, make_repo, prove_json
 
+from changeloop.sandboxes.place import sandbox_place
+
 SERVER = """\
 import http.server, os, sys
 open(sys.argv[2], "w").write(os.getcwd())
@@ -57,5 +59,5 @@ def test_service_runs_in_its_repository_sandbox(tmp_path: Path, capsys: Any) -> 
     assert code == 0, doc
     ran_in = Path(where.read_text())
     assert ran_in.resolve() != api.resolve()
-    assert (web / ".changeloop" / "sandboxes").resolve() in ran_in.resolve().parents
+    assert sandbox_place(web).path in ran_in.resolve().parents
     assert len(git(api, "worktree", "list").splitlines()) == 1  # its sandbox is gone again

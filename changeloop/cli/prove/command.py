@@ -180,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
     if config is not None and answerable(args):
         code = answer_from_record(args, *config, jobs=jobs_wanted(args), seen=seen, known=known)
         if code is not None:
+            from changeloop.workspace.prune import prune_after_prove
+
+            prune_after_prove(config[0], config[1].id, cache=False)  # an answer's run too
             return code
     with _identified_ahead(args, config, seen):
         return _plan_and_run(args, config, seen, known)

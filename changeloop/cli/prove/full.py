@@ -49,6 +49,8 @@ def prove_full(
         from changeloop.process.signals import cancel_on_signals
         from changeloop.records import ProveOptions, ProveResult
         from changeloop.run.engine import prove
+        from changeloop.workspace.prune import prune_after_prove
+        from changeloop.workspace.state import stray_notes
 
     if args.sign_key is not None:
         from changeloop.signing.keys import load_private_key
@@ -121,6 +123,8 @@ def prove_full(
     result.trust = trust
     for note in result.notes:
         common.say(note)
+    for note in stray_notes(plan.root):  # said, not recorded: the answer does not depend on it
+        common.say(f"note: {note}")
     if common.json_mode(args):
         common.emit_json(to_json(result))
     steps = _steps(plan, result, args.sign_key)
@@ -132,6 +136,7 @@ def prove_full(
         with common.recording():  # the record's board is replayed from another directory
             recorded = steps()
         remember(plan, options, result, config, recorded)
+    prune_after_prove(plan.root, plan.change.id)  # its old runs; the unused cache once a day
     return 0 if result.verdict.proven else 1
 
 

@@ -71,6 +71,9 @@ def answer_from_record(
 ) -> int | None:
     """Print what a full re-prove would, from the signed record; None: run the full path."""
     from changeloop import nochange
+    from changeloop.process.sweep import sweep_before_answering
+
+    sweep_before_answering(root)  # a killed run's processes and ports end here too
 
     found = nochange.answer(
         root,
