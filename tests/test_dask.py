@@ -505,6 +505,8 @@ def _prove_killing(
     root: Path, cluster: Any, capsys: pytest.CaptureFixture[str], started: Path, limit: int
 ) -> tuple[int, dict[str, Any], list[int]]:
     """Prove while SIGKILLing the worker (and job) of each of the first ``limit`` attempts."""
+    # the workers an earlier test killed are back first (their nannies restart them)
+    cluster.wait_for_workers(3, timeout=120)
     done = threading.Event()
     killed: list[int] = []
 

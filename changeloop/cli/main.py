@@ -156,4 +156,22 @@ def entry() -> None:
     code = main()
     if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
         code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """Leave with ``code`` once the answer is flushed, skipping the interpreter's shutdown.
+
+    CPython marks a KeyboardInterrupt raised inside ``exec`` of a string (dataclasses and
+    namedtuples build their methods that way, at import) as unhandled even when we caught it,
+    and its shutdown then kills the process with SIGINT instead of exiting 130.
+    """
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody is reading
+            stream.flush()
+    os._exit(code)

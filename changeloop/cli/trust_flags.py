@@ -52,8 +52,15 @@ def request(args: argparse.Namespace) -> TrustRequest:
 
 
 def requested(args: argparse.Namespace) -> bool:
-    """Whether the command line names any trust of its own (a re-prove is then run in full)."""
-    return request(args).given
+    """Whether the command line names any trust of its own (a re-prove is then run in full).
+
+    Read from the flags themselves: the no-change answer asks this and loads no plan.
+    """
+    return (
+        getattr(args, "trust_from", None) is not None
+        or getattr(args, "trust_keyring", None) is not None
+        or bool(getattr(args, "public_key", None))
+    )
 
 
 def trusted(args: argparse.Namespace, plan: Plan) -> tuple[Plan, Trust]:

@@ -32,7 +32,7 @@ def test_a_provider_whose_files_were_lost_keeps_no_receipt_and_says_why() -> Non
     )
     assert folded["p"].receipts == () and not folded["p"].cache
     assert folded["p"].notes == (
-        ("test", "test: provider p could not run: OSError: [Errno 28] No space left on device"),
+        ("test", "test: provider p could not run: [Errno 28] No space left on device"),
     )
     assert folded["q"] is other
     assert len(views(folded)) == 1

@@ -27,6 +27,8 @@ from anchor_helpers import (
     keygen,
     sign_off,
 )
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from repo_helpers import git
 
 from changeloop.signing.keys import keyid, load_public_key_file
@@ -357,3 +359,16 @@ def test_a_re_prove_with_a_trust_of_its_own_is_never_answered_from_the_record(
     assert code == 0 and decision(doc) is None, (doc, err)
     assert doc["trust"]["source"] == "rev"
     assert not record.exists()
+    pem = tmp_path / "ci.pub"
+    pem.write_bytes(
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    )
+    ring = tmp_path / "keyring.json"
+    ring.write_text(json.dumps({"version": 1, "issuers": {"ci": [str(pem)]}}))
+    for own in (["--trust-keyring", str(ring)],):
+        assert cli(capsys, *plain)[0] == 0
+        assert decision(cli(capsys, *plain)[1]) == "no-change"
+        code, doc, err = cli(capsys, *plain, *own)
+        assert code in (0, 1) and decision(doc) is None, (own, doc, err)
