@@ -1,4 +1,4 @@
-"""Re-proving a change of 100 providers on the generated 20,000-file tree (issue 15).
+"""Re-proving a change of 100 providers on the generated 20,000-file tree.
 
 Each provider ``pNNN`` is a ``command`` provider whose ``inputs`` glob covers one
 slice of the tree (``src/pkgNNN/**``...). After a first run fills the cache:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from changeloop.config.evidence import load_evidence
 from changeloop.config.execution import load_execution
@@ -30,7 +32,6 @@ from changeloop.model import (
     Repository,
     Service,
     default_capability,
-    evolve,
 )
 from changeloop.workspace.changeref import ChangeRef
 
@@ -101,14 +102,14 @@ def _only(repositories: Mapping[str, Repository]) -> str | None:
 
 def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Provider:
     """Repository and capability defaults that need no adapter call."""
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     if provider.repository is None and provider.adapter != "contract-digest":
         only = _only(repositories)
         if only is not None:
             changes["repository"] = only
     if not provider.capability:
         changes["capability"] = default_capability(provider.name, provider.adapter)
-    return evolve(provider, **changes) if changes else provider
+    return replace(provider, **changes) if changes else provider
 
 
 # Adapters whose result depends on the repository's entry points (DESIGN.md §11).
@@ -120,7 +121,7 @@ def _with_entry_points(provider: Provider, repositories: Mapping[str, Repository
     repo = repositories.get(provider.repository or "")
     if provider.adapter not in GROUNDED_ADAPTERS or repo is None or not repo.entry_points:
         return provider
-    return evolve(provider, entry_points=repo.entry_points)
+    return replace(provider, entry_points=repo.entry_points)
 
 
 def _with_resources(provider: Provider, plan: Plan) -> Provider:
@@ -136,7 +137,7 @@ def _with_resources(provider: Provider, plan: Plan) -> Provider:
     if resources is None:
         return provider
     extra = tuple(p for p in ports if p not in resources)
-    return evolve(provider, resources=tuple(resources) + extra)
+    return replace(provider, resources=tuple(resources) + extra)
 
 
 def _defaults(provider: Provider, plan: Plan) -> tuple[str, ...] | None:
@@ -183,7 +184,7 @@ def build_plan(
     only = _only(repositories)
     for name, service in (execution.services if execution else {}).items():
         adopt = service.repository is None and only is not None
-        services[name] = evolve(service, repository=only) if adopt else service
+        services[name] = replace(service, repository=only) if adopt else service
     draft = Plan(
         root=root,
         change=change,
@@ -194,7 +195,7 @@ def build_plan(
         services=services,
     )
     final = {name: _with_resources(p, draft) for name, p in providers.items()}
-    return settle(evolve(draft, providers=final))
+    return settle(replace(draft, providers=final))
 
 
 def settle(plan: Plan) -> Plan:
@@ -218,5 +219,5 @@ def settle(plan: Plan) -> Plan:
             inputs=dict(adapter.fingerprint_inputs(provider)),
             runs_command=adapter.RUNS_COMMAND,
         )
-        settled[name] = evolve(provider, facts=facts)
-    return evolve(plan, providers=settled)
+        settled[name] = replace(provider, facts=facts)
+    return replace(plan, providers=settled)

@@ -8,10 +8,9 @@ checks what is on disk afterwards.
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 import stat
-import tempfile
 import threading
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pytest
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
-from changeloop.fsio import durability
 from changeloop.runner_reports import read_report
 from changeloop.signing.statement import write_atomic as receipts_write_atomic
 
@@ -169,109 +167,69 @@ def test_symlink_under_names_the_first_link_below_the_base(tmp_path: Path) -> No
     assert fsio.symlink_under(Path("/elsewhere"), tmp_path) is None
 
 
-# -- durability in rounds (DESIGN.md §13: one sync per batch, write/sync/rename/sync) --------
+# -- durability in rounds (DESIGN.md §13: write all, fsync all, rename all, fsync dirs) --
 
 
-def _syncfs_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The devices of the round's whole-file-system syncs; each still reaches the real syncfs."""
-    real = durability.whole_filesystem_sync()
-    if real is None:
-        pytest.skip("no syncfs on this platform: every round fsyncs file by file")
-    calls: list[int] = []
+def _order(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every fsync (of a file or of a directory) and every rename of a round, in order."""
+    calls: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
 
-    def spy(fd: int) -> int:
-        calls.append(os.fstat(fd).st_dev)  # which file system this call syncs
-        return real(fd)
+    def fsync(fd: int) -> None:
+        kind = "dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        calls.append((f"fsync-{kind}", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
 
-    monkeypatch.setattr(durability, "_SYNCFS", [spy])
+    def replace(src: str, dst: str) -> None:
+        calls.append(("rename", os.fspath(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
     return calls
 
 
-def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = os.fsync
-
-    def spy(fd: int) -> None:
-        calls.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
-    return calls
-
-
-def test_a_large_round_syncs_its_file_system_twice_instead_of_every_file(
+def test_a_round_fsyncs_every_durable_file_before_any_rename_and_each_directory_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once before the renames (the bytes), once after (the names): no per-file fsync."""
-    syncs, fsyncs = _syncfs_spy(monkeypatch), _fsync_spy(monkeypatch)
-    count = durability.SYNCFS_FROM + 4
+    calls = _order(monkeypatch)
+    count = 20
     groups = [[fsio.Pending(tmp_path / f"d{n % 3}" / f"{n}.json", b"%d" % n)] for n in range(count)]
-    assert fsio.commit(groups) == [None] * count
-    assert len(syncs) == 2 and fsyncs == []
+    groups.append([fsio.Pending(tmp_path / "cache" / "c.json", b"c", durable=False)])
+    assert fsio.commit(groups) == [None] * (count + 1)
+    kinds = [kind for kind, _path in calls]
+    assert kinds == ["fsync-file"] * count + ["rename"] * (count + 1) + ["fsync-dir"] * 3
+    assert sorted(path for kind, path in calls if kind == "fsync-dir") == sorted(
+        str(tmp_path / f"d{n}") for n in range(3)
+    )  # the cache entry's directory is not synced: the entry is not durable
     for n in range(count):
         assert (tmp_path / f"d{n % 3}" / f"{n}.json").read_bytes() == b"%d" % n
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_a_small_round_fsyncs_each_file_and_each_directory(
+def test_a_failed_fsync_fails_its_group_and_renames_nothing_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A few files do not write out other programs' dirty data with a whole-file-system sync."""
-    syncs, fsyncs = _syncfs_spy(monkeypatch), _fsync_spy(monkeypatch)
-    groups = [[fsio.Pending(tmp_path / f"{n}.json", b"x")] for n in range(3)]
-    groups.append([fsio.Pending(tmp_path / "cache.json", b"c", durable=False)])
-    assert fsio.commit(groups) == [None] * 4
-    assert syncs == [] and len(fsyncs) == 3 + 1  # three durable files, their one directory
+    """A writeback error (EIO) on one file: its group keeps its old files and no temporary;
+    the other groups of the round are written."""
+    real_fsync = os.fsync
 
+    def failing(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / "bad")):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
 
-def test_a_failed_file_system_sync_renames_nothing_and_leaves_no_temporary(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A writeback error (EIO from syncfs) fails every group: no name gets unsynced bytes."""
-    import ctypes
-    import errno
-
-    if durability.whole_filesystem_sync() is None:
-        pytest.skip("no syncfs on this platform")
-
-    def failing(_fd: int) -> int:
-        ctypes.set_errno(errno.EIO)
-        return -1
-
-    monkeypatch.setattr(durability, "_SYNCFS", [failing])
-    count = durability.SYNCFS_FROM
-    for n in range(count):
-        (tmp_path / f"{n}.json").write_bytes(b"old")
-    errors = fsio.commit([[fsio.Pending(tmp_path / f"{n}.json", b"new")] for n in range(count)])
-    assert all(isinstance(e, OSError) and e.errno == errno.EIO for e in errors)
-    assert [str(e.filename) for e in errors if e] == [
-        str(tmp_path / f"{n}.json") for n in range(count)
+    monkeypatch.setattr(os, "fsync", failing)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.json").write_bytes(b"old")
+    groups = [
+        [fsio.Pending(tmp_path / "good" / "a.json", b"new")],
+        [fsio.Pending(tmp_path / "bad" / "a.json", b"new")],
     ]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.json" for n in range(count))
-    assert {p.read_bytes() for p in tmp_path.iterdir()} == {b"old"}
-
-
-def test_a_round_over_two_file_systems_syncs_each_of_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Receipts on one file system and a copy on another (tmpfs): each is synced, once per
-    phase, and both get their files."""
-    other = Path("/dev/shm")
-    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
-        pytest.skip("no second file system (tmpfs at /dev/shm) here")
-    syncs = _syncfs_spy(monkeypatch)
-    far = Path(tempfile.mkdtemp(dir=other, prefix="changeloop-fsio-"))
-    try:
-        count = durability.SYNCFS_FROM
-        groups = [
-            [fsio.Pending(tmp_path / f"{n}.json", b"near"), fsio.Pending(far / f"{n}.json", b"far")]
-            for n in range(count)
-        ]
-        assert fsio.commit(groups) == [None] * count
-        # each file system once before the renames and once after
-        assert sorted(syncs) == sorted([tmp_path.stat().st_dev, other.stat().st_dev] * 2)
-        assert {p.read_bytes() for p in tmp_path.glob("*.json")} == {b"near"}
-        assert {p.read_bytes() for p in far.glob("*.json")} == {b"far"}
-        assert len(list(far.iterdir())) == count  # no temporary left on either side
-    finally:
-        shutil.rmtree(far, ignore_errors=True)
+    errors = fsio.commit(groups)
+    assert errors[0] is None
+    assert isinstance(errors[1], OSError) and errors[1].errno == errno.EIO
+    assert errors[1].filename == str(tmp_path / "bad" / "a.json")
+    assert (tmp_path / "good" / "a.json").read_bytes() == b"new"
+    assert [p.name for p in (tmp_path / "bad").iterdir()] == ["a.json"]
+    assert (tmp_path / "bad" / "a.json").read_bytes() == b"old"

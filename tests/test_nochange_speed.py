@@ -184,9 +184,8 @@ def test_a_git_failure_on_the_content_thread_falls_back_without_a_traceback(
 def test_a_recorded_tree_pruned_by_git_gc_is_not_handed_to_the_full_path(
     ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The check does not write a tree equal to the recorded one (its object was written
-    when recorded). When that object is gone and something else missed, the full path
-    computes the identity itself instead of starting from a tree git cannot read."""
+    """The recorded tree's object is gone (pruned) and something else missed: the tree the
+    check hands on to the full path is one it wrote itself, so the full path can read it."""
     code, first = prove_json(ws, "c", capsys=capsys)
     assert code == 0
     record = record_path(ws / ".changeloop", "c")

@@ -5,13 +5,11 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
@@ -96,31 +94,3 @@ def test_a_missing_or_foreign_run_json_is_a_clear_refusal(tmp_path: Path) -> Non
     with pytest.raises(ChangeloopError) as foreign:
         runlog.load(tmp_path)
     assert foreign.value.problems[0].code == "run_record_unreadable"
-
-
-def _stamp_as_datetime_spells_it(seconds: float) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@settings(max_examples=2000, deadline=None)
-@given(
-    st.one_of(
-        st.floats(min_value=0.0, max_value=253_402_300_799.0, allow_nan=False),
-        st.integers(min_value=0, max_value=4_000_000_000).flatmap(
-            lambda whole: st.sampled_from(
-                [whole + 0.9995, whole + 0.9999995, whole + 0.0000005, whole + 0.0005, whole + 0.5]
-            )
-        ),
-    )
-)
-def test_a_stamp_is_spelled_as_datetime_spells_it(seconds: float) -> None:
-    """run.json's times: the same text as ``datetime``'s, rounding and cut included."""
-    assert runlog.stamp(seconds) == _stamp_as_datetime_spells_it(seconds)
-
-
-def test_a_stamp_outside_the_fast_path_is_still_datetime_s() -> None:
-    assert runlog.stamp(None) is None
-    assert runlog.stamp(1_700_000_000) == _stamp_as_datetime_spells_it(1_700_000_000)
-    with pytest.raises((ValueError, OverflowError, OSError)):
-        runlog.stamp(1e300)

@@ -79,18 +79,14 @@ def entry_of_passes(
 ) -> tuple[Path, bytes]:
     """:func:`entry` for envelopes the caller itself just sealed as passes of a cached adapter.
 
-    The run's writer knows both facts without parsing its own envelopes again
-    (two JSON parses and a base64 decode per receipt, per provider).
-
-    The bytes are ``json.dumps({"fingerprint": …, "envelopes": [base64, …]},
-    sort_keys=True)``, spelled out: base64 and a checked ``sha256:<hex>`` need no
-    escaping, and the encoder's scan of every base64 character was most of an
-    entry's cost (a test holds the two to the same bytes).
+    The run's writer knows both facts without parsing its own envelopes again.
     """
     target = entry_path(cache_dir, fingerprint)  # refuses anything but sha256:<64 hex>
-    quoted = b", ".join(b'"%b"' % base64.b64encode(e) for e in envelopes)
-    data = b'{"envelopes": [%b], "fingerprint": "%b"}' % (quoted, fingerprint.encode("ascii"))
-    return target, data
+    doc = {
+        "fingerprint": fingerprint,
+        "envelopes": [base64.b64encode(e).decode() for e in envelopes],
+    }
+    return target, json.dumps(doc, sort_keys=True).encode("utf-8")
 
 
 def store(cache_dir: Path, fingerprint: str, envelopes: Sequence[bytes]) -> None:

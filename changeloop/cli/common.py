@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import re
 import shlex
 import sys
@@ -16,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from changeloop.jsontext import indented
 from changeloop.text import escape_controls, escape_json_text
 
 
@@ -192,7 +192,7 @@ def emit_json(doc: Any) -> None:
     if isinstance(doc, dict) and "root" not in doc:
         head = {"version": doc["version"]} if "version" in doc else {}
         doc = {**head, "root": str(_FOUND[0]) if _FOUND else None, **doc}
-    text = indented(doc)  # json.dumps(doc, indent=2, ensure_ascii=False), faster
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
     sys.stdout.write(escape_json_text(text) + "\n")
     sys.stdout.flush()
 

@@ -150,9 +150,6 @@ def _dispatch(raw: list[str], boundary: Boundary) -> int:
 
 
 def entry() -> None:
-    from changeloop.cli.prove.collector import own_process
-
-    own_process()  # its collector may be tuned for the run (cli/prove/collector.py)
     code = main()
     if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
         code = EXIT_INTERRUPTED

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from changeloop import schemas
-from changeloop.config import schema_pass, validation_memo
+from changeloop.config import validation_memo
 from changeloop.config.schema_words import TYPE_WORDS, bound_or_choice
 from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
@@ -262,8 +262,6 @@ def schema_problems(doc: Document, schema_file: str, *, family: str, version: in
     key, passed = validation_memo.lookup(doc.data, schema_file)
     if passed:
         errors: Sequence[ValidationError] = []  # these very data passed this very schema
-    elif schema_pass.passes(doc.data, schema_file):
-        errors = []  # certainly valid: jsonschema (and its import) only to name errors
     else:
         errors = list(schemas.validator(schema_file).iter_errors(doc.data))
     if key is not None and not passed and not errors:

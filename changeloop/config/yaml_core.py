@@ -48,47 +48,11 @@ CoreResolver.add_implicit_resolver(f"{TAG}merge", re.compile(r"^<<$"), ["<"])
 
 _STR = f"{TAG}str"
 
-# The core schema's implicit resolvers by first character ("" for the empty scalar),
-# as ``BaseResolver.resolve`` finds them; it has no wildcard (``None``) resolver.
-_BY_FIRST: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
-    first: tuple(found) for first, found in CoreResolver.yaml_implicit_resolvers.items()
-}
-_SEQ, _MAP = f"{TAG}seq", f"{TAG}map"
-_SCALAR, _SEQUENCE, _MAPPING = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
-
 
 class CoreLoader(_BASE_LOADER):  # type: ignore[misc]
-    """PyYAML's safe composer, resolving plain scalars by the core schema.
-
-    libyaml's composer calls ``resolve`` (and the path-resolver hooks) in Python for
-    every node of the file: ~9,000 calls for a 1000-provider execution.yaml. The core
-    schema registers no path resolvers and no wildcard, so ``resolve`` is
-    ``BaseResolver.resolve`` without the branches that cannot apply
-    (tests/config/test_yaml_dialect.py holds the two to the same tag).
-    """
+    """PyYAML's safe composer, resolving plain scalars by the core schema alone."""
 
     yaml_implicit_resolvers = CoreResolver.yaml_implicit_resolvers
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str | None:
-        if self.yaml_path_resolvers:  # pragma: no cover - none is ever registered
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
-        if kind is _SCALAR:
-            if implicit[0]:
-                for tag, regexp in _BY_FIRST.get(value[:1], ()):
-                    if regexp.match(value):
-                        return tag
-            return _STR
-        if kind is _SEQUENCE:
-            return _SEQ
-        return _MAP if kind is _MAPPING else None
-
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        if self.yaml_path_resolvers:  # pragma: no cover - none is ever registered
-            super().descend_resolver(current_node, current_index)
-
-    def ascend_resolver(self) -> None:
-        if self.yaml_path_resolvers:  # pragma: no cover - none is ever registered
-            super().ascend_resolver()
 
 
 LOADER = CoreLoader

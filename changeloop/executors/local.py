@@ -8,6 +8,7 @@ are public because the Dask coordinator turns a worker's answer into the same
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,14 +16,13 @@ from pathlib import Path
 from changeloop.executors.job import Job, JobResult
 from changeloop.fsio import read_regular
 from changeloop.process.run import run_process
-from changeloop.process.spawn import environ
 
 
 class LocalExecutor:
     """Runs jobs as process groups on this machine (``changeloop.process.run``).
 
-    Jobs start from :func:`environ` (``os.environ`` decoded once while it does not
-    change), and the values to mask are read once per set of names.
+    Jobs start from ``os.environ`` as it is when each one starts (or from the
+    ``environ`` given).
     """
 
     remote = False
@@ -31,21 +31,10 @@ class LocalExecutor:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
-        # The masked values per set of names, for one base environment (a new one: reread).
-        self._secrets: tuple[Mapping[str, str] | None, dict[tuple[str, ...], tuple[str, ...]]]
-        self._secrets = (None, {})
-
-    def _masked(self, job: Job, base: Mapping[str, str]) -> tuple[str, ...]:
-        if self._secrets[0] is not base:
-            self._secrets = (base, {})
-        known = self._secrets[1]
-        if job.masked not in known:
-            known[job.masked] = job.secrets(base)
-        return known[job.masked]
 
     async def run(self, job: Job) -> JobResult:
-        base = environ() if self._environ is None else self._environ
-        secrets = self._masked(job, base)
+        base = dict(os.environ) if self._environ is None else self._environ
+        secrets = job.secrets(base)
         log_dir = Path(job.log_dir)
         report = fresh_report(job)
         started = datetime.now(UTC)

@@ -2,9 +2,7 @@
 
 - :mod:`~changeloop.fsio.writes`: a temporary file created exclusively, then
   renamed over the name (never through a planted symlink, DESIGN.md §2.6);
-  groups of files committed in rounds.
-- :mod:`~changeloop.fsio.durability`: how a round outlives a power cut
-  (DESIGN.md §13).
+  groups of files committed in rounds that outlive a power cut (DESIGN.md §13).
 - :mod:`~changeloop.fsio.reads`: regular files read without blocking and with
   a size cap.
 - :mod:`~changeloop.fsio.beneath`: a file written below a directory others can

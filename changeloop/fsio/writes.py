@@ -4,8 +4,9 @@ Writes never follow a planted symlink (DESIGN.md §2.6): each file is first
 written to a temporary file created *exclusively* (``O_CREAT|O_EXCL|
 O_NOFOLLOW``) in the destination directory, then renamed over the name — a
 rename replaces a symlink standing at the name instead of writing through it.
-Durability follows DESIGN.md §13 (see :mod:`changeloop.fsio.durability`): a
-kill -9 leaves the old file or the new one, never half of one.
+Durability follows DESIGN.md §13: every file of a round is written and fsynced,
+then every name is renamed, then each directory is fsynced once; a kill -9
+leaves the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -16,16 +17,15 @@ import os
 import random
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from changeloop.fsio import durability
 
 __all__ = [
     "Pending",
     "commit",
     "create_new",
+    "fsync_dir",
     "write_all",
     "write_atomic",
     "write_fd",
@@ -33,11 +33,8 @@ __all__ = [
 
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Tokens of temporary names. Their safety is O_EXCL|O_NOFOLLOW (a taken or planted name
-# is skipped), not secrecy: a generator seeded once from os.urandom, where secrets made a
-# getrandom system call per file (a GIL hand-off on the writer thread, issue 15).
+# is skipped), not secrecy.
 TEMP_NAMES = random.Random()  # noqa: S311 - names, not secrets
-# Files of a round held open between their write and their fsync (bounded descriptors).
-SETTLE_CHUNK = 64
 
 
 def _exclusive_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
@@ -86,9 +83,6 @@ class Pending:
     mode: int = 0o644
     # A directory standing at ``path`` is damaged state of ours: removed, then renamed over.
     displace_dir: bool = False
-    # A later write of the same name in the same round may stand for this one (a cache
-    # entry: losing it costs a re-run, never a receipt).
-    supersedable: bool = False
 
 
 @dataclass
@@ -106,15 +100,6 @@ def commit(
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
     directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
 
-    A round of :data:`durability.SYNCFS_FROM` durable files or more replaces the fsyncs with
-    one ``syncfs`` per file system before the renames and one after (Linux): the
-    same order, one pass over the disk each (see :func:`durability.whole_filesystem_sync`).
-
-    A supersedable name several groups of the round write is written once, with
-    the last group's bytes (a thousand providers sharing one cache entry create
-    one file, not a thousand: on ext4, making and dropping inodes at that rate
-    was what a round cost most).
-
     Parent directories are made (``made`` remembers those known to exist, as strings). A group
     that fails leaves no temporary file and keeps the names it had already renamed;
     the other groups are not affected. A kill at any instant leaves every name
@@ -124,59 +109,20 @@ def commit(
     known = made if made is not None else set()
     errors: list[OSError | None] = [None] * len(groups)
     staged: list[list[_Staged]] = [[] for _ in groups]
-    # A supersedable name written again later in the round is written only then: what the
-    # earlier write would have put there is replaced within the same round anyway.
-    last = {
-        os.fspath(item.path): (g, i)
-        for g, group in enumerate(groups)
-        for i, item in enumerate(group)
-        if item.supersedable
-    }
-    durable = sum(
-        1
-        for g, group in enumerate(groups)
-        for i, item in enumerate(group)
-        if item.durable and (not item.supersedable or last[os.fspath(item.path)] == (g, i))
-    )
-    # A large round is made durable by one syncfs per file system (Linux), a small
-    # one file by file: see durability.whole_filesystem_sync.
-    sync = durability.whole_filesystem_sync() if durable >= durability.SYNCFS_FROM else None
-    written: list[tuple[int, _Staged]] = []  # written, not yet fsynced and closed
     try:
         for index, group in enumerate(groups):
             try:
-                for position, item in enumerate(group):
+                for item in group:
                     target = os.fspath(item.path)
-                    if item.supersedable and last[target] != (index, position):
-                        continue  # superseded within this round
                     directory, name = os.path.split(target)
                     _ensure_dir(directory, known)
                     fd, tmp = _exclusive_temp(directory, name, item.mode)
                     entry = _Staged(item, target, directory, tmp, fd)
                     staged[index].append(entry)
-                    _fill(entry, writeback=sync is None)
-                    written.append((index, entry))
+                    _fill(entry)
             except OSError as exc:
                 errors[index] = _naming(exc, item.path)
                 _discard(staged[index])
-            if len(written) >= SETTLE_CHUNK:
-                _settle(written, staged, errors, fsync=sync is None)
-        _settle(written, staged, errors, fsync=sync is None)
-        filesystems: list[str | Path] = []  # one directory on each file system written to
-        if sync is not None:
-            found = durability.one_per_filesystem(
-                e.directory for files in staged for e in files if e.item.durable
-            )
-            if isinstance(found, OSError):
-                failure: OSError | None = found
-            else:
-                filesystems, failure = found, durability.sync_each(sync, found)
-            if failure is not None:  # what was written may not be on disk: rename nothing
-                for index, files in enumerate(staged):
-                    if files:  # each group's error names its own file
-                        path = str(files[0].item.path)
-                        errors[index] = type(failure)(failure.errno, failure.strerror, path)
-                        _discard(files)
         renamed: list[_Staged] = []
         for index, files in enumerate(staged):
             while files:
@@ -192,13 +138,8 @@ def commit(
     finally:  # an exception we did not expect (KeyboardInterrupt): no temporary stays
         for files in staged:
             _discard(files)
-    directories = _distinct(entry.directory for entry in renamed if entry.item.durable)
-    if sync is not None:
-        if directories:  # on the file systems found before the renames: no stat per directory
-            durability.sync_each(sync, filesystems)  # best effort, as fsync_dir is
-    else:
-        for directory in directories:
-            durability.fsync_dir(directory)
+    for directory in dict.fromkeys(e.directory for e in renamed if e.item.durable):
+        fsync_dir(directory)
     return errors
 
 
@@ -243,52 +184,34 @@ def create_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         os.link(tmp, path, follow_symlinks=False)  # fails with EEXIST, never follows
     finally:
         _unlink_quietly(tmp)
-    durability.fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
-def _distinct(paths: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(paths))
-
-
-def _fill(entry: _Staged, *, writeback: bool) -> None:
-    """Write the temporary file's bytes (and start their writeback); the file stays open.
-
-    Starting every file's writeback before the first fsync puts the block
-    allocations of the whole chunk under way together, so the chunk's fsyncs
-    mostly wait for writes already started (halved a 100-file round's time here).
-    """
+def _fill(entry: _Staged) -> None:
+    """Write the temporary file's bytes, fsync them when durable, and close it."""
     fd = entry.fd
     assert fd is not None
     if entry.item.mode & 0o077 == 0:
         os.fchmod(fd, entry.item.mode)  # a private file is private whatever the umask
     write_fd(fd, entry.item.data)
-    if writeback and entry.item.durable and durability.WRITEBACK is not None:
-        with contextlib.suppress(OSError):  # only a hint: the fsync below is what counts
-            os.posix_fadvise(fd, 0, 0, durability.WRITEBACK)
+    if entry.item.durable:
+        os.fsync(fd)
+    entry.fd = None
+    os.close(fd)
 
 
-def _settle(
-    written: list[tuple[int, _Staged]],
-    staged: list[list[_Staged]],
-    errors: list[OSError | None],
-    *,
-    fsync: bool,
-) -> None:
-    """fsync (when durable and asked) and close every written file; a failure fails its group."""
-    for index, entry in written:
-        fd = entry.fd
-        if fd is None:  # its group failed meanwhile and was discarded
-            continue
-        try:
-            if fsync and entry.item.durable:
-                os.fsync(fd)
-        except OSError as exc:
-            errors[index] = _naming(exc, entry.item.path)
-            _discard(staged[index])
-            continue
-        entry.fd = None
+def fsync_dir(directory: str | Path) -> None:
+    """Make renames in ``directory`` durable (best effort where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
         os.close(fd)
-    written.clear()
 
 
 def _rename(entry: _Staged) -> None:

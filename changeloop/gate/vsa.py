@@ -43,8 +43,9 @@ from changeloop.signing.dsse import (
 )
 from changeloop.signing.jcs import canonicalize
 from changeloop.signing.keys import keyid
-from changeloop.signing.statement import STATEMENT_TYPE, Sealed, rfc3339, sha256_hex
+from changeloop.signing.statement import STATEMENT_TYPE, Sealed, sha256_hex
 from changeloop.signing.verify import parse_time
+from changeloop.stamps import utc_stamp
 
 if TYPE_CHECKING:
     from changeloop.model import Plan
@@ -99,7 +100,7 @@ def build_vsa(
     weighed = {k.envelope.uri for k in result.kept}
     predicate: dict[str, Any] = {
         "verifier": {"id": verifier_id(version)},
-        "timeVerified": rfc3339(now or datetime.now(UTC)),
+        "timeVerified": utc_stamp(now or datetime.now(UTC)),
         "resourceUri": resource_uri(plan),
         "policy": {
             "uri": policy_uri,

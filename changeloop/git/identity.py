@@ -15,9 +15,7 @@ All per-file work happens inside git (one short chain of git processes); the
 temporary index is seeded from a copy of the user's index so that unchanged
 files are not re-hashed (git's stat cache).
 
-The parts around it: :mod:`~changeloop.git.repo` runs git and locates a repository;
-:mod:`~changeloop.git.loose_tree` hashes a tree id in-process when the no-change check
-already knows the answer it expects. Both are re-exported here for their callers.
+:mod:`~changeloop.git.repo` runs git and locates a repository.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from changeloop.errors import ChangeloopError
 from changeloop.git.index import seed_index, stage
-from changeloop.git.loose_tree import top_without
 from changeloop.git.repo import GitLayout, git, git_env, layout
 
 if TYPE_CHECKING:  # the model's dataclasses (~7 ms) are not imported for a tree id alone
@@ -182,17 +179,10 @@ def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
     return ContentIdentity(tree=tree, head=lay.head, dirty=dirty)
 
 
-def content_tree(repo: Path, *, include_untracked: bool, expected: str | None = None) -> str:
+def content_tree(repo: Path, *, include_untracked: bool) -> str:
     """The tree id :func:`content_identity` gives, without HEAD and dirtiness (2–3 fewer
-    git processes): what the no-change decision compares (changeloop.nochange).
-
-    ``expected``: the id the caller compares with. When the content still has it, the
-    top-level ``openspec`` is left out by hashing the tree in-process
-    (:func:`~changeloop.git.loose_tree.top_without`)
-    and nothing is written — the object was written when that id was recorded, and an
-    equal id needs no object. Any other outcome writes the tree through git as before, so
-    a caller handing it on (to :func:`identity_of_tree`) can read it.
-    """
+    git processes): what the no-change decision compares (changeloop.nochange). The tree
+    is written, so a caller handing it on (to :func:`identity_of_tree`) can read it."""
     repo = repo.resolve()
     lay = layout(repo, head=False)
     if not lay.index.is_file():  # seeded from HEAD: the full path knows how
@@ -202,10 +192,6 @@ def content_tree(repo: Path, *, include_untracked: bool, expected: str | None = 
         try:
             env = git_env(tmp_index)
             full_tree = _staged_tree(repo, lay, env, tmp_index, include_untracked)
-            if expected is not None and not lay.prefix:
-                quick = top_without(lay, full_tree, OPENSPEC)
-                if quick is not None and quick == expected:
-                    return quick
             return _without_openspec(repo, env, full_tree, lay.prefix)[0]
         except ChangeloopError as exc:
             raise identity_refusal(exc, repo) from exc

@@ -23,7 +23,6 @@ class Content:
         self._untracked = sandbox != "worktree"
         self._order: list[str] = []  # repository names in the record's order
         self._started: set[str] = set()
-        self._recorded: dict[str, str] = {}  # checkout path -> recorded tree
         self._trees: dict[str, str] = {}  # checkout path -> tree computed
         self._errors: dict[str, BaseException] = {}  # name -> its miss or error
         self._threads: list[Any] = []
@@ -46,7 +45,6 @@ class Content:
             if only is not None and not _same_dir(repo["path"], only):
                 continue
             self._started.add(name)
-            self._recorded[str(Path(repo["path"]))] = repo["tree"]
             todo.append((name, repo))
         if todo:
             worker = threading.Thread(
@@ -79,18 +77,9 @@ class Content:
                 raise self._errors[name]
 
     def hand_on(self, seen: dict[str, str]) -> None:
-        """Wait; the trees computed, for the full path to start from (a miss). A tree equal
-        to the recorded one was not written (``content_tree(expected=)``); it is handed on
-        only when its object is still in the repository (``git gc`` may have pruned it)."""
-        from changeloop.git.repo import git
-
+        """Wait; the trees computed, for the full path to start from (a miss)."""
         self.wait()
-        for path, tree in self._trees.items():
-            if tree == self._recorded.get(path):
-                probe = git(["cat-file", "-e", f"{tree}^{{tree}}"], cwd=Path(path), check=False)
-                if probe.returncode != 0:
-                    continue
-            seen[path] = tree
+        seen.update(self._trees)
 
 
 def _same_dir(recorded: Any, directory: Path) -> bool:
@@ -108,7 +97,7 @@ def _same_content(
     from changeloop.git.identity import content_tree
 
     path = Path(repo["path"])
-    tree = content_tree(path, include_untracked=untracked, expected=repo["tree"])
+    tree = content_tree(path, include_untracked=untracked)
     seen[str(path)] = tree
     if tree != repo["tree"]:
         raise Miss(f"the content of repository {name} changed")

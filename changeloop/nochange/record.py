@@ -29,6 +29,7 @@ from changeloop.nochange.key import (
     stat_of,
 )
 from changeloop.records import Observed
+from changeloop.stamps import utc_stamp
 
 if TYPE_CHECKING:
     from changeloop.model import Plan
@@ -200,7 +201,7 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
             ),
             config,
         ),
-        "recordedOn": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "recordedOn": utc_stamp(datetime.now(UTC), timespec="seconds"),
         "repositories": {
             repo: {
                 "path": str(plan.repositories[repo].path),

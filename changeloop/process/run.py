@@ -59,7 +59,7 @@ from changeloop.process.groups import (
 )
 from changeloop.process.output import Output
 from changeloop.process.running import RunningProcess
-from changeloop.process.spawn import environ, start_child
+from changeloop.process.spawn import start_child
 from changeloop.sandboxes.base import git_ceiling
 
 GIT_CEILING = "GIT_CEILING_DIRECTORIES"
@@ -153,7 +153,6 @@ async def _spawn(
             stdin=_devnull(),
             stdout=out_w,
             stderr=err_w,
-            parent_path=environ().get("PATH"),
         )
     except OSError as exc:
         os.close(out_r)

@@ -11,6 +11,7 @@ log digest, signature) when it turns outcomes into receipts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -28,7 +29,6 @@ from changeloop.model import (
     SandboxMode,
 )
 from changeloop.outcome import Outcome
-from changeloop.process.spawn import environ
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class RunContext:
 
         ``cwd``: where it runs when not the repository's workdir (mutation's own copy).
         """
-        values, unset = env_delta(env, environ(), self.provider.env_from)
+        values, unset = env_delta(env, os.environ, self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
             provider=self.provider,

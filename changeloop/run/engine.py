@@ -36,7 +36,6 @@ from changeloop.executors.job import JobResult
 from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
-from changeloop.process.spawn import environ
 from changeloop.providers import registry
 from changeloop.providers.base import RunContext
 from changeloop.records import (
@@ -320,7 +319,7 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            **environ(),  # os.environ decoded once per change of it, not once per provider
+            **os.environ,
             **provider.env,
             **{n: os.environ[n] for n in provider.env_from if n in os.environ},
         },

@@ -13,9 +13,7 @@ lane of the chart is one slot.
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from changeloop import __version__
 from changeloop.errors import ChangeloopError, FileRefused, Location, Problem
 from changeloop.fsio import read_regular_stat, write_atomic
-from changeloop.jsontext import indented
+from changeloop.stamps import utc_stamp
 
 if TYPE_CHECKING:
     from changeloop.scheduling.scheduler import TaskEvent
@@ -35,32 +33,9 @@ RUN_FILE_LIMIT = 64 * 1024 * 1024  # a run of thousands of providers writes a fe
 SCHEMA = "changeloop/run@1"
 
 
-_YEAR_10000 = 253_402_300_800.0  # the first second datetime cannot hold
-
-
 def stamp(seconds: float | None) -> str | None:
-    """RFC 3339 UTC with milliseconds, or None.
-
-    ``datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")`` with
-    ``Z``: microseconds rounded half to even as ``fromtimestamp`` rounds them, then cut
-    to milliseconds. ``run.json`` spells two per provider; the date and time of a whole
-    second are spelled once (tests/test_report_runlog.py holds the two equal).
-    """
-    if seconds is None:
-        return None
-    if type(seconds) is float and 0.0 <= seconds < _YEAR_10000:
-        fraction, whole = math.modf(seconds)
-        micro = round(fraction * 1e6)
-        if micro >= 1_000_000:
-            whole, micro = whole + 1.0, micro - 1_000_000
-        return f"{_second(int(whole))}.{micro // 1000:03d}Z"
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@functools.lru_cache(maxsize=64)
-def _second(whole: int) -> str:
-    return datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    """RFC 3339 UTC with milliseconds, or None."""
+    return None if seconds is None else utc_stamp(datetime.fromtimestamp(seconds, UTC))
 
 
 @dataclass
@@ -168,7 +143,7 @@ class RunLog:
 
     def write(self, run_dir: Path, *, durable: bool = True) -> Path:
         path = run_dir / RUN_FILE
-        data = indented(self.to_json()) + "\n"
+        data = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
         write_atomic(path, data.encode("utf-8"), durable=durable)
         return path
 

@@ -3,17 +3,11 @@
 An async context manager: on exit every sandbox it made is removed (unless
 ``keep``), shielded from cancellation. It owns the per-repository locks, so two
 providers of one repository share one sandbox and one ``setup``.
-
-:func:`identified_ahead` lets ``prove`` start a checkout's content identity on a
-thread while the plan loads (its git processes use the other core); the run's
-first :meth:`Sandboxes.identity` of that checkout takes it instead of starting it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -21,63 +15,11 @@ from types import TracebackType
 import anyio
 
 from changeloop import sandboxes
-from changeloop.errors import ChangeloopError
 from changeloop.git.identity import content_identity, identity_of_tree
 from changeloop.model import ContentIdentity, Plan, SandboxMode
 from changeloop.sandboxes.none import InPlace
 
 Setup = Callable[[str, Path], Awaitable[bool]]  # (repository, workdir) -> setup succeeded
-
-
-class _Ahead:
-    """One content identity computed on a thread of its own."""
-
-    def __init__(self, path: Path, untracked: bool) -> None:
-        self.path, self.untracked = path, untracked
-        self.found: ContentIdentity | None = None  # None: it failed, the run computes it
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="changeloop-identity", daemon=True
-        )
-        try:
-            self._thread.start()
-        except RuntimeError:  # no thread to be had (a process limit): the run computes it
-            self._thread = None
-
-    def _run(self) -> None:
-        with contextlib.suppress(ChangeloopError, OSError):
-            self.found = content_identity(self.path, include_untracked=self.untracked)
-
-    def result(self) -> ContentIdentity | None:
-        if self._thread is not None:
-            self._thread.join()
-        return self.found
-
-
-_AHEAD: dict[tuple[str, bool], _Ahead] = {}
-
-
-@contextlib.contextmanager
-def identified_ahead(path: Path, *, include_untracked: bool) -> Iterator[None]:
-    """Within the block, ``path``'s content identity is being computed for the run.
-
-    What the run does not take (a refused plan, an interruption) is dropped when the
-    block ends, not waited for: an interrupted ``prove`` answers at once, and the
-    thread (a daemon) ends with its git process, its temporary index in the run's
-    private temporary directory. A failure is never reported from here: the run
-    computes the identity again and refuses as it always did.
-    """
-    key = (str(path.resolve()), include_untracked)
-    ahead = _AHEAD.get(key) or _AHEAD.setdefault(key, _Ahead(Path(key[0]), include_untracked))
-    try:
-        yield
-    finally:
-        if _AHEAD.get(key) is ahead:
-            del _AHEAD[key]
-
-
-def _taken(path: Path, untracked: bool) -> ContentIdentity | None:
-    ahead = _AHEAD.pop((str(path), untracked), None)
-    return ahead.result() if ahead is not None else None
 
 
 class Sandboxes:
@@ -119,11 +61,10 @@ class Sandboxes:
             path = self._plan.repositories[repo].path
             untracked = self.mode != "worktree"
             known = self._trees.pop(str(path), None)
-            ahead = _taken(path, untracked) if known is None else None
             self._identities[repo] = (
-                ahead
-                or (identity_of_tree(path, known) if known is not None else None)
-                or content_identity(path, include_untracked=untracked)
+                identity_of_tree(path, known)
+                if known is not None
+                else content_identity(path, include_untracked=untracked)
             )
         return self._identities[repo]
 

@@ -65,7 +65,7 @@ class ReceiptWriter:
         envelopes = [e.envelope for e in report.receipts]
         target, data = cache.entry_of_passes(self._cache_dir, fingerprint, envelopes)
         # A directory squatting on the name is damaged state: rebuilt (by the writer thread).
-        entry = Pending(target, data, durable=False, displace_dir=True, supersedable=True)
+        entry = Pending(target, data, durable=False, displace_dir=True)
         self._commits.submit(_CACHE + report.name, [entry])
 
     async def drain(self) -> dict[str, OSError]:

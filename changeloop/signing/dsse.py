@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
-import functools
 import json
 import os
 import re
@@ -91,21 +90,14 @@ def sign_envelope(payload: bytes, payload_type: str, private_key: Ed25519Private
     )
 
     sig = private_key.sign(pae(payload_type, payload))
-    # The RFC 8785 form of {"payload", "payloadType", "signatures": [{"keyid", "sig"}]},
-    # spelled out: members already in key order, base64 and hex need no escaping, and
-    # the two free strings go through canonicalize. A test holds it to canonicalize(doc).
-    return b'{"payload":"%b","payloadType":%b,"signatures":[{"keyid":%b,"sig":"%b"}]}\n' % (
-        base64.b64encode(payload),
-        _json_string(payload_type),
-        _json_string(signer_keyid(private_key)),
-        base64.b64encode(sig),
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _json_string(text: str) -> bytes:
-    """``canonicalize(text)``, once per string: a run signs with one key and one type."""
-    return canonicalize(text)
+    envelope = {
+        "payload": base64.b64encode(payload).decode("ascii"),
+        "payloadType": payload_type,
+        "signatures": [
+            {"keyid": signer_keyid(private_key), "sig": base64.b64encode(sig).decode("ascii")}
+        ],
+    }
+    return canonicalize(envelope) + b"\n"
 
 
 def too_large(size: int) -> VerificationError:

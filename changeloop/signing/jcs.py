@@ -4,8 +4,9 @@ Usage::
 
     canonicalize({"b": 1, "a": [True, None, "é"]})  # b'{"a":[true,null,"\xc3\xa9"],"b":1}'
 
-Why our own: the receipt id is sha256 of these bytes, so they must be exactly
-what any other RFC 8785 implementation produces. The rules:
+The receipt id is sha256 of these bytes, so they must be exactly what any other
+RFC 8785 implementation produces (tests/receipts/test_jcs.py holds them to the
+``rfc8785`` package's). The rules:
 
 - object members sorted by their keys' UTF-16 code units (not code points);
 - strings as UTF-8 with only ``"``, ``\\`` and control characters escaped
@@ -15,6 +16,10 @@ what any other RFC 8785 implementation produces. The rules:
   ``repr`` gives the same digits as ES), laid out by the ES rules;
   NaN and ±Infinity are refused; integers beyond ±2**53 are refused because a
   JavaScript verifier could not represent them exactly.
+
+Where the C encoder provably gives these bytes (no float, no unsafe integer, no
+character at or above U+D800), it writes them (``_fast``); a property test holds
+it to the careful code (tests/receipts/test_jcs_fast_path.py).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class CanonicalizationError(ValueError):
 
 def canonicalize(obj: Any) -> bytes:
     """The RFC 8785 bytes of ``obj`` (dict/list/tuple/str/int/float/bool/None)."""
-    fast = _fast(obj)
+    fast = _fast(obj)  # holds "one input changed <= 300 ms" and "1,000 providers <= 4x make"
     if fast is not None:
         return fast
     parts: list[str] = []

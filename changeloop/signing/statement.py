@@ -30,7 +30,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,6 +42,7 @@ from changeloop.outcome import Outcome
 from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
 from changeloop.signing.jcs import canonicalize
 from changeloop.signing.keys import signer_keyid
+from changeloop.stamps import utc_stamp
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
@@ -84,20 +85,6 @@ class Sealed:
 
 class ReceiptSchemaError(ChangeloopError):
     """A statement changeloop built does not fit its own schema: a bug, reported loudly."""
-
-
-def rfc3339(moment: datetime) -> str:
-    """UTC with millisecond precision and a ``Z``, e.g. ``2026-01-02T03:04:05.678Z``."""
-    if moment.tzinfo is None:
-        raise ValueError("receipt times must be timezone-aware")
-    utc = moment.astimezone(UTC)
-    # The fields spelled out (strftime took twice as long, twice per receipt); years
-    # before 1000 print four digits as strftime's %Y does here, and a test holds the two
-    # to the same text.
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
-        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
 
 
 def sha256_hex(data: bytes) -> str:
@@ -158,8 +145,8 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
             for repo, ident in sorted(facts.subjects.items())
         },
         "issuer": facts.issuer,
-        "startedOn": rfc3339(facts.started),
-        "finishedOn": rfc3339(facts.finished),
+        "startedOn": utc_stamp(facts.started),
+        "finishedOn": utc_stamp(facts.finished),
         "durationMs": duration,
         "log": (
             {"sha256": facts.log_sha256, "tail": bound_tail(facts.log_tail)}

@@ -11,14 +11,14 @@ human output (docs/keys-and-ci.md "Where trust comes from").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop.errors import Location
-from changeloop.model import Plan, Provider, TrustedKey, evolve
+from changeloop.model import Plan, Provider, TrustedKey
 from changeloop.signing.keys import keyid, load_public_key
 
 __all__ = ["ProviderTrust", "Source", "Trust", "TrustChanged"]
@@ -103,14 +103,14 @@ class Trust:
                 continue
             if material == of_provider(provider):
                 continue
-            providers[name] = evolve(
+            providers[name] = replace(
                 provider,
                 trusted_keys=material.keys,
                 issuer=material.issuer,
                 accepts=material.accepts,
                 max_age_s=material.max_age_s,
             )
-        return evolve(plan, providers=providers)
+        return replace(plan, providers=providers)
 
     def command_line_ids(self) -> list[str]:
         return sorted({keyid(k) for k in self.command_line})

@@ -2,8 +2,7 @@
 
 Checked in a fresh interpreter (pytest has imported everything already). A change
 whose execution.yaml wires every capability, in a workspace with no entryPoints,
-needs no manifest or source reader, no runner argv and no
-jsonschema (a valid configuration passes without it, config/schema_pass.py).
+needs no manifest or source reader and no runner argv.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from pathlib import Path
 from prove_helpers import git, make_change, make_repo
 
 NOT_NEEDED = (
-    "jsonschema",
     "tomllib",
     "configparser",
     "changeloop.project.manifests",

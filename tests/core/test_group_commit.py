@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from changeloop import fsio
-from changeloop.fsio import Pending, writes
+from changeloop.fsio import Pending
 from changeloop.run.commit import GroupCommit
 
 
@@ -116,28 +116,13 @@ def test_a_symlink_at_the_name_is_replaced_never_written_through(tmp_path: Path)
     assert link.read_bytes() == b"signed"
 
 
-def test_a_supersedable_name_is_written_once_per_round_with_the_last_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_name_written_twice_in_a_round_keeps_the_last_bytes(tmp_path: Path) -> None:
     entry = tmp_path / "cache" / "entry.json"
-    receipt = tmp_path / "latest" / "r.json"
-    groups = [
-        [Pending(entry, f"cache {n}".encode(), durable=False, supersedable=True)] for n in range(5)
-    ]
-    groups += [[Pending(receipt, b"first")], [Pending(receipt, b"second")]]
-    created: list[str] = []
-    original = writes._exclusive_temp
-
-    def counting(directory: str, name: str, mode: int) -> tuple[int, str]:
-        created.append(name)
-        return original(directory, name, mode)
-
-    monkeypatch.setattr(writes, "_exclusive_temp", counting)  # counts, then does the real thing
-    assert fsio.commit(groups) == [None] * 7
-    assert entry.read_bytes() == b"cache 4"
-    assert created.count("entry.json") == 1  # one temporary for five writes of the name
-    assert created.count("r.json") == 2  # a receipt is never skipped, even rewritten
-    assert receipt.read_bytes() == b"second"
+    groups = [[Pending(entry, f"cache {n}".encode(), durable=False)] for n in range(5)]
+    groups += [[Pending(str(entry), b"as a string")]]  # a string names the same file
+    assert fsio.commit(groups) == [None] * 6
+    assert entry.read_bytes() == b"as a string"
+    assert [p.name for p in entry.parent.iterdir()] == ["entry.json"]  # no temporary left
 
 
 def test_the_writer_thread_ends_when_idle_and_a_new_one_takes_over(tmp_path: Path) -> None:

@@ -152,3 +152,25 @@ def test_state_shows_what_is_held(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["state", "prune", "--root", str(root), "--keep-runs", "1", "--json"]) == 0
     pruned = json.loads(capsys.readouterr().out)
     assert len(pruned["removed"]["runs"]) == 1 and pruned["freed"]["files"] > 0
+
+
+def _loose_objects(root: Path) -> set[str]:
+    objects = root / ".git" / "objects"
+    return {f"{d.name}{f.name}" for d in objects.iterdir() if len(d.name) == 2 for f in d.iterdir()}
+
+
+def test_re_proves_of_unchanged_content_add_nothing_to_the_users_git_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The content identity writes the objects ``git add`` would, once per content."""
+    root = _workspace(tmp_path)
+    (root / "notes.txt").write_text("untracked, not ignored\n")
+    assert prove_json(root, "c1", "--no-cache", capsys=capsys)[0] == 0
+    first = _loose_objects(root)
+    for _ in range(3):
+        assert prove_json(root, "c1", "--no-cache", capsys=capsys)[0] == 0
+    assert _loose_objects(root) == first
+    (root / "app.txt").write_text("v2\n")
+    assert prove_json(root, "c1", "--no-cache", capsys=capsys)[0] == 0
+    grown = _loose_objects(root) - first
+    assert 0 < len(grown) <= 4  # the edited file's blob and the trees above it

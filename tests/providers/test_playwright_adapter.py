@@ -81,6 +81,21 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return playwright_project(tmp_path_factory.mktemp("pw"), {"all.spec.js": SPEC})
 
 
+@pytest.fixture(scope="module")
+def passing(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Outcome], Path]:
+    """One real passing run of the module's spec, and a copy of the JSON report it read."""
+    outcomes = _run(
+        project,
+        tmp_path_factory.mktemp("passing"),
+        CLAIMS,
+        command=("npx", "playwright", "test", "--grep", "@credited|@flaky"),
+        outputs=("accessibility",),
+    )
+    kept = tmp_path_factory.mktemp("report") / "browser.json"
+    kept.write_bytes((project / ".changeloop/reports/browser.json").read_bytes())
+    return outcomes, kept
+
+
 def _run(project: Path, tmp: Path, claims: dict[str, list[str]], **kw: Any) -> list[Outcome]:
     provider = playwright_provider(**kw)
     plan = make_plan(project, claims=claims, claim_input_modes={"by-keyboard": "os-input"})
@@ -89,15 +104,9 @@ def _run(project: Path, tmp: Path, claims: dict[str, list[str]], **kw: Any) -> l
 
 
 def test_passing_run_credits_annotations_and_leaves_the_rest_inconclusive(
-    project: Path, tmp_path: Path
+    passing: tuple[list[Outcome], Path],
 ) -> None:
-    browser, a11y = _run(
-        project,
-        tmp_path,
-        CLAIMS,
-        command=("npx", "playwright", "test", "--grep", "@credited|@flaky"),
-        outputs=("accessibility",),
-    )
+    browser, a11y = passing[0]
     assert browser.command is not None
     assert browser.command.count("--reporter=json") == 1
     assert browser.command[-2:] == ("--project", "chromium")
@@ -120,8 +129,6 @@ def test_passing_run_credits_annotations_and_leaves_the_rest_inconclusive(
     # outputs: one more receipt from the same run, for the claims needing accessibility
     assert a11y.capability == "accessibility"
     assert a11y.status == "pass" and a11y.claims == {"a11y": "credited"}
-    report = project / ".changeloop/reports/browser.json"
-    (project / "first-report.json").write_bytes(report.read_bytes())  # for the reader test
 
 
 def test_flaky_credits_only_with_allow_flaky_and_given_options_are_not_duplicated(
@@ -172,11 +179,8 @@ def test_wrapper_command_without_report_is_inconclusive_naming_the_file(
     assert [f.kind for f in outcome.findings] == ["report-missing"]
 
 
-def test_reader_on_a_real_report(project: Path) -> None:
-    report = project / "first-report.json"
-    if not report.exists():
-        pytest.skip("needs the report of the first test in this module")
-    result = playwright_json.read(report)
+def test_reader_on_a_real_report(passing: tuple[list[Outcome], Path]) -> None:
+    result = playwright_json.read(passing[1])
     assert result.tool == "playwright" and result.version
     by_name = {t.name: t for t in result.tests or ()}
     assert by_name["group › inner @credited [chromium]"].claims == ("inherited",)

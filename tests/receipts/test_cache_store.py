@@ -68,3 +68,16 @@ def test_overwrite_replaces_atomically(tmp_path: Path) -> None:
     cache.store(tmp_path / "cache", FP, [envelope("pass", "old")])
     cache.store(tmp_path / "cache", FP, [envelope("pass", "new")])
     assert cache.load(tmp_path / "cache", FP) == [envelope("pass", "new")]
+
+
+def test_the_runs_entry_round_trips_through_the_reader(tmp_path: Path) -> None:
+    fingerprint = "sha256:" + "ab" * 32
+    target, data = cache.entry_of_passes(tmp_path, fingerprint, [b"one", b'{"two":"\\n"}'])
+    target.write_bytes(data)
+    assert cache.load_unchecked(tmp_path, fingerprint) == [b"one", b'{"two":"\\n"}']
+
+
+@pytest.mark.parametrize("bad", ["sha256:" + "a" * 64 + "\n", 'sha256:"' + "a" * 63, "a" * 64])
+def test_the_runs_entry_refuses_a_fingerprint_that_is_not_sha256_hex(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a sha256 fingerprint"):
+        cache.entry_of_passes(Path("/c"), bad, [b"x"])

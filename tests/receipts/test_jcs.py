@@ -1,11 +1,16 @@
-"""RFC 8785 canonical JSON: the bytes a receipt id hashes."""
+"""RFC 8785 canonical JSON: the bytes a receipt id hashes, the ``rfc8785`` package's bytes."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+from typing import Any
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from changeloop.signing.jcs import CanonicalizationError, canonicalize, format_number
 
@@ -89,3 +94,60 @@ def test_whitespace_and_order_independent() -> None:
     a = json.loads('{ "b" : [1, {"d": 1, "c": 2}], "a": "x" }')
     b = {"a": "x", "b": [1, {"c": 2, "d": 1}]}
     assert canonicalize(a) == canonicalize(b) == b'{"a":"x","b":[1,{"c":2,"d":1}]}'
+
+
+# Any Unicode but lone surrogates (no UTF-8 form), any double RFC 8785 can spell.
+_TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT
+)
+_DOCUMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_TEXT, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_DOCUMENTS)
+def test_the_bytes_are_the_rfc8785_packages_bytes(doc: Any) -> None:
+    assert canonicalize(doc) == rfc8785.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        333333333.33333329,
+        1e30,
+        4.50,
+        2e-3,
+        1e-27,
+        5e-324,
+        -5e-324,
+        1e21,
+        1e-7,
+        1e-6,
+        9007199254740991.0,
+        sys.float_info.max,
+        sys.float_info.min,
+        0.1 + 0.2,
+        -0.0,
+    ],
+    ids=repr,
+)
+def test_edge_numbers_are_spelled_as_the_rfc8785_package_spells_them(value: float) -> None:
+    assert canonicalize([value]) == rfc8785.dumps([value])
+
+
+@pytest.mark.parametrize(
+    "bad", [math.nan, math.inf, -math.inf, 2**53, -(2**53), {1: "x"}, b"bytes"], ids=repr
+)
+def test_what_the_rfc8785_package_refuses_is_refused(bad: Any) -> None:
+    with pytest.raises(rfc8785.CanonicalizationError):
+        rfc8785.dumps(bad)
+    with pytest.raises(CanonicalizationError):
+        canonicalize(bad)

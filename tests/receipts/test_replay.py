@@ -23,7 +23,7 @@ from changeloop.cli.main import main
 from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
 from changeloop.signing.jcs import canonicalize
 from changeloop.signing.keys import generate_private_key, private_pem
-from changeloop.signing.statement import rfc3339
+from changeloop.stamps import utc_stamp
 
 CI_KEY = generate_private_key()
 CHANGE = "add-review"
@@ -76,7 +76,7 @@ def made_days_ago(envelope: bytes, days: int) -> bytes:
     """The same statement as the CI key would have signed it ``days`` ago."""
     statement = json.loads(base64.b64decode(json.loads(envelope)["payload"]))
     ext = statement["predicate"]["changeloop"]
-    then = rfc3339(datetime.now(UTC) - timedelta(days=days))
+    then = utc_stamp(datetime.now(UTC) - timedelta(days=days))
     ext["startedOn"] = ext["finishedOn"] = then
     return sign_envelope(canonicalize(statement), PAYLOAD_TYPE, CI_KEY)
 

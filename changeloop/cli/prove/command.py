@@ -12,16 +12,13 @@ for the verbs that load a plan too), the full run :mod:`~changeloop.cli.prove.fu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from changeloop.cli import common, trust_flags
 from changeloop.cli.argtypes import positive_seconds
 from changeloop.cli.prove.args import jobs_wanted
-from changeloop.cli.prove.collector import paused
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove.plan import dry_run, load_plan
 from changeloop.errors import ChangeloopError
@@ -173,7 +170,6 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    _cheap_shutdown()
     config = config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
     known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
@@ -184,8 +180,7 @@ def run(args: argparse.Namespace) -> int:
 
             prune_after_prove(config[0], config[1].id, cache=False)  # an answer's run too
             return code
-    with _identified_ahead(args, config, seen):
-        return _plan_and_run(args, config, seen, known)
+    return _plan_and_run(args, config, seen, known)
 
 
 def _plan_and_run(
@@ -194,15 +189,13 @@ def _plan_and_run(
     seen: dict[str, str],
     known: dict[str, Any],
 ) -> int:
-    with paused():  # ~100,000 objects that live as long as the run (cli/collector.py)
-        plan = load_plan(args)
+    plan = load_plan(args)
     plan, trust = trust_flags.trusted(args, plan)
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
         return dry_run(args, plan)
-    with paused():  # the run's imports: long-lived too
-        from changeloop.run.engine import nothing_to_prove
+    from changeloop.run.engine import nothing_to_prove
 
     nothing = nothing_to_prove(plan)
     if nothing is not None:
@@ -210,64 +203,3 @@ def _plan_and_run(
     from changeloop.cli.prove.full import prove_full
 
     return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
-
-
-def _identified_ahead(
-    args: argparse.Namespace,
-    config: tuple[Path, Any, dict[str, str | None]] | None,
-    seen: Mapping[str, str],
-) -> contextlib.AbstractContextManager[None]:
-    """The workspace's content identity started on a thread while the plan loads (~15 ms
-    of git processes on the other core), when it is surely the change's one repository:
-    evidence.yaml names no ``repositories`` (the default is the workspace itself).
-
-    ``.changeloop/`` is made ignored first, as the run does before it identifies
-    anything: loading the plan writes there (the validation memo), which git must not see.
-    """
-    if config is None or args.dry_run:
-        return contextlib.nullcontext()
-    root, change, _ = config
-    if str(root.resolve()) in seen:  # the no-change check has its tree: cheaper still
-        return contextlib.nullcontext()
-    from changeloop.errors import FileRefused
-    from changeloop.fsio import KIB, read_regular
-
-    try:
-        evidence = read_regular(change.path / "evidence.yaml", limit=64 * KIB, what="evidence")
-    except FileRefused:
-        return contextlib.nullcontext()  # loading the plan says why (or reads it whole)
-    if b"repositories" in evidence:
-        return contextlib.nullcontext()
-    from changeloop.workspace.state import check_state, ensure_gitignored
-
-    try:  # .changeloop/ out of git's view before git looks (the run does this first too)
-        check_state(root)
-        ensure_gitignored(root)
-    except (ChangeloopError, OSError):
-        return contextlib.nullcontext()  # the run refuses the state as it always did
-    with paused():
-        from changeloop.run.sandboxes import identified_ahead
-
-    return identified_ahead(root, include_untracked=args.sandbox != "worktree")
-
-
-_SHUTDOWN_REGISTERED: list[bool] = []
-
-
-def _cheap_shutdown() -> None:
-    """At interpreter exit, move every object out of the garbage collector's reach first.
-
-    The collection the interpreter makes while tearing down a full ``prove``'s
-    objects took ~30 ms of a ~480 ms re-prove (bench/README.md "Issue 15 (hP)").
-    Nothing is lost: everything a run writes is on disk before ``prove``
-    returns, objects are still freed by reference counting, and ``weakref.finalize``
-    callbacks (temporary directories) run from their own exit hook. Registered once
-    per process; in-process callers (tests) only meet it when their process ends.
-    """
-    if _SHUTDOWN_REGISTERED:
-        return
-    import atexit
-    import gc
-
-    atexit.register(gc.freeze)
-    _SHUTDOWN_REGISTERED.append(True)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, trust_flags
 from changeloop.cli.prove.args import jobs_wanted
-from changeloop.cli.prove.collector import before_run, paused
 from changeloop.cli.prove.nochange import remember
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.text import TerminalText
@@ -42,15 +41,14 @@ def prove_full(
     (content trees, carried inputs digests); the full path starts from them. ``plan``
     judges with ``trust`` already (``trust_flags.trusted``).
     """
-    with paused():
-        import anyio
+    import anyio
 
-        from changeloop.cli.board import Progress, render_board, to_json
-        from changeloop.process.signals import cancel_on_signals
-        from changeloop.records import ProveOptions, ProveResult
-        from changeloop.run.engine import prove
-        from changeloop.workspace.prune import prune_after_prove
-        from changeloop.workspace.state import stray_notes
+    from changeloop.cli.board import Progress, render_board, to_json
+    from changeloop.process.signals import cancel_on_signals
+    from changeloop.records import ProveOptions, ProveResult
+    from changeloop.run.engine import prove
+    from changeloop.workspace.prune import prune_after_prove
+    from changeloop.workspace.state import stray_notes
 
     if args.sign_key is not None:
         from changeloop.signing.keys import load_private_key
@@ -113,7 +111,6 @@ def prove_full(
         interrupted = interruption.interrupted
 
     try:
-        before_run()
         anyio.run(main)
     finally:
         progress.close()  # progress lines are written in batches (board.Progress)

@@ -1,10 +1,5 @@
-"""run.sandboxes.identified_ahead: prove identifies the workspace while its plan loads, once.
-
-The content identity a run's receipts name is computed on a thread started before
-the plan is loaded, and taken by the run instead of computed again; when evidence.yaml
-names its repositories nothing is started ahead; whatever the run does not take is
-dropped, and a failure there is reported by the run as before.
-"""
+"""The content identity a run's receipts name: computed once per run, after ``.changeloop/``
+is out of git's view; a checkout git cannot identify is the run's refusal."""
 
 from __future__ import annotations
 
@@ -12,7 +7,6 @@ import base64
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +14,6 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json
 
 from changeloop.git.identity import content_identity
-from changeloop.run import sandboxes
 
 EXECUTION = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'
 
@@ -36,18 +29,6 @@ def _workspace(
     return root
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The thread of every content identity computed for the run (the real function runs)."""
-    threads: list[str] = []
-
-    def counted(path: Path, **kwargs: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return content_identity(path, **kwargs)
-
-    monkeypatch.setattr("changeloop.run.sandboxes.content_identity", counted)
-    return threads
-
-
 def _subject_tree(root: Path, doc: dict[str, Any]) -> str:
     [entry] = [r for p in doc["providers"] for r in p["receipts"]]
     envelope = json.loads((root / entry["path"]).read_text())
@@ -55,19 +36,6 @@ def _subject_tree(root: Path, doc: dict[str, Any]) -> str:
     tree: str = statement["predicate"]["changeloop"]["repositories"]["self"]["tree"]
     assert [s["digest"]["gitTree"] for s in statement["subject"]] == [tree]
     return tree
-
-
-def test_the_workspace_is_identified_once_on_its_own_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = _workspace(tmp_path)
-    threads = _counted(monkeypatch)
-    code, doc = prove_json(root, "c", "--no-cache", capsys=capsys)
-    assert code == 0
-    assert threads == ["changeloop-identity"]
-    assert _subject_tree(root, doc) == content_identity(root, include_untracked=True).tree
-    assert sandboxes._AHEAD == {}
-    assert not [t for t in threading.enumerate() if t.name == "changeloop-identity"]
 
 
 def test_state_written_while_the_plan_loads_is_never_part_of_the_identity(
@@ -90,40 +58,14 @@ def test_state_written_while_the_plan_loads_is_never_part_of_the_identity(
     assert ignored_when_asked == [True, True]
 
 
-def test_declared_repositories_are_identified_by_the_run_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = _workspace(tmp_path, "version: 3\nrepositories: {self: .}\nrequires: [ok]\n")
-    threads = _counted(monkeypatch)
-    code, _ = prove_json(root, "c", "--no-cache", capsys=capsys)
-    assert code == 0
-    assert len(threads) == 1 and threads != ["changeloop-identity"]
-
-
-def test_what_the_run_never_takes_is_dropped_and_ends_on_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = _workspace(tmp_path)
-    execution = root / "openspec" / "changes" / "c" / "execution.yaml"
-    execution.write_text(EXECUTION + "    timeoutMs: soon\n")  # refused: nothing runs
-    threads = _counted(monkeypatch)
-    code, doc = prove_json(root, "c", capsys=capsys)
-    assert code == 2 and "timeoutMs" in json.dumps(doc["errors"])
-    assert threads == ["changeloop-identity"] and sandboxes._AHEAD == {}
-    for thread in [t for t in threading.enumerate() if t.name == "changeloop-identity"]:
-        thread.join(timeout=60)  # not waited for by prove: it ends when its git does
-        assert not thread.is_alive()
-
-
-def test_a_failure_ahead_is_the_run_s_own_refusal(
+def test_a_checkout_git_cannot_identify_is_the_run_s_refusal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = tmp_path / "ws"  # not a git repository: identifying it ahead fails quietly
+    root = tmp_path / "ws"  # not a git repository
     make_change(root, "c", "version: 3\nrequires: [ok]\n", EXECUTION)
     code, doc = prove_json(root, "c", capsys=capsys)
     assert code == 2
     assert [e["code"] for e in doc["errors"]] == ["not_a_git_worktree"]
-    assert sandboxes._AHEAD == {}
 
 
 def _logged_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -139,15 +81,15 @@ def _logged_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-@pytest.mark.parametrize("ahead", [True, False])
+@pytest.mark.parametrize("named", [False, True], ids=["default-repository", "named"])
 def test_in_place_the_checkout_is_identified_once_per_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ahead: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], named: bool
 ) -> None:
     """``--sandbox none`` runs in the checkout the run has identified already: making that
     sandbox must not ask git for the same identity again (counted as real ``write-tree``
-    runs, whichever thread or module asks), and the receipt names that identity."""
+    runs, whichever module asks), and the receipt names that identity."""
     evidence = "version: 3\nrequires: [ok]\n"
-    if not ahead:  # repositories named: nothing identified ahead, the run does it
+    if named:  # the workspace named as a repository of the change
         evidence = "version: 3\nrepositories: {self: .}\nrequires: [ok]\n"
     root = _workspace(tmp_path, evidence)
     log = _logged_git(tmp_path, monkeypatch)
