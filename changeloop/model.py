@@ -183,6 +183,8 @@ class Provider:
     # mutation
     threshold: float | None = None
     max_mutants: int | None = None
+    # a folder inside the repository the command runs in (a workspace member), or None
+    workdir: str | None = None
     # provenance
     origin: Origin = "configured"
     confidence: Confidence = "high"

@@ -79,3 +79,13 @@ class TerminalText(io.TextIOBase):
     def as_textio(self) -> TextIO:
         """This stream, typed as what views accept."""
         return cast(TextIO, self)
+
+
+# The name evidence.yaml gives the one repository it leaves unnamed (config/evidence.py).
+IMPLICIT_REPOSITORY = "self"
+
+
+def repository_words(name: str) -> str:
+    """How user-facing text names a repository: ``this repository`` for the one
+    evidence.yaml leaves unnamed (never its internal name), else ``repository web``."""
+    return "this repository" if name == IMPLICIT_REPOSITORY else f"repository {name}"

@@ -133,6 +133,7 @@ def test_venv_without_pytest_is_one_finding_with_the_extra(tmp_path: Path, capsy
     found = [f for f in doc["findings"] if f["kind"] in ("tool-missing", "dependencies-missing")]
     python = ".venv/bin/python"  # made without pip (as `uv venv` does): ensurepip first
     assert [f["playbook_command"] for f in found] == [
-        f"{python} -m ensurepip -q && {python} -m pip install -e '.[test]'"
+        f"{python} -m ensurepip -q && {python} -m pip install "
+        "--log .venv/changeloop-install.log -e '.[test]'"
     ]
     assert "pytest" in found[0]["message"]

@@ -97,7 +97,8 @@ def test_humanize_shape_from_zero(tmp_path: Path, capsys: Any, monkeypatch: Any)
     [gap] = [f for f in doc["findings"] if f["kind"] in ("tool-missing", "dependencies-missing")]
     assert "minihum" in gap["message"]
     assert gap["playbook_command"] == (
-        "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[tests]'"
+        "python3 -m venv .venv && .venv/bin/python -m pip install "
+        "--log .venv/changeloop-install.log -e '.[tests]'"
     )
     paste = subprocess.run(
         gap["playbook_command"],

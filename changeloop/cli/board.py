@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from changeloop.cli.common import Step, shown, steps_text
 from changeloop.cli.failures import last_meaningful_line
 from changeloop.cli.live_counts import LogCounter
-from changeloop.text import escape_controls
+from changeloop.text import IMPLICIT_REPOSITORY, escape_controls
 
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
@@ -241,7 +241,11 @@ def _board(result: ProveResult, out: TextIO) -> None:
     if verdict.requires:
         out.write("requires:\n")
         for capability, per_repo in verdict.requires.items():
-            cells = ", ".join(f"{repo} {status}" for repo, status in per_repo.items())
+            cells: str
+            if list(per_repo) == [IMPLICIT_REPOSITORY]:  # the one unnamed repository
+                cells = str(per_repo[IMPLICIT_REPOSITORY])
+            else:
+                cells = ", ".join(f"{repo} {status}" for repo, status in per_repo.items())
             out.write(f"  {capability}: {cells}\n")
     out.write("providers:\n")
     for report in result.providers.values():
@@ -250,11 +254,17 @@ def _board(result: ProveResult, out: TextIO) -> None:
         failing = any(e.status != "pass" for e in report.receipts)
         log = log_of(result, report.name) if failing else None  # a stat only where shown
         named = False  # the failing tests once per provider (test and discovery share a run)
+        provider = plan.providers.get(report.name)
         for entry in report.receipts:
             said = _reason(entry, log)
+            tally = (
+                found(entry.tests, provider.minimum if provider else 1)
+                if entry.capability == "discovery"
+                else counts(entry.tests)
+            )
             out.write(
                 f"      {ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
-                f"{counts(entry.tests)}{f' — {one_line(said)}' if said else ''}\n"
+                f"{tally}{f' — {one_line(said)}' if said else ''}\n"
             )
             if entry.status != "pass" and not named:
                 named = bool(entry.view.failures)
@@ -309,6 +319,18 @@ def counts(tests: dict[str, int] | None) -> str:
         return ""
     parts = [f"{tests.get(k, 0)} {k}" for k in ("passed", "failed", "skipped") if tests.get(k)]
     return f" ({tests.get('discovered', 0)} tests: {', '.join(parts) or 'none ran'})"
+
+
+def found(tests: dict[str, int] | None, minimum: int) -> str:
+    """What discovery adds to the test receipt: `` (12 tests found, minimum 1)`` — the
+    floor the tests that ran must reach, so a suite that shrinks to nothing fails."""
+    if not tests:
+        return f" (minimum {minimum})"
+    total = tests.get("discovered", 0)
+    ran = tests.get("passed", 0) + tests.get("failed", 0)
+    if ran == total:
+        return f" ({total} tests found, minimum {minimum})"
+    return f" ({total} tests found, {ran} ran, minimum {minimum})"
 
 
 def log_of(result: ProveResult, provider: str) -> Path | None:

@@ -103,10 +103,12 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             }
         )
         return 0
+    from changeloop.text import repository_words
+
     common.say(f"change {ctx.change.id}: detected test frameworks (nothing was executed)")
     for name, dets in ctx.detections.items():
         repo = ctx.repositories[name]
-        common.say(f"\n{name} ({repo.relpath})")
+        common.say(f"\n{repository_words(name)} ({repo.relpath})")
         if not dets:
             common.say("  no test framework declared or installed")
         for d in dets:
@@ -148,15 +150,24 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
         effective(configured, written).values(),
     )
     cdir = change_dir(ctx.root, ctx.change.path)
-    open_items = [
-        {
-            "capability": cap,
-            "repository": repo,
-            "next": suggest(cap, ctx.repositories[repo], ctx.change.id, cdir)[1],
-        }
-        for cap, repo in gaps
-        if repo in ctx.repositories
-    ]
+    has_execution = ctx.execution is not None or (write and bool(result.added))
+    open_items: list[dict[str, Any]] = []
+    for cap, repo in gaps:
+        if repo not in ctx.repositories:
+            continue
+        hint = suggest(
+            cap,
+            ctx.repositories[repo],
+            ctx.change.id,
+            cdir,
+            has_execution=has_execution,
+            lone=len(ctx.repositories) == 1,
+        )
+        item: dict[str, Any] = {"capability": cap, "repository": repo, "next": hint.command}
+        if hint.edit is not None:
+            item["edit"] = hint.edit.to_json()
+        item["action"] = hint.action
+        open_items.append(item)
     markers = _marker_registrations(ctx, {n: p for n, (p, _) in derived.items()})
     if common.json_mode(args):
         common.emit_json(
@@ -204,12 +215,20 @@ def _init_human(
     ctx: Any,
     result: Any,
     write: bool,
-    open_items: list[dict[str, str]],
+    open_items: list[dict[str, Any]],
     markers: list[dict[str, str]],
 ) -> None:
+    from changeloop.text import repository_words
+
     shown = common.shown(result.path)  # from here, as every path a person reads
     if not result.added:
-        common.say(f"{shown}: nothing to add (existing providers kept as they are)")
+        configured = bool(ctx.execution and ctx.execution.providers)
+        if result.kept and configured:
+            common.say(f"{shown}: nothing to add (existing providers kept as they are)")
+        elif result.kept or result.skipped_low:
+            common.say(f"{shown}: nothing written (no derived provider is certain enough)")
+        else:
+            common.say(f"{shown}: nothing to add (nothing here could be derived)")
     elif write:
         common.say(f"wrote {shown}: added {', '.join(result.added)}")
     else:
@@ -223,7 +242,13 @@ def _init_human(
     if open_items:
         common.say("\nstill unresolved:")
         for item in open_items:
-            common.say(f"  {item['capability']} in {item['repository']}: {item['next']}")
+            where = repository_words(item["repository"])
+            common.say(f"  {item['capability']} in {where}: {item['action']}")
+            if item["next"]:
+                common.say(f"    run: {common.from_root(item['next'])}")
+            if item.get("edit"):
+                common.say(f"    add to {item['edit']['path']}:")
+                common.say(_indent(item["edit"]["add"], "      "))
     for item in markers:
         common.say(
             f"\nso {item['repository']}'s own `pytest` (without changeloop) accepts "
@@ -234,11 +259,17 @@ def _init_human(
     steps: list[common.Step] = []
     if not write and result.added:
         steps.append((common.command("evidence", "init", change, "--write"), "write it"))
+    steps.extend((common.from_root(item["next"]), None) for item in open_items if item["next"])
     steps.append(
         (common.command("evidence", "doctor", change), "what stands between it and a proof")
     )
-    steps.append((common.command("prove", change), "run it and write receipts"))
+    if not open_items:
+        steps.append((common.command("prove", change), "run it and write receipts"))
     common.next_steps(steps)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 
 def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
@@ -302,6 +333,9 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
             common.say(f"  do: {action}")
             if f.playbook_command:
                 common.say(f"  run: {common.from_root(f.playbook_command)}")
+            if f.edit is not None:
+                common.say(f"  add to {f.edit.path}:")
+                common.say(_indent(f.edit.add, "    "))
         common.say(f"\n{count} unresolved")
         common.say("\nNext steps:")
         from changeloop.detect.init_writer import plan_init

@@ -218,6 +218,7 @@ def _provider(
         accepts=tuple(body.get("accepts") or ()),
         threshold=None if body.get("threshold") is None else float(body["threshold"]),
         max_mutants=None if body.get("maxMutants") is None else int(body["maxMutants"]),
+        workdir=body.get("workdir"),
         origin="configured",
         keys=frozenset(body),
         location=doc.location(("providers", name), key=True),

@@ -45,6 +45,8 @@ def configured_detection(provider: Provider) -> Detection | None:
         return Detection("vitest", "javascript", "configured", None, evidence)
     if "jest" in words:
         return Detection("jest", "javascript", "configured", None, evidence)
+    if "mocha" in words:
+        return Detection("mocha", "javascript", "configured", None, evidence)
     if "node" in words and "--test" in argv:
         return Detection("node-test", "javascript", "configured", None, evidence)
     if "cargo" in words and ("test" in argv or "nextest" in argv):

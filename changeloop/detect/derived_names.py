@@ -30,6 +30,8 @@ def test_provider(
     *,
     format: str | None = None,
     depends_on: tuple[str, ...] = (),
+    workdir: str | None = None,
+    env: tuple[tuple[str, str], ...] = (),
 ) -> Provider:
     """A derived ``test-discovery`` provider; ``extra`` None marks the repository's first.
 
@@ -50,6 +52,8 @@ def test_provider(
         if single and extra is None
         else provider_name("discovery", repo, single, extra),
         depends_on=depends_on,
+        workdir=workdir,
+        env=dict(env),
         origin="derived",
         confidence=confidence,
     )

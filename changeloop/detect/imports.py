@@ -13,6 +13,14 @@ interpreter with a tiny script of ``importlib.util.find_spec`` calls for the
 project's top-level names — ``find_spec`` of a top-level package locates it
 without importing it, so no project code runs. pytest's ``pythonpath`` setting
 is honoured (pytest puts those folders first).
+
+Bootstrap runs nothing of the repository: every probe (:func:`probe`) runs the
+interpreter isolated (``-I``: no current folder, no ``PYTHON*`` variables, no
+user site on ``sys.path``) from a folder outside the repository, so a top-level
+``json.py`` or ``sitecustomize.py`` in a cloned repository is never imported. The
+folders the real run would put first (the repository, as ``python -m`` does;
+pytest's ``pythonpath``; ``PYTHONPATH``) are handed to the script as data and
+searched with ``find_spec`` only after the script's own imports are done.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -136,6 +145,45 @@ def pytest_pythonpath(repo: Path) -> list[str]:
     return [str((repo / str(v)).resolve()) for v in value]
 
 
+def search_path(
+    repo: Path, first: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The folders the test run puts before the interpreter's own: ``first`` (pytest's
+    ``pythonpath``), the repository (``python -m`` puts the current folder first), then
+    ``PYTHONPATH``'s entries (relative ones from the repository)."""
+    entries = [*first, str(repo.resolve())]
+    for entry in (env or os.environ).get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            entries.append(entry if Path(entry).is_absolute() else str((repo / entry).resolve()))
+    return list(dict.fromkeys(entries))
+
+
+def probe(python: Path, script: str, args: Sequence[object]) -> object | None:
+    """Run ``script`` in ``python`` isolated (``-I``) from a folder outside any repository,
+    its arguments as JSON; its JSON answer, or None when it failed or timed out.
+
+    The script must import only the standard library, before it puts the folders it
+    was handed on ``sys.path``.
+    """
+    argv = [str(python), "-I", "-c", script, *(json.dumps(a) for a in args)]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        with tempfile.TemporaryDirectory(prefix="changeloop-probe-") as outside:
+            proc = subprocess.run(
+                argv,
+                cwd=outside,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                check=False,
+            )
+        answer: object = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return answer
+
+
 def runs_tests(argv: Sequence[str]) -> bool:
     """Whether ``argv`` runs pytest or ``-m unittest`` directly (a ``command`` provider may)."""
     words = [a.rsplit("/", 1)[-1] for a in argv]
@@ -153,18 +201,8 @@ def outside_packages(repo: Path, argv: Sequence[str]) -> list[Shadowed]:
     if not trusted_interpreter(repo, python):
         return []
     extra = pytest_pythonpath(repo) if pytest_position(argv) is not None else []
-    try:
-        proc = subprocess.run(
-            [str(python), "-c", _SCRIPT, json.dumps(extra), json.dumps(sorted(packages))],
-            cwd=repo,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-        where = json.loads(proc.stdout) if proc.returncode == 0 else {}
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+    where = probe(python, _SCRIPT, [search_path(repo, extra), sorted(packages)])
+    if not isinstance(where, dict):
         return []
     out: list[Shadowed] = []
     for name, own in packages.items():

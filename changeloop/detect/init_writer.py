@@ -79,14 +79,20 @@ def _flow(items: tuple[str, ...]) -> CommentedSeq:
     return seq
 
 
-def provider_yaml(provider: Provider) -> CommentedMap:
-    """execution.yaml keys for one derived provider (only what differs from defaults)."""
+def provider_yaml(provider: Provider, *, implicit_repository: bool = False) -> CommentedMap:
+    """execution.yaml keys for one derived provider (only what differs from defaults).
+
+    ``implicit_repository``: the change has the one repository evidence.yaml leaves
+    unnamed, which a provider without ``repository`` runs in anyway.
+    """
     out = CommentedMap()
     out["adapter"] = provider.adapter
     if provider.capability != default_capability(provider.name, provider.adapter):
         out["capability"] = provider.capability
-    if provider.repository is not None:
+    if provider.repository is not None and not implicit_repository:
         out["repository"] = _text(provider.repository)
+    if provider.workdir:
+        out["workdir"] = _text(provider.workdir)
     if provider.command:
         out["command"] = _flow(provider.command)
     if provider.report:
@@ -134,6 +140,7 @@ def plan_init(ctx: ChangeContext, derived: Mapping[str, tuple[Provider, str]]) -
     covered: set[tuple[str, str]] = set()
     for provider in existing.values():
         covered |= provider_covers(provider, ctx.repositories)
+    implicit = not ctx.evidence.declared_repositories and len(ctx.repositories) == 1
     added: list[str] = []
     skipped: list[tuple[str, str]] = []
     kept: list[str] = []
@@ -148,7 +155,7 @@ def plan_init(ctx: ChangeContext, derived: Mapping[str, tuple[Provider, str]]) -
         if mine and mine <= covered:
             kept.append(name)
             continue
-        providers[name] = provider_yaml(provider)
+        providers[name] = provider_yaml(provider, implicit_repository=implicit)
         providers.yaml_set_comment_before_after_key(
             name, before=f"derived by `changeloop evidence init` from {why}", indent=2
         )
@@ -171,3 +178,20 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def providers_snippet(
+    providers: Mapping[str, Provider], *, new_file: bool, implicit_repository: bool
+) -> str:
+    """The execution.yaml text that adds ``providers`` (a whole file when ``new_file``),
+    written exactly as ``init --write`` writes providers."""
+    doc = CommentedMap()
+    if new_file:
+        doc["version"] = 1
+    block = CommentedMap()
+    for name, provider in providers.items():
+        block[name] = provider_yaml(provider, implicit_repository=implicit_repository)
+    doc["providers"] = block
+    buf = io.StringIO()
+    _yaml().dump(doc, buf)
+    return buf.getvalue()

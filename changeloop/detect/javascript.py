@@ -1,4 +1,4 @@
-"""JavaScript/TypeScript unit tests (vitest, jest, node --test) and Playwright.
+"""JavaScript/TypeScript unit tests (vitest, jest, mocha, node --test) and Playwright.
 
 package.json is read as JSON and workspaces (npm/yarn ``workspaces``, pnpm's
 ``pnpm-workspace.yaml``) are followed to their members; versions come from
@@ -20,14 +20,16 @@ from changeloop.project.manifests import Unreadable, head, read_json, walk_files
 TOOLS: dict[str, tuple[str, str, str]] = {
     "vitest": ("vitest", "javascript", "vitest"),
     "jest": ("jest", "javascript", "jest"),
+    "mocha": ("mocha", "javascript", "mocha"),
     "playwright": ("@playwright/test", "browser", "playwright"),
 }
 CONFIG_FILES: dict[str, tuple[str, ...]] = {
     "vitest": ("vitest.config", "vitest.workspace"),
     "jest": ("jest.config",),
+    "mocha": (".mocharc",),
     "playwright": ("playwright.config",),
 }
-CONFIG_EXTS = (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json")
+CONFIG_EXTS = (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json", ".jsonc", ".yaml", ".yml")
 TEST_DIRS = frozenset({"test", "tests", "__tests__", "e2e"})
 SOURCE_EXTS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 _NODE_TEST = re.compile(r"(^|[\s;&|])node\s+(?:[^;&|]*\s)?--test\b")
@@ -35,6 +37,7 @@ _IMPORTS: tuple[tuple[str, str], ...] = (
     ("@playwright/test", "playwright"),
     ("vitest", "vitest"),
     ("@jest/globals", "jest"),
+    ("mocha", "mocha"),
     ("node:test", "node-test"),
 )
 
@@ -202,3 +205,11 @@ def _source_import(repo: Path, unreadable: Unreadable | None = None) -> tuple[st
             if re.search(rf"""(from\s+|require\(\s*|import\s+)['"]{re.escape(module)}['"]""", text):
                 return adapter, _rel(repo, path)
     return None
+
+
+def package_manager(repo: Path, tool: str) -> str:
+    """``pnpm@10.28.0`` from package.json's ``packageManager`` (hash dropped), else ``pnpm``."""
+    pinned = (read_json(repo / "package.json") or {}).get("packageManager")
+    if isinstance(pinned, str) and pinned.startswith(f"{tool}@"):
+        return pinned.split("+", 1)[0]
+    return tool

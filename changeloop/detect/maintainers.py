@@ -191,12 +191,17 @@ def _make_recipes(name: str, text: str) -> list[tuple[str, str]]:
 
 
 def _workflows(repo: Path) -> list[tuple[str, str]]:
+    return [(evidence, line) for evidence, lines in workflow_jobs(repo) for line in lines]
+
+
+def workflow_jobs(repo: Path) -> list[tuple[str, list[str]]]:
+    """(``.github/workflows/<file> jobs.<job> run``, the job's ``run:`` lines in order)."""
     folder = repo / ".github" / "workflows"
     try:
         files = sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")])
     except OSError:
         return []
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, list[str]]] = []
     for path in files:
         text = _text(path)
         if text is None:
@@ -210,9 +215,11 @@ def _workflows(repo: Path) -> list[tuple[str, str]]:
             continue
         for job_name, job in jobs.items():
             steps = job.get("steps") if isinstance(job, dict) else None
+            lines: list[str] = []
             for step in steps if isinstance(steps, list) else []:
                 run = step.get("run") if isinstance(step, dict) else None
                 if isinstance(run, str):
-                    for line in _lines(run):
-                        out.append((f".github/workflows/{path.name} jobs.{job_name} run", line))
+                    lines.extend(_lines(run))
+            if lines:
+                out.append((f".github/workflows/{path.name} jobs.{job_name} run", lines))
     return out

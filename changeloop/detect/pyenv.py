@@ -19,17 +19,22 @@ Example::
 
 from __future__ import annotations
 
-import json
-import os
+import posixpath
 import shlex
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from changeloop.detect.imports import interpreter_of, pytest_pythonpath, trusted_interpreter
+from changeloop.detect import build_tools
+from changeloop.detect.imports import (
+    interpreter_of,
+    probe,
+    pytest_pythonpath,
+    search_path,
+    trusted_interpreter,
+)
 from changeloop.detect.python import venv_version
 from changeloop.fingerprints.environment import DERIVED_PYTHON, venv_python
 from changeloop.project.manifests import dig, read_toml, requirement
@@ -65,6 +70,8 @@ class EnvGap:
     runner: str | None  # "pytest" when missing, else None
     missing: tuple[str, ...]  # project packages and test distributions not found
     fix: str
+    # the install doctor printed was run and failed: why, as pip's log says
+    failure: build_tools.InstallFailure | None = None
 
 
 def runner_of(argv: Sequence[str]) -> str | None:
@@ -120,16 +127,25 @@ def _expand(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
     return out
 
 
-def install_command(repo: Path, interpreter: str | None) -> str:
-    """The pasteable command that gives ``repo`` a virtualenv able to run its tests."""
-    venv = venv_python(repo)
-    if interpreter is None:
-        python = shlex.quote(str(venv.relative_to(repo.absolute()))) if venv else ".venv/bin/python"
-        prefix = "" if venv else "python3 -m venv .venv && "
-        if venv is not None and venv_version(repo, "pip") is None:
-            prefix = f"{python} -m ensurepip -q && "  # a venv made without pip (uv venv)
+def install_command(repo: Path, interpreter: str | None = None) -> str:
+    """The pasteable command that gives ``repo`` a virtualenv able to run its tests.
+
+    Never an interpreter outside the repository (the machine's own Python, which
+    other programs use): ``interpreter`` is used only when it lives in the
+    repository; otherwise the repository's own virtualenv, made when missing
+    (``python3 -m venv .venv``). pip logs the install into the virtualenv
+    (``--log``), so doctor can tell why it failed. Programs the build runs that
+    are not on PATH (pnpm for a build hook, cargo) are installed first.
+    """
+    venv = own_interpreter(repo, interpreter) or venv_python(repo)
+    if venv is not None:
+        where = venv.relative_to(repo.absolute()).as_posix()
+        python = shlex.quote(where)
+        log = shlex.quote(f"{posixpath.dirname(posixpath.dirname(where))}/{build_tools.LOG_NAME}")
+        prefix = f"{python} -m ensurepip -q && " if _lacks_pip(repo, venv) else ""
     else:
-        python, prefix = shlex.quote(interpreter), ""
+        python, prefix = ".venv/bin/python", "python3 -m venv .venv && "
+        log = f".venv/{build_tools.LOG_NAME}"
     extra, specs = test_requirements(repo)
     buildable = (repo / "pyproject.toml").is_file() or (repo / "setup.py").is_file()
     if buildable and extra is not None:
@@ -140,7 +156,32 @@ def install_command(repo: Path, interpreter: str | None) -> str:
     else:
         reqs = sorted(p.name for p in repo.glob("requirements*.txt"))
         args = " ".join(["pytest", *(f"-r {shlex.quote(r)}" for r in reqs)])
-    return f"{prefix}{python} -m pip install {args}"
+    tools = [
+        install
+        for tool, _why in build_tools.missing_programs(repo)
+        if (install := build_tools.install_for(repo, tool)) is not None
+    ]
+    first = "".join(f"{t} && " for t in dict.fromkeys(tools))
+    return f"{first}{prefix}{python} -m pip install --log {log} {args}"
+
+
+def own_interpreter(repo: Path, interpreter: str | None) -> Path | None:
+    """``interpreter`` (as a command names it) when it lives in the repository, else None."""
+    if not interpreter or "/" not in interpreter:
+        return None
+    path = Path(interpreter) if Path(interpreter).is_absolute() else repo / interpreter
+    try:
+        path.absolute().relative_to(repo.absolute())
+    except ValueError:
+        return None
+    return path.absolute() if path.exists() else None
+
+
+def _lacks_pip(repo: Path, venv: Path) -> bool:
+    """A virtualenv made without pip (``uv venv``)."""
+    if venv == venv_python(repo):
+        return venv_version(repo, "pip") is None
+    return not any(venv.parent.parent.glob("lib/python*/site-packages/pip"))
 
 
 def check(repo: Path, argv: Sequence[str]) -> EnvGap | None:
@@ -163,19 +204,8 @@ def check(repo: Path, argv: Sequence[str]) -> EnvGap | None:
     _extra, specs = test_requirements(repo)
     dists = sorted({r[0] for s in specs if (r := requirement(s)) is not None})
     extra = pytest_pythonpath(repo) if runner == "pytest" else []
-    try:
-        proc = subprocess.run(
-            [str(python), "-c", _SCRIPT, json.dumps(extra), json.dumps(modules), json.dumps(dists)],
-            cwd=repo,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-        doc = json.loads(proc.stdout) if proc.returncode == 0 else None
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
+    # isolated, from outside the repository: nothing of the repository runs (imports.probe)
+    doc = probe(python, _SCRIPT, [search_path(repo, extra), modules, dists])
     if not isinstance(doc, dict):
         return None
     missing_mods = [m for m in doc.get("modules", []) if isinstance(m, str)]
@@ -187,9 +217,11 @@ def check(repo: Path, argv: Sequence[str]) -> EnvGap | None:
     if not runner_missing and not missing:
         return None
     interpreter = None if derived else argv[0]
+    venv = own_interpreter(repo, interpreter) or venv_python(repo)
     return EnvGap(
         str(python),
         "pytest" if runner_missing else None,
         missing,
         install_command(repo, interpreter),
+        build_tools.last_failure(build_tools.log_of(venv)),
     )

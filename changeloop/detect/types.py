@@ -21,7 +21,7 @@ TEST_TYPES: tuple[str, ...] = ("python", "javascript", "rust", "browser")
 class Detection:
     """One framework found in one repository for one test type, and why we believe it."""
 
-    adapter: str  # pytest | unittest | vitest | jest | node-test | cargo | playwright
+    adapter: str  # pytest | unittest | vitest | jest | mocha | node-test | cargo | playwright
     test_type: str  # python | javascript | rust | browser
     detection_source: str  # configured | manifest | environment | source_import
     version: str | None

@@ -48,6 +48,9 @@ class Job:
     timeout_ms: int = 600_000
     log_dir: str = "."
     log_name: str = "job"
+    # The folder inside the sandbox the command runs in ('' = the repository itself);
+    # ``report`` stays relative to the sandbox.
+    workdir: str = ""
     # The file the command writes (relative to the sandbox): a stale one is removed
     # before the run, its bytes come back in the result; ``keep_report`` keeps a
     # masked copy in ``log_dir``.

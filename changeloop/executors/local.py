@@ -40,7 +40,7 @@ class LocalExecutor:
         started = datetime.now(UTC)
         result = await run_process(
             list(job.argv),
-            cwd=Path(job.sandbox.path),
+            cwd=Path(job.sandbox.path) / job.workdir,
             env=job.environment(base),
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,

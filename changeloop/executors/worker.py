@@ -243,7 +243,7 @@ async def _cancellable(
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        cwd = workdirs[job.sandbox.repository]
+        cwd = workdirs[job.sandbox.repository] / job.workdir
         async with _services(wire, workdirs, jobdir) as problems:
             if problems:
                 done.append(problems)

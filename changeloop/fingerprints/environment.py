@@ -352,8 +352,10 @@ def part_for(provider: Provider, plan: Plan, state: Path) -> dict[str, Any]:
 
 
 def checkout_for(provider: Provider, plan: Plan) -> Path:
-    """Where a provider's command is resolved for its environment part."""
+    """Where a provider's command is resolved for its environment part: its
+    repository's checkout, or the folder of it the command runs in (``workdir``)."""
     repo = plan.repositories.get(provider.repository or "")
     if repo is None and len(plan.repositories) == 1:
         repo = next(iter(plan.repositories.values()))
-    return repo.path if repo else plan.root
+    base = repo.path if repo else plan.root
+    return base / provider.workdir if provider.workdir else base

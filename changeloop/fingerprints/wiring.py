@@ -125,6 +125,8 @@ def wiring_document(plan: Plan, provider: Provider) -> dict[str, Any]:
         "dependsOn": sorted(provider.depends_on),
         "services": [service_wiring(s) for s in services],
         "setup": setup,
+        # only when set, so every provider without one keeps its digest
+        **({"workdir": provider.workdir} if provider.workdir else {}),
     }
 
 

@@ -39,9 +39,9 @@ COMMON_KEYS = frozenset(COMMON)
 
 # The keys only that adapter reads (its module in changeloop/providers/ reads them).
 ADAPTER_KEYS: dict[str, frozenset[str]] = {
-    "command": frozenset({"envelope"}),
-    "test-discovery": frozenset({"report", "format", "minimum", "discoveryProvider"}),
-    "playwright": frozenset({"report", "project", "outputs", "inputMode", "allowFlaky"}),
+    "command": frozenset({"envelope", "workdir"}),
+    "test-discovery": frozenset({"report", "format", "minimum", "discoveryProvider", "workdir"}),
+    "playwright": frozenset({"report", "project", "outputs", "inputMode", "allowFlaky", "workdir"}),
     "mutation": frozenset({"threshold", "maxMutants"}),
     "contract-digest": frozenset({"contract"}),
     "external": frozenset({"ci", "authority", "receipts", "maxAge", "accepts"}),

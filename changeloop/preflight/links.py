@@ -1,4 +1,11 @@
-"""Cross-provider preflight: one report path per writer, discovery links, no cycle."""
+"""Cross-provider preflight: one report path per writer, one issuer per discovery name,
+no cycle.
+
+A test-discovery provider issues its ``discovery`` receipt under its
+``discoveryProvider`` or, without one, under its own name (``test-core`` →
+``test-core``): several test-discovery providers share a repository as they are.
+Refused only where two receipts would be issued under one name.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +22,9 @@ from changeloop.scheduling import graph
 def links(plan: Plan, at: Locator) -> Iterable[Problem]:
     """Cross-provider refusals: report collisions, discovery links, cycles."""
     reports: dict[tuple[str | None, str], list[Provider]] = defaultdict(list)
-    discovery: dict[str | None, list[Provider]] = defaultdict(list)
     for p in plan.providers.values():
         if p.report is not None:
             reports[(p.repository, PurePosixPath(p.report).as_posix())].append(p)
-        if p.adapter == "test-discovery":
-            discovery[p.repository].append(p)
     for (repo, report), writers in reports.items():
         if len(writers) > 1:
             names = tuple(w.name for w in writers)
@@ -31,22 +35,7 @@ def links(plan: Plan, at: Locator) -> Iterable[Problem]:
                 fix="give each provider its own report path",
                 providers=names,
             )
-    for repo, providers in discovery.items():
-        if len(providers) < 2:
-            continue
-        for p in providers:
-            if p.name != "test" and p.discovery_provider is None:
-                others = ", ".join(o.name for o in providers if o is not p)
-                yield Problem(
-                    "missing_discovery_link",
-                    f"test-discovery provider {p.name!r} "
-                    f"shares repository {repo!r} with {others}; only the provider "
-                    "named 'test' gets the discovery receipt implicitly",
-                    at.provider(p),
-                    fix=f"add `discoveryProvider: {p.name}-discovery` "
-                    "(the name its discovery receipt is issued under)",
-                    providers=(p.name,),
-                )
+    yield from _discovery_collisions(plan, at)
     edges = {name: list(p.depends_on) for name, p in plan.providers.items()}
     cycle = graph.find_cycle(edges)
     if cycle is not None:
@@ -58,3 +47,29 @@ def links(plan: Plan, at: Locator) -> Iterable[Problem]:
             fix="remove one dependsOn edge of the cycle",
             providers=tuple(cycle[:-1]),
         )
+
+
+def _discovery_collisions(plan: Plan, at: Locator) -> Iterable[Problem]:
+    """``discovery_collision``: a discovery receipt issued under a name another provider
+    issues receipts under (its own name, or its discoveryProvider)."""
+    owner: dict[str, Provider] = {}  # name -> the provider issuing receipts under it
+    for p in plan.providers.values():
+        owner.setdefault(p.name, p)
+    for p in plan.providers.values():
+        if p.adapter != "test-discovery" or p.discovery_provider is None:
+            continue
+        name = p.discovery_provider
+        other = owner.get(name)
+        if other is not None and other is not p:
+            yield Problem(
+                "discovery_collision",
+                f"provider {p.name!r} issues its discovery receipt as {name!r}, a name "
+                f"provider {other.name!r} issues receipts under already",
+                at.provider(p, "discoveryProvider"),
+                fix=f"give {p.name!r} a discoveryProvider no other provider uses (e.g. "
+                f"`discoveryProvider: discovery-{p.name}`), or remove the key: its discovery "
+                f"receipt is then issued under its own name",
+                providers=tuple(sorted({p.name, other.name})),
+            )
+            continue
+        owner[name] = p

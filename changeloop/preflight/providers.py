@@ -98,12 +98,32 @@ def provider_problems(plan: Plan, p: Provider, at: Locator) -> Iterable[Problem]
                 )
     yield from secrets(dict(p.env), label, lambda *k: at.provider(p, *k), me)
     yield from c_strings(p.command, dict(p.env), label, lambda *k: at.provider(p, *k), me)
-    for key, value in (("report", p.report), ("receipts", p.receipts)):
+    for key, value in (("report", p.report), ("receipts", p.receipts), ("workdir", p.workdir)):
         if value is not None and escapes(value):
             yield _escape(label, key, value, at.provider(p, key), me)
+    yield from _workdir(plan, p, at)
     for i, glob in enumerate(p.inputs):
         if escapes(glob):
             yield _escape(label, "inputs", glob, at.provider(p, "inputs", i), me)
+
+
+def _workdir(plan: Plan, p: Provider, at: Locator) -> Iterable[Problem]:
+    """``workdir`` names a folder of the repository (a workspace member) the command runs in."""
+    repo = plan.repositories.get(p.repository or "")
+    if repo is None and len(plan.repositories) == 1:
+        repo = next(iter(plan.repositories.values()))
+    if p.workdir is None or repo is None or escapes(p.workdir):
+        return
+    if not (repo.path / p.workdir).is_dir():
+        yield Problem(
+            "workdir_missing",
+            f"provider {p.name!r}: workdir {p.workdir!r} is not a folder of repository "
+            f"{repo.name!r}",
+            at.provider(p, "workdir"),
+            fix="name the folder (relative to the repository) the command runs in, e.g. "
+            "packages/core",
+            providers=(p.name,),
+        )
 
 
 def _escape(

@@ -86,6 +86,9 @@ class RunContext:
             log_dir=str(self.run_dir),
             log_name=log_name,
             claims=self.claim_scope(),
+            # the provider's own folder of the repository (a workspace member); a job
+            # run elsewhere (mutation's own copy) runs where it is told
+            workdir=(self.provider.workdir or "") if cwd is None else "",
         )
 
     async def execute(

@@ -75,11 +75,13 @@ from changeloop.providers.base import (
 )
 from changeloop.providers.pytest_injection import PLUGIN, inject
 from changeloop.providers.test_discovery_judge import (
+    NOTHING_FAILED,
     judge_discovery,
     judge_test,
     version_from_output,
 )
 from changeloop.providers.test_discovery_report import as_text, foreign_imports, names, report_of
+from changeloop.providers.test_discovery_unreported import explain, test_files
 from changeloop.runner_reports import FORMATS, canonical_format
 from changeloop.runner_reports.classify import classify
 
@@ -157,7 +159,8 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     workdir = ctx.workdirs[repo]
     # derived `python` is the repository's venv when it runs (fingerprints/environment.py)
     argv = resolve_argv(provider.command or (), ctx.sources.get(repo, workdir), ctx.env)
-    argv = expand_globs(argv, workdir)  # node --test dist-node/test/*.js, after the build
+    # node --test dist-node/test/*.js, after the build, where the command runs
+    argv = expand_globs(argv, workdir / (provider.workdir or ""))
     if provider.report is not None and inside(workdir, provider.report) is None:
         reason = f"report {provider.report!r} resolves outside the repository (symlink)"
         return [
@@ -181,8 +184,12 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         inputs = grounding.shipped(ctx.run_dir)  # travels with the job to a remote worker
     job = ctx.job(injected.argv, repo=repo, env=env, log_name=provider.name)
     source = ctx.sources.get(repo, workdir)
+    # files named like tests where it runs: what did not report, should it fail quietly
+    runs_js = any(w in ("vitest", "jest") for w in (a.rsplit("/", 1)[-1] for a in argv[:3]))
+    candidates = test_files(workdir / (provider.workdir or "")) if runs_js else []
     context = {
         "command": list(argv),
+        "testFiles": candidates,
         "injected": len(injected.argv) > len(argv),
         "imports": injected.imports_dir.name if injected.imports_dir is not None else None,
         "packages": dict(packages),
@@ -236,6 +243,11 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
     test_status, test_reason = judge_test(
         result.exit_code, result.timed_out, report, provider.report
     )
+    if test_reason is not None and test_reason.endswith(NOTHING_FAILED):
+        # the whole log: what the runner said first is rarely in the tails
+        said = explain(report, job.context.get("testFiles") or (), as_text(result.log) or output)
+        if said is not None:
+            test_reason = f"{test_reason}; {said}"
     foreign = foreign_imports(job, result)
     if foreign:
         findings[:0] = foreign.values()  # first, so the bound on findings never drops them
@@ -251,6 +263,14 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
     disc_status, disc_reason = judge_discovery(
         result.exit_code, result.timed_out, report, provider.minimum
     )
+    if disc_status == "pass" and _cargo_stopped_early(argv, result.exit_code, report):
+        # without --no-fail-fast cargo stops at the first failing test binary: the
+        # binaries after it never ran, so the count is not the suite's
+        disc_status, disc_reason = (
+            "inconclusive",
+            "cargo stopped at the first failing test binary, so the tests of the binaries "
+            "after it were never counted (run `cargo test --no-fail-fast`)",
+        )
     common: dict[str, Any] = {
         "tests": report.counts if report else None,
         "passed_tests": names(report, ("passed",)),
@@ -292,6 +312,21 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
             **common,
         ),
     ]
+
+
+def _cargo_stopped_early(argv: Sequence[str], exit_code: int | None, report: Any) -> bool:
+    """``cargo test`` without ``--no-fail-fast`` that failed a test: it stopped there."""
+    words = [a.rsplit("/", 1)[-1] for a in argv]
+    counts = report.counts if report is not None else None
+    return (
+        bool(words)
+        and words[0] == "cargo"
+        and "test" in words
+        and "--no-fail-fast" not in argv
+        and exit_code != 0
+        and counts is not None
+        and counts.failed > 0
+    )
 
 
 def _provider_for(provider: Provider, capability: str) -> str | None:

@@ -20,6 +20,8 @@ import re
 from changeloop.model import Status
 from changeloop.runner_reports.model import ReportResult
 
+NOTHING_FAILED = "although the report shows no failed test"
+
 
 def judge_test(
     exit_code: int | None, timed_out: bool, report: ReportResult | None, report_named: str | None
@@ -40,19 +42,35 @@ def judge_test(
             )
             return "fail", f"{what}; {why} (no test count)"
         if counts.failed:
-            return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed"
+            named = failed_names(report)
+            return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed{named}"
         if report is not None and report.suite_failed:
             return "fail", f"{what}; a test file or suite failed outside any test"
-        return "fail", f"{what} although the report shows no failed test"
+        return "fail", f"{what} {NOTHING_FAILED}"
     if report is None:
         return "inconclusive", f"exited 0 but wrote no report at {report_named} (no test count)"
     if counts is None:
         return "inconclusive", f"exited 0 but the report could not be read: {report.error}"
     if counts.failed:
-        return "fail", f"exited 0 but the report shows {counts.failed} failed test(s)"
+        named = failed_names(report)
+        return "fail", f"exited 0 but the report shows {counts.failed} failed test(s){named}"
     if report.suite_failed:
         return "fail", "exited 0 but the report shows a failure outside any test"
     return "pass", None
+
+
+SHOWN_FAILURES = 3
+
+
+def failed_names(report: ReportResult | None) -> str:
+    """``: a, b, c (+4 more)`` naming the failed tests, for the reason the board shows."""
+    if report is None or not report.tests:
+        return ""
+    failed = [t.id for t in report.tests if t.outcome in ("failed", "error")]
+    if not failed:
+        return ""
+    more = f" (+{len(failed) - SHOWN_FAILURES} more)" if len(failed) > SHOWN_FAILURES else ""
+    return ": " + ", ".join(failed[:SHOWN_FAILURES]) + more
 
 
 def judge_discovery(

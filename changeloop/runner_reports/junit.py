@@ -8,8 +8,10 @@ Example::
 Rules (REPORTS.md): a ``<testcase>`` with ``<failure>`` failed, with
 ``<error>`` errored (setup/teardown: counted as failed), with ``<skipped>``
 (including pytest's xfail) was skipped, else passed. Repeated
-``(classname, name)`` pairs are one test, worst outcome wins (pytest writes a
-failing call and a failing teardown as two testcases). pytest's collection
+``(classname, name)`` pairs are one test, worst outcome wins, only where the
+producer is known to write one test twice: pytest writes a failing call and a
+failing teardown as two testcases. Everywhere else each ``<testcase>`` is a test
+(mocha's suites may hold two tests of one title, and both ran). pytest's collection
 errors and module skips are pseudo-tests with an empty classname: they become
 findings, never tests. Claims: ``<property name="claim" value="id"/>`` and
 ``[claim:id]`` tags in the name. The ``tests`` attribute is not trusted.
@@ -54,9 +56,16 @@ def _tool(root: ET.Element) -> str | None:
         if tool in name:
             return tool
     suite = root if root.tag == "testsuite" else root.find("testsuite")
-    if suite is not None and (suite.get("name") or "").lower() == "pytest":
+    suite_name = (suite.get("name") or "").lower() if suite is not None else ""
+    if suite_name == "pytest":
         return "pytest"
+    if suite_name == "mocha tests":  # mocha's xunit reporter
+        return "mocha"
     return None
+
+
+# Producers that write one test as several <testcase>s (a phase each): merged by name.
+_PHASED = frozenset({"pytest"})
 
 
 def read(source: Path | bytes) -> ReportResult:
@@ -117,7 +126,9 @@ def read(source: Path | bytes) -> ReportResult:
             duration_ms=_ms(el.get("time")),
             citations=citations,
         )
-        key: tuple[object, ...] = (suites, classname, name) + ((len(cases),) if node else ())
+        # one <testcase> is one test, except where the producer repeats a test by phase
+        phased = tool in _PHASED and not node
+        key: tuple[object, ...] = (suites, classname, name) + (() if phased else (len(cases),))
         old = cases.get(key)
         if old is None or _RANK[case.outcome] > _RANK[old.outcome]:
             merged = (

@@ -6,6 +6,11 @@ sandbox outside the checkout there is nothing above to find, so each ignored
 ``node_modules`` folder of the checkout (the top one and a workspace
 package's) is linked into the sandbox at the same place: tests resolve the
 packages the user installed, as they did from a sandbox inside the checkout.
+A folder holding a workspace member's link (``node_modules/lib ->
+../packages/lib``, as npm and pnpm make them) is made in the sandbox instead,
+its entries linked one by one and the member's relative link kept as it is:
+through a linked folder it would resolve into the checkout, and the tests would
+import the checkout's build of the member rather than the sandbox's.
 The links are read-only in spirit — a repository whose providers install or
 rebuild dependencies declares a ``setup`` (``npm ci``), and then nothing is
 linked. They are listed in the sandbox's ``.git/info/exclude`` (``node_modules/``
@@ -44,11 +49,55 @@ def link_node_modules(source: Path, sandbox: Path) -> list[str]:
         target = sandbox / rel
         if target.exists() or target.is_symlink() or not target.parent.is_dir():
             continue
-        target.symlink_to(source.resolve() / rel, target_is_directory=True)
+        if _holds_workspace_links(source.resolve() / rel, source):
+            _link_entries(source.resolve() / rel, target, source.resolve())
+        else:
+            target.symlink_to(source.resolve() / rel, target_is_directory=True)
         linked.append(rel)
     if linked:
         _exclude(sandbox, linked)
     return linked
+
+
+def _member_links(folder: Path, root: Path) -> list[Path]:
+    """Entries of ``folder`` (a scope's entries too) that link to a member of ``root``."""
+    found: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.startswith("@") and entry.is_dir() and not entry.is_symlink():
+            found.extend(_member_links(entry, root))
+        elif entry.is_symlink() and _is_member_link(entry, root):
+            found.append(entry)
+    return found
+
+
+def _is_member_link(entry: Path, root: Path) -> bool:
+    """A relative link that lands in ``root`` outside every ``node_modules`` (a member)."""
+    text = entry.readlink()
+    if text.is_absolute():
+        return False
+    landed = Path(os.path.normpath(entry.parent / text))
+    return landed.is_relative_to(root) and _FOLDER not in landed.relative_to(root).parts
+
+
+def _holds_workspace_links(folder: Path, source: Path) -> bool:
+    return bool(_member_links(folder, source.resolve()))
+
+
+def _link_entries(folder: Path, target: Path, root: Path) -> None:
+    """Make ``target`` a real folder: members keep their relative link, the rest link back."""
+    target.mkdir()
+    for entry in folder.iterdir():
+        into = target / entry.name
+        if entry.name.startswith("@") and entry.is_dir() and not entry.is_symlink():
+            _link_entries(entry, into, root)
+        elif entry.is_symlink() and _is_member_link(entry, root):
+            into.symlink_to(entry.readlink(), target_is_directory=entry.is_dir())
+        else:
+            into.symlink_to(entry, target_is_directory=entry.is_dir())
 
 
 def _exclude(sandbox: Path, paths: list[str]) -> None:

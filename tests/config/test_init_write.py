@@ -71,7 +71,8 @@ def test_low_confidence_is_not_written_and_unresolved_is_listed(
         ("test", "self"),
         ("review", "self"),
     }
-    assert all(u["next"] for u in doc["unresolved"])
+    # each says what resolves it: a command to paste, or the exact text to add (no editor)
+    assert all(u["next"] or u["edit"]["add"] for u in doc["unresolved"])
     assert not (root / f"openspec/changes/{CHANGE}/execution.yaml").exists()
 
 

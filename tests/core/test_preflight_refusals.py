@@ -221,7 +221,7 @@ providers:
         5,
     ),
     (
-        "missing-discovery-link",
+        "discovery-collision",
         None,
         """\
 version: 1
@@ -231,11 +231,12 @@ providers:
     adapter: test-discovery
     command: [y]
     report: b.xml
+    discoveryProvider: test
 """,
-        "missing_discovery_link",
-        "test-discovery provider 'e2e-unit' shares repository 'self' with test",
+        "discovery_collision",
+        "provider 'e2e-unit' issues its discovery receipt as 'test', a name provider 'test'",
         "execution",
-        4,
+        8,
     ),
     (
         "unknown-adapter",

@@ -96,7 +96,7 @@ def test_several_repositories_are_named_per_repository(tmp_path: Path) -> None:
                 "--outputFile=.changeloop/reports/test-web.json",
             ),
         ),
-        "test-api": ("api", "discovery-api", ("cargo", "test", "--workspace")),
+        "test-api": ("api", "discovery-api", ("cargo", "test", "--workspace", "--no-fail-fast")),
     }
 
 

@@ -31,11 +31,12 @@ def test_missing_adapter_playbook_resolves_it(
     kinds = [(f["kind"], f["capability"], f["repository"]) for f in doc["findings"]]
     assert kinds == [("missing-adapter", "test", "self")]
     finding = doc["findings"][0]
-    # Bootstrap never edits the project's own configuration (issue 20): the fix is
-    # wiring in execution.yaml, changeloop's own file, never appending to pyproject.toml.
-    assert "pyproject" not in finding["playbook_command"]
-    assert finding["playbook_command"].endswith(f"openspec/changes/{CHANGE}/execution.yaml")
+    # Bootstrap never edits the project's own configuration: the fix is wiring in
+    # execution.yaml, changeloop's own file; no editor is opened, the text to add is given.
+    assert finding["playbook_command"] is None
+    assert finding["edit"]["path"] == f"openspec/changes/{CHANGE}/execution.yaml"
     assert "unittest" in finding["suggested_action"] and "pytest" in finding["suggested_action"]
+    assert "[python3, -m, unittest, -v]" in finding["edit"]["add"]
     (root / f"openspec/changes/{CHANGE}/execution.yaml").write_text(
         "version: 1\nproviders:\n  test:\n    adapter: test-discovery\n"
         "    command: [python3, -m, unittest, -v]\n    format: unittest\n"

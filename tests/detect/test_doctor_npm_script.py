@@ -24,8 +24,10 @@ def test_unreadable_npm_test_script_is_kept_as_a_command(
     assert finding["kind"] == "missing-adapter"
     assert "xo && ava && tsd" in finding["suggested_action"]
     assert "npm test" in finding["suggested_action"]
-    assert "execution.yaml" in finding["playbook_command"]
-    assert "npm i -D vitest" not in finding["playbook_command"]
+    # the exact text to add, no editor and no install of another runner
+    assert finding["playbook_command"] is None
+    assert finding["edit"]["path"].endswith("execution.yaml")
+    assert "command: [npm, test]" in finding["edit"]["add"]
 
 
 def test_missing_runner_is_installed_by_the_lock_files_package_manager(

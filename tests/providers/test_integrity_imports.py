@@ -88,6 +88,7 @@ def shadowed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the fix makes a virtualenv and builds the project into it
 def test_shadowed_package_is_not_proven_until_installed_editable(
     shadowed_venv: Path,
     tmp_path: Path,
@@ -136,7 +137,14 @@ def test_shadowed_package_is_not_proven_until_installed_editable(
     assert len(found) == 1 and doc["unresolved"] >= 1, doc
     assert str(site / "shadowlib" / "__init__.py") in found[0]["message"]
     assert str(root / "src" / "shadowlib") in found[0]["message"]
-    assert found[0]["playbook_command"] == f"{python} -m pip install -e ."
+    # the fix is the repository's own virtualenv, never the interpreter outside it
+    fix = found[0]["playbook_command"]
+    assert fix.startswith(
+        "python3 -m venv .venv && .venv/bin/python -m pip install "
+        "--log .venv/changeloop-install.log -e ."
+    )
+    assert str(python) not in fix and str(venv) not in fix
+    assert "an interpreter outside this repository" in found[0]["suggested_action"]
 
     # prove: the tests pass against the installed copy, which is not the content.
     code, doc = prove_json(root, CHANGE, capsys=capsys)
@@ -152,7 +160,8 @@ def test_shadowed_package_is_not_proven_until_installed_editable(
     assert "pip install -e" in finding["message"]
     assert test["changeloop"]["claims"]["answers"] == "uncredited"
 
-    # The pasteable fix: an editable install into that interpreter.
+    # The pasteable fix: an editable install into the repository's own virtualenv, and
+    # the provider pointed at it (as the action says); the outside copy stays as it was.
     proc = subprocess.run(
         ["bash", "-c", found[0]["playbook_command"]],
         cwd=root,
@@ -163,6 +172,9 @@ def test_shadowed_package_is_not_proven_until_installed_editable(
     )
     if proc.returncode != 0:
         pytest.skip(f"editable install impossible here: {proc.stderr[-800:]}")
+    wiring = root / "openspec" / "changes" / CHANGE / "execution.yaml"
+    wiring.write_text(wiring.read_text().replace(f'"{python}"', '".venv/bin/python"'))
+    assert (site / "shadowlib" / "__init__.py").is_file()  # never touched
     capsys.readouterr()
     assert main(["evidence", "doctor", CHANGE, "--json", "--root", str(root)]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -296,4 +308,7 @@ def test_doctor_checks_a_unittest_project_too(
     assert len(found) == 1, doc
     assert str(Path(yaml.__file__).resolve()) in found[0]["message"]
     assert str(root / "src" / "yaml") in found[0]["message"]
-    assert found[0]["playbook_command"] == f"{sys.executable} -m pip install -e ."
+    # never an install into the interpreter outside the repository (changeloop's own here)
+    fix = found[0]["playbook_command"]
+    assert fix.startswith("python3 -m venv .venv && .venv/bin/python -m pip install --log")
+    assert sys.executable not in fix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,45 @@ def test_copy_of_many_files_in_shared_directories(tmp_path: Path) -> None:
         assert copied == sorted(files)
     finally:
         box.remove()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node is not installed")
+@pytest.mark.parametrize("mode", ["worktree", "copy"])
+def test_a_workspace_member_resolves_to_the_sandbox_s_own_copy(
+    tmp_path: Path, mode: SandboxMode
+) -> None:
+    # npm and pnpm link a workspace member into node_modules with a relative link
+    # (node_modules/lib -> ../packages/lib); through a linked node_modules folder
+    # it resolved into the checkout, so a member's build made in the sandbox was
+    # not what the tests imported: they ran the checkout's (stale or absent) build.
+    files = {
+        ".gitignore": "node_modules/\ndist/\n",
+        "package.json": '{"private": true, "workspaces": ["packages/*"]}\n',
+        "packages/lib/package.json": '{"name": "lib", "main": "dist/index.js"}\n',
+        "packages/app/package.json": '{"name": "app"}\n',
+        "packages/app/node_modules/.keep": "",
+    }
+    path = make_repo(tmp_path / "ws", files)
+    write(path, {"packages/lib/dist/index.js": "module.exports = 'checkout';\n"})
+    write(path, {"node_modules/other/index.js": "module.exports = 'installed';\n"})
+    (path / "node_modules/lib").symlink_to("../packages/lib", target_is_directory=True)
+    (path / "packages/app/node_modules/@scope").mkdir()
+    (path / "packages/app/node_modules/@scope/lib").symlink_to(
+        "../../../lib", target_is_directory=True
+    )
+    repo = Repository(name="ws", path=path, relpath="ws")
+    box = sandboxes.create(mode, repo, tmp_path / "boxes")
+    write(box.path, {"packages/lib/dist/index.js": "module.exports = 'sandbox';\n"})
+    script = "console.log(require('lib'), require('@scope/lib'), require('other'))"
+    out = subprocess.run(
+        ["node", "-e", script],
+        cwd=box.path / "packages/app",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == ["sandbox", "sandbox", "installed"]
+    assert "node_modules" not in git(box.path, "status", "--porcelain")
+    box.remove()
+    assert (path / "packages/lib/dist/index.js").read_text() == "module.exports = 'checkout';\n"
+    assert (path / "node_modules/lib").is_symlink()

@@ -35,7 +35,7 @@ from changeloop.detect.derive import required
 from changeloop.detect.doctor.citations import citation_findings
 from changeloop.detect.doctor.config import config_findings
 from changeloop.detect.doctor.contracts import contract_findings
-from changeloop.detect.doctor.finding import DoctorFinding, edit_command, unique
+from changeloop.detect.doctor.finding import DoctorFinding, FileEdit, change_file, unique
 from changeloop.detect.doctor.interpreter import interpreter_findings
 from changeloop.detect.doctor.quality import quality_findings
 from changeloop.detect.doctor.submodules import submodule_findings
@@ -45,6 +45,7 @@ from changeloop.detect.imports import runs_tests
 from changeloop.detect.playbook import change_dir, init_command, suggest
 from changeloop.model import Provider, Repository
 from changeloop.preflight.capabilities import typo_of
+from changeloop.text import repository_words
 
 __all__ = ["DoctorFinding", "diagnose", "next_steps"]
 
@@ -62,16 +63,24 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
             # an unknown repository name is a config error the loader reports; a typo of a
             # known capability is preflight's refusal (unknown_capability), said once
             continue
-        action, command = suggest(capability, repo, ctx.change.id, cdir)
+        hint = suggest(
+            capability,
+            repo,
+            ctx.change.id,
+            cdir,
+            has_execution=ctx.execution is not None,
+            lone=len(ctx.repositories) == 1,
+        )
         findings.append(
             DoctorFinding(
                 "missing-adapter",
-                f"'{capability}' is required in repository {repo_name} but no provider "
+                f"'{capability}' is required in {repository_words(repo_name)} but no provider "
                 "(configured or derived) produces it",
-                action,
-                command,
+                hint.action,
+                hint.command,
                 repository=repo_name,
                 capability=capability,
+                edit=hint.edit,
             )
         )
     if not test_capabilities_declared(ctx.evidence):
@@ -80,9 +89,11 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
                 "no-tests-declared",
                 "the change requires no test capability (test, discovery, browser); "
                 "nothing here will run a test suite",
-                "add `requires: [test]` to evidence.yaml if tests should prove this change",
-                edit_command(cdir, "evidence.yaml"),
+                "add `requires: [test]` to evidence.yaml if tests should prove this change "
+                "(the text below)",
+                None,
                 severity="info",
+                edit=FileEdit(change_file(cdir, "evidence.yaml"), "requires: [test]\n"),
             )
         )
     for provider in providers.values():

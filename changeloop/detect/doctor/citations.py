@@ -30,7 +30,7 @@ from pathlib import Path
 
 from changeloop.citing import MARKER_LINE, framework_of, how_to_cite
 from changeloop.detect import ChangeContext, python
-from changeloop.detect.doctor.finding import DoctorFinding, edit_command
+from changeloop.detect.doctor.finding import DoctorFinding
 from changeloop.model import Provider, Repository
 from changeloop.project.manifests import head, read_ini, read_toml, walk_files
 
@@ -147,7 +147,7 @@ def _not_cited(  # noqa: PLR0917 (one caller)
             where, text = registration
             action += f"; so a plain `pytest` accepts the marker, register it in {where}:\n{text}"
     if listing or cited.test_file is None:
-        command = edit_command(cdir, "execution.yaml") if listing else None
+        command = f"${{EDITOR:-vi}} {cdir}/execution.yaml" if listing else None
     else:
         rel = cited.test_file.relative_to(repo.path).as_posix()
         shown = rel if repo.relpath in ("", ".") else f"{repo.relpath}/{rel}"

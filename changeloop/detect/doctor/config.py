@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from changeloop.detect import javascript, python
-from changeloop.detect.doctor.finding import DoctorFinding, edit_command
+from changeloop.detect.doctor.finding import DoctorFinding, FileEdit, change_file
 from changeloop.model import Provider, Repository
 from changeloop.project.manifests import head, read_ini, read_toml
 
@@ -22,38 +22,58 @@ def config_findings(provider: Provider, repo: Repository, cdir: str) -> list[Doc
     """A declared framework configuration the derived command would not honour."""
     argv = provider.command or ()
     out: list[DoctorFinding] = []
-    edit = edit_command(cdir, "execution.yaml")
+    path = change_file(cdir, "execution.yaml")
     if "pytest" in argv:
         for where, addopts in pytest_addopts(repo):
-            if _JUNIT_OPT.search(addopts):
+            found = _JUNIT_OPT.search(addopts)
+            if found:
+                written = _junit_path(addopts)
                 out.append(
                     DoctorFinding(
                         "config-not-honoured",
                         f"{where} addopts ({addopts.strip()}) overrides the --junitxml report the "
                         f"derived provider {provider.name} reads",
-                        "remove the junitxml option from addopts, or wire the provider by hand "
-                        "with the report path your configuration writes",
-                        edit,
+                        "wire the provider by hand with the report your configuration writes "
+                        "(the text below), or remove the junitxml option from addopts",
+                        None,
                         repository=repo.name,
+                        edit=FileEdit(
+                            path,
+                            f"providers:\n  {provider.name}:\n    adapter: test-discovery\n"
+                            f"    command: [python3, -m, pytest]\n"
+                            f"    report: {written or '<the file addopts names>'}\n",
+                        ),
                     )
                 )
     if "vitest" in argv:
         for stem in javascript.CONFIG_FILES["vitest"]:
             for ext in javascript.CONFIG_EXTS:
-                path = repo.path / f"{stem}{ext}"
-                if path.is_file() and re.search(r"\breporters?\s*:", head(path)):
+                config = repo.path / f"{stem}{ext}"
+                if config.is_file() and re.search(r"\breporters?\s*:", head(config)):
                     out.append(
                         DoctorFinding(
                             "config-not-honoured",
-                            f"{path.name} sets custom reporters; the derived provider "
+                            f"{config.name} sets custom reporters; the derived provider "
                             f"{provider.name} passes --reporter=json and would replace them",
                             "wire the provider by hand with the reporter and report your config "
-                            "writes (execution.yaml)",
-                            edit,
+                            "writes (the text below, with that report's path)",
+                            None,
                             repository=repo.name,
+                            edit=FileEdit(
+                                path,
+                                f"providers:\n  {provider.name}:\n    adapter: test-discovery\n"
+                                "    command: [npx, vitest, run]\n"
+                                "    report: <the JSON or JUnit file your reporters write>\n",
+                            ),
                         )
                     )
     return out
+
+
+def _junit_path(addopts: str) -> str | None:
+    """The file ``--junitxml=<file>`` (or ``--junit-xml <file>``) names in addopts."""
+    found = re.search(r"--junit-?xml[= ]\s*(\S+)", addopts)
+    return found.group(1) if found else None
 
 
 def pytest_addopts(repo: Repository) -> list[tuple[str, str]]:

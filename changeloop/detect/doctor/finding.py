@@ -7,6 +7,10 @@ Example::
     #  "playbook_command": "npm ci", "severity": "error", "repository": "web"}
 
 ``quality.py`` and ``contracts/`` add their own findings in this shape too.
+
+No finding opens an editor: where a file must be edited, the finding carries the
+exact text to add (``edit``: the file and the text) and ``playbook_command`` is
+only ever a command that does the whole job when pasted.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from changeloop.detect.playbook import FileEdit, change_file
 from changeloop.model import Repository
+
+__all__ = ["DoctorFinding", "FileEdit", "cd_into", "change_file", "unique"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,7 @@ class DoctorFinding:
     severity: str = "error"  # "error" counts as unresolved; "info" does not
     repository: str | None = None
     capability: str | None = None
+    edit: FileEdit | None = None  # where a file must be edited: the exact text to add
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -40,16 +48,19 @@ class DoctorFinding:
             out["repository"] = self.repository
         if self.capability is not None:
             out["capability"] = self.capability
+        if self.edit is not None:
+            out["edit"] = self.edit.to_json()
         return out
 
 
 def unique(findings: list[DoctorFinding]) -> list[DoctorFinding]:
-    """One finding per (kind, repository, command): two providers of a repository
-    needing the same install say it once."""
-    seen: set[tuple[str, str | None, str | None]] = set()
+    """One finding per (repository, command): two providers of a repository needing
+    the same install say it once, whichever finding found it first (a runner missing
+    and node_modules missing are both `npm install`)."""
+    seen: set[tuple[str | None, str | None]] = set()
     out = []
     for f in findings:
-        key = (f.kind, f.repository, f.playbook_command)
+        key = (f.repository, f.playbook_command)
         if f.playbook_command is not None and key in seen:
             continue
         seen.add(key)
@@ -60,8 +71,3 @@ def unique(findings: list[DoctorFinding]) -> list[DoctorFinding]:
 def cd_into(repo: Repository) -> str:
     """``cd <repo> && `` so a pasted command runs in the repository ('' at the workspace root)."""
     return "" if repo.relpath in (".", "") else f"cd {shlex.quote(repo.relpath)} && "
-
-
-def edit_command(cdir: str, name: str) -> str:
-    """The command that opens one of the change's files in the user's editor."""
-    return f"${{EDITOR:-vi}} {cdir}/{name}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from changeloop.detect.derive import required
@@ -31,7 +32,7 @@ def quality_findings(ctx: ChangeContext) -> list[DoctorFinding]:
             f"[changeloop, quality, run, --change, {change}]}}) and pilot it with "
             f"`changeloop quality run --change {change}` until every lane is green for the "
             "right reasons",
-            f"changeloop quality run --change {change}",
+            f"changeloop quality run --change {shlex.quote(change)}",
             severity="info",
             capability="static-analysis",
         )
