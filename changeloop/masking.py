@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from changeloop.model import Plan
     from changeloop.outcome import Finding, Outcome
 
-__all__ = ["MASK", "MIN_LENGTH", "Masker", "env_from_names", "short_values"]
+__all__ = ["MASK", "MIN_LENGTH", "Masker", "env_from_names", "masked_names", "short_values"]
 
 MASK = "***"
 MIN_LENGTH = 8
@@ -66,6 +66,19 @@ def env_from_names(plan: Plan) -> tuple[str, ...]:
     return found
 
 
+def masked_names(plan: Plan, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Every ``envFrom`` name, plus each variable of ``environ`` a ``passEnv`` of the plan
+    passes whose name is secret-like (``*TOKEN*``, …): its value is masked too."""
+    from changeloop.passenv import passed_names, secret_like
+
+    patterns = {g for p in plan.providers.values() for g in p.pass_env}
+    patterns |= {g for s in plan.services.values() for g in s.pass_env}
+    if not patterns:
+        return env_from_names(plan)
+    passed = passed_names(environ, tuple(sorted(patterns)))
+    return tuple(sorted({*env_from_names(plan), *(n for n in passed if secret_like(n))}))
+
+
 def short_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Names of ``envFrom`` variables whose value is set but too short to be masked."""
     env = os.environ if environ is None else environ
@@ -91,7 +104,7 @@ class Masker:
     @classmethod
     def from_plan(cls, plan: Plan, environ: Mapping[str, str] | None = None) -> Masker:
         env = os.environ if environ is None else environ
-        return cls(env[n] for n in env_from_names(plan) if env.get(n))
+        return cls(env[n] for n in masked_names(plan, env) if env.get(n))
 
     def __bool__(self) -> bool:
         return bool(self.secrets)

@@ -111,6 +111,7 @@ class Service:
     env: Mapping[str, str] = field(default_factory=dict)
     env_from: tuple[str, ...] = ()
     location: Location | None = None
+    pass_env: tuple[str, ...] = ()  # names or globs of the caller's variables it gets
 
 
 @dataclass(frozen=True)
@@ -151,11 +152,13 @@ class Provider:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     env: Mapping[str, str] = field(default_factory=dict)
     env_from: tuple[str, ...] = ()
+    pass_env: tuple[str, ...] = ()  # names or globs of the caller's variables it gets
     resources: tuple[str, ...] = ()
     resources_declared: bool = False
     depends_on: tuple[str, ...] = ()
     services: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()  # files it makes (paths or globs), kept with its cache entry
     claims: tuple[str, ...] = ()
     # test-discovery / playwright
     report: str | None = None

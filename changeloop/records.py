@@ -127,3 +127,9 @@ class Observed(NamedTuple):
     # its content holds a submodule (then no digest is carried from the record)
     inputs: Mapping[str, Mapping[str, str]] = {}
     gitlinks: Mapping[str, bool] = {}
+    # provider -> (passEnv, literal env): the environment its part was worked out in
+    specs: Mapping[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
+    # the change inputs digest and the paths left out of it (changeloop.fingerprints.wiring)
+    change_inputs: tuple[str, tuple[str, ...]] | None = None
+    # repository -> globs key -> ignored path -> digest (changeloop.fingerprints.ignored)
+    ignored: Mapping[str, Mapping[str, Mapping[str, str]]] = {}

@@ -124,6 +124,8 @@ def fingerprints(
         adapter = registry.ADAPTERS[p.adapter]
         repo = p.repository or next(iter(repos))
         digest = fingerprint.inputs_digest(repos[repo], p.inputs) if p.inputs else None
+        used = [(services or {})[s] for s in p.services]
+        secrets = {*p.env_from, *(n for s in used for n in s.env_from)}  # services' too
         out[name] = fingerprint.compute(
             provider=p,
             adapter_inputs=adapter.fingerprint_inputs(p),
@@ -131,9 +133,9 @@ def fingerprints(
             trees={repo: trees[repo]},
             inputs_digest=digest,
             upstream={d: out[d] for d in p.depends_on},
-            env_from_values={k: (env_values or {}).get(k, "") for k in p.env_from},
+            env_from_values={k: (env_values or {}).get(k, "") for k in sorted(secrets)},
             hmac_key=key,
-            services=[(services or {})[s] for s in p.services],
+            services=used,
             schema_version=schema,
         )
     return out

@@ -584,3 +584,27 @@ def test_a_worker_killed_mid_job_never_gives_a_pass(
     assert doc["claims"]["hello"]["status"] != "proven"
     assert receipts_of(doc, "use")["use"]["status"] == "inconclusive"
     assert provider_entry(doc, "use")["state"] == "ran"
+
+
+def test_a_variable_the_wiring_does_not_name_never_reaches_a_command_on_a_worker(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workers inherited the suite's environment (PYTEST_CURRENT_TEST among it): a
+    command sees only what its wiring binds, on a worker as on this machine."""
+    seen = "import os, sys; sys.exit(1 if 'PYTEST_CURRENT_TEST' in os.environ else 0)"
+    passed = "import os, sys; sys.exit(0 if os.environ.get('PATH') else 1)"
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 11\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        "version: 1\nproviders:\n"
+        f"  use: {{adapter: command, command: {py_argv(seen)}, claims: [hello]}}\n"
+        f"  path: {{adapter: command, command: {py_argv(passed)}}}\n",
+    )
+    code, doc = prove_json(root, "c1", "--no-cache", *dask_args(cluster), capsys=capsys)
+    assert code == 0, doc
+    kinds = {
+        s["predicate"]["changeloop"]["executor"]["kind"] for s in statements(root, "c1").values()
+    }
+    assert kinds == {"dask"}

@@ -229,12 +229,16 @@ def test_a_path_change_that_resolves_another_tool_falls_back(
 ) -> None:
     _prove(ws, capsys)
     _fast_again(ws, capsys)
+    # PATH is a value every command gets (a script resolves its own tools through it):
+    # bound by value, so another PATH plans afresh even where argv[0] resolves the same
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    _fast_again(ws, capsys)  # PATH changed, the same executables: still no change
+    _code, doc = _prove(ws, capsys)
+    assert _decision(ws, doc) is None and _states(doc) == {"alpha": "ran", "beta": "ran"}
+    _fast_again(ws, capsys)
     _tool(tmp_path / "shadow", TOOL + "# shadow\n")
     monkeypatch.setenv("PATH", f"{tmp_path / 'shadow'}{os.pathsep}{os.environ['PATH']}")
     _code, doc = _prove(ws, capsys)
-    assert _decision(ws, doc) is None and _states(doc) == {"alpha": "ran", "beta": "cached"}
+    assert _decision(ws, doc) is None and _states(doc) == {"alpha": "ran", "beta": "ran"}
 
 
 def test_an_env_from_variable_removed_or_changed_falls_back(

@@ -21,6 +21,7 @@ import pytest
 from prove_helpers import git, make_change, make_repo, prove_json, provider_entry
 from receipts_helpers import make_workspace
 
+import changeloop.fingerprints.fingerprint
 import changeloop.signing.keys
 import changeloop.workspace.state
 from changeloop.cli.main import main
@@ -36,7 +37,11 @@ claims:
 EXECUTION = """\
 version: 1
 providers:
-  test: {adapter: command, command: [sh, -c, 'test -n "$PLANT_PASS"'], claims: [works]}
+  test:
+    adapter: command
+    command: [sh, -c, 'test -n "$PLANT_PASS"']
+    passEnv: [PLANT_PASS]
+    claims: [works]
 """
 
 
@@ -82,6 +87,8 @@ def test_a_cloned_repository_with_a_committed_state_symlink_is_refused(
         m.setattr(changeloop.workspace.state, "check_state", lambda _root: None, raising=False)
         m.setattr(changeloop.signing.keys, "check_state", lambda _root: None, raising=False)
         m.setattr(changeloop.workspace.state, "_check_dir", lambda _path: True, raising=False)
+        # ... and that does not see the committed link into openspec/ as an open identity
+        m.setattr(changeloop.fingerprints.fingerprint, "external_symlinks", lambda *_a: {})
         _prove_passing(evil, monkeypatch, capsys)
     planted = evil / "openspec" / "state"
     assert any((planted / "cache").iterdir())

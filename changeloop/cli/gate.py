@@ -52,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
     from changeloop.process.sweep import sweep_before_answering
+    from changeloop.run.current import current_fingerprints
 
     plan, trust = trust_flags.trusted(args, load_plan(args))
     sweep_before_answering(plan.root)  # what a killed run left ends before the answer
-    result = evaluate(plan, trust.command_line)
+    result = evaluate(plan, trust.command_line, fingerprint=current_fingerprints(plan))
     if common.json_mode(args):
         doc = {**result.to_json(), "trust": trust.to_json(), "findings": trust.findings()}
         common.emit_json(doc)

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
     from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
+    from changeloop.run.current import current_fingerprints
     from changeloop.signing.keys import load_private_key
     from changeloop.signing.statement import write_atomic
 
@@ -95,14 +96,16 @@ def run(args: argparse.Namespace) -> int:
     # The signer's own public half vouches too, as --public-key would: receipts prove signed
     # with the same key (the CI key) are read, and the summary says it trusted that key.
     trust = dataclasses.replace(trust, command_line=(*trust.command_line, key.public_key()))
-    result = evaluate(plan, trust.command_line)
+    result = evaluate(plan, trust.command_line, fingerprint=current_fingerprints(plan))
     copied: list[Path] = []
     out = args.out
     if args.into_change:
         copied = carry_receipts(plan, result, key)
         out = receipts_dir(plan) / SUMMARY_NAME
         # What travels, judged alone: exactly what a fresh clone's gate will read.
-        result = evaluate(plan, trust.command_line, local=[])
+        result = evaluate(
+            plan, trust.command_line, local=[], fingerprint=current_fingerprints(plan)
+        )
     statement = build_vsa(result, trust, version=__version__)
     sealed = seal_vsa(statement, key)
     verdict = statement["predicate"]["verificationResult"]

@@ -14,7 +14,7 @@ configured > manifest > environment > source import (DESIGN.md §6).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,8 +160,12 @@ def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
 def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
     """Derived providers with their evidence, given the services execution.yaml declares."""
     from changeloop.detect.derive import attach_services, derive_explained
+    from changeloop.detect.pass_env import runner_pass_env
     from changeloop.detect.quality_lanes import prefer_quality_lanes
 
     found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
     found = prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes
+    found = {  # what each runner needs beyond the fixed environment (detect/pass_env.py)
+        name: (replace(p, pass_env=runner_pass_env(p)), why) for name, (p, why) in found.items()
+    }
     return attach_services(found, ctx.execution, ctx.repositories)

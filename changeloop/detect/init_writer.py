@@ -111,6 +111,8 @@ def provider_yaml(provider: Provider, *, implicit_repository: bool = False) -> C
         env = CommentedMap((_text(k), _text(v)) for k, v in provider.env.items())
         env.fa.set_flow_style()
         out["env"] = env
+    if provider.pass_env:
+        out["passEnv"] = _flow(provider.pass_env)
     return out
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from changeloop.executors.job import Job, JobResult
 from changeloop.fsio import read_regular
+from changeloop.passenv import strict_environ
 from changeloop.process.run import run_process
 
 
@@ -41,7 +42,8 @@ class LocalExecutor:
         result = await run_process(
             list(job.argv),
             cwd=Path(job.sandbox.path) / job.workdir,
-            env=job.environment(base),
+            # only the fixed set, passEnv and envFrom of this machine's environment
+            env=job.environment(strict_environ(base, job.provider.pass_env, job.env_from)),
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,
             log_name=job.log_name,

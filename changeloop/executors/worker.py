@@ -49,6 +49,7 @@ from changeloop.executors.worker_sandboxes import (
 )
 from changeloop.model import Plan, Service
 from changeloop.outcome import Finding
+from changeloop.passenv import strict_environ
 from changeloop.process.run import ProcessResult, run_process
 
 _cancelled: set[str] = set()
@@ -185,7 +186,9 @@ def _run_in(
     sandbox = own.path
     write_inputs(jobdir, job.inputs, swaps)  # e.g. the grounding tracer's configuration
     argv = [swap(a, swaps) for a in job.argv]
-    env = {k: swap(v, swaps) for k, v in job.environment(os.environ).items()}
+    # the worker's own environment is filtered as a local run's is: only what the wiring binds
+    passed = strict_environ(os.environ, job.provider.pass_env, job.env_from)
+    env = {k: swap(v, swaps) for k, v in job.environment(passed).items()}
     fresh_report(replace(job, sandbox=replace(job.sandbox, path=str(sandbox))))
     started = datetime.now(UTC)
     workdirs = {name: box.path for name, box in boxes.items()}

@@ -42,7 +42,15 @@ from changeloop.errors import FileRefused
 if TYPE_CHECKING:  # annotations only: a no-change re-prove builds no model (issue 15)
     from changeloop.model import Plan, Provider
 
-__all__ = ["DERIVED_PYTHON", "part", "part_for", "python_for", "resolve_argv", "sha256_of"]
+__all__ = [
+    "DERIVED_PYTHON",
+    "installed",
+    "part",
+    "part_for",
+    "python_for",
+    "resolve_argv",
+    "sha256_of",
+]
 
 DERIVED_PYTHON = "python"  # the interpreter word derived wiring writes
 VENV_DIRS = (".venv", "venv", "env", ".env")
@@ -51,6 +59,7 @@ HASHES_LIMIT = 16 * 1024 * 1024  # thousands of remembered executables fit many 
 PYTHONS_FILE = "interpreters.json"  # what each interpreter reported, with its folders' mtimes
 TIMEOUT_S = 30
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+_SH_EXEC = re.compile(r"^'''exec' (\S+) ")  # pip's launcher of a long shebang
 _DISTS = (
     "import sys, json, importlib.metadata as m\n"
     "d = sorted({(x.metadata['Name'] or '', x.version or '') for x in m.distributions()})\n"
@@ -122,7 +131,9 @@ def _which(word: str, repo: Path, path_env: str | None) -> Path | None:
 
 
 class _Hashes:
-    """sha256 of files, remembered by (path, size, mtime) in ``.changeloop/``."""
+    """sha256 of files, remembered in ``.changeloop/`` by path and (device, inode, size,
+    mtime_ns, ctime_ns): a rewrite in place that restores size and mtime still moves the
+    ctime, which no user can set, so it is hashed again."""
 
     def __init__(self, state: Path | None) -> None:
         self.file = state / CACHE_FILE if state is not None else None
@@ -141,17 +152,17 @@ class _Hashes:
             return None
         key = str(path)
         seen = self.known.get(key)
+        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         if (
             seen is not None
-            and len(seen) == 3
-            and seen[0] == st.st_size
-            and seen[1] == st.st_mtime_ns
-            and isinstance(seen[2], str)
+            and len(seen) == len(stamp) + 1
+            and seen[:-1] == stamp
+            and isinstance(seen[-1], str)
         ):
-            return seen[2]
+            return seen[-1]
         digest = sha256_of(path)
         if digest is not None:
-            self.known[key] = [st.st_size, st.st_mtime_ns, digest]
+            self.known[key] = [*stamp, digest]
             self.dirty = True
         return digest
 
@@ -178,12 +189,21 @@ def sha256_of(path: Path) -> str | None:
 
 
 def _shebang(path: Path) -> list[str]:
+    """The interpreter line's words; for pip's ``#!/bin/sh`` launcher (a shebang too long
+    for the kernel: its second line ``exec``s the real Python) that Python."""
     try:
         with path.open("rb") as fh:
             line = fh.readline(512).decode("utf-8", errors="replace")
+            following = fh.readline(4096).decode("utf-8", errors="replace")
     except OSError:
         return []
-    return line[2:].strip().split() if line.startswith("#!") else []
+    if not line.startswith("#!"):
+        return []
+    words = line[2:].strip().split()
+    found = _SH_EXEC.match(following)
+    if words and words[0].rsplit("/", 1)[-1] in ("sh", "bash") and found:
+        return [found.group(1)]
+    return words
 
 
 def _package_of(path: Path, stop: Path) -> dict[str, str] | None:
@@ -220,18 +240,27 @@ def _mtimes(paths: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def _python(real: Path, state: Path | None = None) -> dict[str, Any] | None:
+def _python(
+    real: Path, state: Path | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     """The interpreter's executable and distributions: it is asked, no project code runs.
 
     Asking costs a process (~50 ms); the answer is remembered per process and in
-    ``state``/interpreters.json, keyed by the interpreter's path, size and mtime
-    and valid while every folder of its ``sys.path`` keeps its mtime.
+    ``state``/interpreters.json, keyed by the interpreter's path and identity (device,
+    inode, size, mtime_ns, ctime_ns) and the environment it is asked in (a pyenv shim
+    picks its Python from it), and valid while every folder of its ``sys.path`` keeps
+    its mtime. ``env``: the environment the provider's command gets.
     """
     try:
         st = real.stat()
     except OSError:
         return None
-    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+    probe_env = {**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"}
+    said = hashlib.sha256(json.dumps(sorted(probe_env.items())).encode()).hexdigest()[:16]
+    key = (
+        f"{real}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+        f"\0{st.st_ctime_ns}\0{said}"
+    )
     seen = _PYTHON_SEEN.get(key) or _remembered_python(state, key)
     if seen is not None and _mtimes([p for p, _ in seen[0]]) == seen[0]:
         _PYTHON_SEEN[key] = seen
@@ -243,7 +272,7 @@ def _python(real: Path, state: Path | None = None) -> dict[str, Any] | None:
             text=True,
             timeout=TIMEOUT_S,
             check=False,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            env=probe_env,
         )
         doc = json.loads(proc.stdout) if proc.returncode == 0 else None
     except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -303,7 +332,9 @@ def part(
     """The environment part of a fingerprint for a command run in ``repo``.
 
     Empty for a provider that runs nothing. A missing executable is recorded as
-    such (the run will fail; nothing is cached from it anyway).
+    such (the run will fail; nothing is cached from it anyway). ``env``: the
+    environment the command gets (``changeloop.passenv``); its ``PATH`` resolves
+    the executables and a Python is asked in it.
     """
     if not argv:
         return {}
@@ -326,8 +357,15 @@ def part(
             out["interpreter"] = hashes.get(interp.resolve())
             if python_exe is None and _PYTHON.match(interp.name):
                 python_exe = interp
+    words = [a.rsplit("/", 1)[-1] for a in argv]
+    if words[0] == "env":  # `env [NAME=value…] program …`: the program is what runs
+        program = next((a for a in argv[1:] if "=" not in a and not a.startswith("-")), None)
+        ran = _which(program, repo, path_env) if program else None
+        out["program"] = hashes.get(ran.resolve()) if ran is not None else None
+        if ran is not None and python_exe is None and _PYTHON.match(ran.name):
+            python_exe = ran
     if python_exe is not None:
-        doc = _python(python_exe, state)
+        doc = _python(python_exe, state, env)
         if doc is not None:
             exe = Path(str(doc.get("executable", ""))).resolve()
             out["python"] = {
@@ -335,15 +373,81 @@ def part(
                 "version": doc.get("version"),
                 "distributions": doc.get("distributions"),
             }
-    words = [a.rsplit("/", 1)[-1] for a in argv]
     if words[0] == "npx" and len(argv) > 1:
         tool = next((a for a in argv[1:] if not a.startswith("-")), None)
         if tool is not None:
             out["tool"] = _bin_tool(repo, tool)
+            out["toolBytes"] = _bin_bytes(repo, tool, hashes)
     elif "node_modules/.bin/" in argv[0]:
         out["tool"] = _package_of(real, real.parent)
+    out["installed"] = installed(repo, hashes)
     hashes.save()
     return out
+
+
+# What a package manager records of what it installed (node resolves modules upwards, so
+# the checkout's parents count too), and the virtualenvs of the checkout.
+INSTALL_RECORDS = (
+    "node_modules/.package-lock.json",  # npm
+    "node_modules/.modules.yaml",  # pnpm
+    "node_modules/.pnpm/lock.yaml",  # pnpm
+    "node_modules/.yarn-state.yml",  # yarn berry, node-modules linker
+    "node_modules/.yarn-integrity",  # yarn classic
+    ".yarn/install-state.gz",  # yarn berry
+    ".pnp.cjs",  # yarn berry, plug'n'play
+    "Cargo.lock",  # cargo (an ignored one is nobody's content)
+)
+
+
+def installed(repo: Path, hashes: _Hashes | None = None) -> dict[str, Any]:
+    """What is installed where a command in ``repo`` resolves its dependencies: the package
+    managers' own records (``INSTALL_RECORDS``, in ``repo`` and each folder above it: key
+    ``<levels up>:<record>``) and each virtualenv's distributions (their ``RECORD`` files).
+
+    Installing another version rewrites the record, so the digest moves; editing an
+    installed file in place does not (docs/fingerprints.md says what stays unbound).
+    """
+    hashes = hashes if hashes is not None else _Hashes(None)
+    out: dict[str, Any] = {}
+    for up, folder in enumerate((repo, *repo.parents)):
+        for rel in INSTALL_RECORDS:
+            path = folder / rel
+            if path.is_file():
+                out[f"{up}:{rel}"] = hashes.get(path)
+    for name in VENV_DIRS:
+        venv = repo / name
+        if (venv / "pyvenv.cfg").is_file():
+            out[f"venv:{name}"] = _venv_distributions(venv, hashes)
+    return out
+
+
+def _venv_distributions(venv: Path, hashes: _Hashes) -> dict[str, str | None]:
+    """``<site-packages>/<entry>`` -> digest, for every distribution (its ``RECORD``, the
+    list of installed files with their hashes) and ``.pth`` file of the virtualenv."""
+    out: dict[str, str | None] = {}
+    for site in sorted([*venv.glob("lib/python*/site-packages"), *venv.glob("Lib/site-packages")]):
+        try:
+            entries = sorted(os.scandir(site), key=lambda e: e.name)
+        except OSError:
+            continue
+        where = site.relative_to(venv).as_posix()
+        for entry in entries:
+            if entry.name.endswith((".dist-info", ".egg-info")) and entry.is_dir():
+                listed = "RECORD" if entry.name.endswith(".dist-info") else "PKG-INFO"
+                out[f"{where}/{entry.name}"] = hashes.get(Path(entry.path) / listed)
+            elif entry.name.endswith(".pth") and entry.is_file():
+                out[f"{where}/{entry.name}"] = hashes.get(Path(entry.path))
+    return out
+
+
+def _bin_bytes(repo: Path, tool: str, hashes: _Hashes) -> str | None:
+    """The bytes of the script ``npx <tool>`` starts (a version number does not move when
+    an installed file is patched in place)."""
+    for base in (repo, *repo.parents):
+        link = base / "node_modules" / ".bin" / tool
+        if link.exists():
+            return hashes.get(link.resolve())
+    return None
 
 
 def part_for(provider: Provider, plan: Plan, state: Path) -> dict[str, Any]:

@@ -72,11 +72,16 @@ def document(
     services: Sequence[Service],
     schema_version: str,
     wiring: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    ignored_inputs: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The JSON document the fingerprint hashes (exposed for tests and ``--explain``).
 
     With ``inputs_digest`` the provider's own repository counts only through the
     files its ``inputs`` globs match; other repositories still count by tree.
+    ``environ``: every variable the command gets from the caller's environment (the
+    fixed set and ``passEnv``, as ``changeloop.passenv.passed_values`` gives them);
+    ``ignored_inputs``: the digests of ignored paths its ``inputs`` name.
     """
     if inputs_digest is not None:
         content: dict[str, Any] = {
@@ -102,10 +107,22 @@ def document(
             name: _secret(hmac_key, name, env_from_values.get(name, ""))
             for name in provider.env_from
         },
+        "environ": dict(environ) if environ is not None else None,
         "resources": sorted(provider.resources),
-        "services": [service_wiring(s) for s in sorted(services, key=lambda s: s.name)],
+        "services": [
+            {
+                **service_wiring(s),
+                # a service's secrets decide what it answers: bound like the provider's
+                "envFromValues": {
+                    name: _secret(hmac_key, name, env_from_values.get(name, ""))
+                    for name in s.env_from
+                },
+            }
+            for s in sorted(services, key=lambda s: s.name)
+        ],
         "timeoutMs": provider.timeout_ms,
         "content": content,
+        "ignoredInputs": dict(ignored_inputs) if ignored_inputs else None,
         "upstream": dict(upstream),
         "wiring": wiring,
     }
@@ -124,6 +141,8 @@ def compute(
     services: Sequence[Service],
     schema_version: str,
     wiring: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    ignored_inputs: Mapping[str, str] | None = None,
 ) -> str:
     """``"sha256:<hex>"`` of the RFC 8785 form of :func:`document`."""
     doc = document(
@@ -138,6 +157,8 @@ def compute(
         services=services,
         schema_version=schema_version,
         wiring=wiring,
+        environ=environ,
+        ignored_inputs=ignored_inputs,
     )
     return "sha256:" + hashlib.sha256(canonicalize(doc)).hexdigest()
 
@@ -365,24 +386,54 @@ def _with_submodules(
 
 
 def external_symlinks(workdir: Path, links: Sequence[str]) -> dict[str, str]:
-    """The links among ``links`` whose target resolves outside ``workdir``: path -> target.
+    """The links among ``links`` whose target is not content: path -> where it points.
 
-    What such a link points at is not part of the content identity (git hashes
-    the link text, not the target), so the identity of a repository holding one
-    is open: nothing proves its result still holds (DESIGN.md §2.6).
+    git hashes a link's text, not its target, so what a link points at is content
+    only when it is a file of the content identity. A target outside ``workdir``, under
+    its top-level ``openspec/`` (left out of the identity) or in ``.git/``, or one git
+    ignores, is not: the identity of a repository holding such a link is open, and
+    nothing proves its result still holds (DESIGN.md §2.6). The value says where it
+    points, as the finding names it.
     """
     root = workdir.resolve()
     out: dict[str, str] = {}
+    inside: dict[str, str] = {}  # link -> its target relative to the repository
     for rel in links:
         link = workdir / rel
         try:
             target = link.resolve()
         except (OSError, RuntimeError):  # a loop: nothing inside can be trusted either
-            out[rel] = str(link.readlink()) if link.is_symlink() else "(unresolvable)"
+            text = str(link.readlink()) if link.is_symlink() else "(unresolvable)"
+            out[rel] = f"cannot be resolved ({text})"
             continue
         if not target.is_relative_to(root):
-            out[rel] = str(target)
+            out[rel] = f"resolves outside the repository ({target})"
+            continue
+        where = target.relative_to(root).as_posix()
+        top = where.split("/", 1)[0]
+        if top == "openspec":
+            out[rel] = f"points into openspec/ ({where}), which the content identity leaves out"
+        elif top == ".git":
+            out[rel] = f"points into .git/ ({where}), which is no content"
+        elif where != ".":
+            inside[rel] = where
+    if inside:
+        ignored = _ignored(workdir, sorted(set(inside.values())))
+        for rel, where in inside.items():
+            if where in ignored:
+                out[rel] = (
+                    f"points to an ignored file ({where}), which the content identity leaves out"
+                )
     return out
+
+
+def _ignored(workdir: Path, paths: Sequence[str]) -> set[str]:
+    """The ``paths`` (relative to ``workdir``) git ignores: one ``git check-ignore``."""
+    listing = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    proc = git(["check-ignore", "--stdin", "-z"], cwd=workdir, check=False, input_bytes=listing)
+    if proc.returncode not in (0, 1):
+        return set()
+    return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
 
 
 def inputs_digest(workdir: Path, globs: Sequence[str]) -> str:

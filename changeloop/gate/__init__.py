@@ -17,8 +17,9 @@ branch on. The records are in :mod:`~changeloop.gate.records`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -62,10 +63,13 @@ def evaluate(
     public_keys: Sequence[Ed25519PublicKey] = (),
     *,
     local: Sequence[Path] | None = None,
+    fingerprint: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> GateResult:
     """Read, verify and judge every receipt of ``plan``'s change; runs nothing.
 
     ``local``: the workspace-signed envelopes to read instead of the latest ones
     (``report --run`` judges one run's receipts with these same checks).
+    ``fingerprint``: what a workspace-signed receipt's fingerprint would be now
+    (``changeloop.run.current.current_fingerprints``, which the verbs pass).
     """
-    return judge(plan, read_receipts(plan, public_keys, local=local))
+    return judge(plan, read_receipts(plan, public_keys, local=local, fingerprint=fingerprint))

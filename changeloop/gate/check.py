@@ -16,13 +16,14 @@ the external provider that takes it counts as the fail ``prove`` would write
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from changeloop.gate.changed import changed_paths
 from changeloop.gate.freshness import committed_expiry, workspace_expiry
 from changeloop.gate.records import Kept, ReadEnvelope, SetAside
+from changeloop.gate.rejudge import rejudged
 from changeloop.gate.trust import SIGN_OFF_ADAPTERS, Scope
 from changeloop.git.identity import content_identity
 from changeloop.model import Plan, Provider
@@ -40,6 +41,7 @@ class Trees:
         self.plan = plan
         self.by_mode: dict[bool, dict[str, str]] = {}
         self.diffs: dict[tuple[str, str, str], str | None] = {}
+        self.links: dict[tuple[str, str], dict[str, str]] = {}
 
     def tree(self, repo: str, *, include_untracked: bool) -> str | None:
         per = self.by_mode.setdefault(include_untracked, {})
@@ -50,6 +52,20 @@ class Trees:
             ident = content_identity(repository.path, include_untracked=include_untracked)
             per[repo] = ident.tree
         return per[repo]
+
+    def open_links(self, repo: str, *, include_untracked: bool) -> dict[str, str]:
+        """Links of the repository's current content whose target is no content."""
+        tree = self.tree(repo, include_untracked=include_untracked)
+        repository = self.plan.repositories.get(repo)
+        if tree is None or repository is None:
+            return {}
+        key = (repo, tree)
+        if key not in self.links:
+            from changeloop.fingerprints.fingerprint import InputsIndex, external_symlinks
+
+            links = InputsIndex(repository.path, tree=tree).symlinks()
+            self.links[key] = external_symlinks(repository.path, links) if links else {}
+        return self.links[key]
 
     def changes(self, repo: str, made: str, now: str) -> str | None:
         """The paths that differ between two trees of ``repo`` (once per pair)."""
@@ -100,10 +116,14 @@ def check(
     *,
     scope: Scope | None = None,
     now: datetime | None = None,
+    fingerprint: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> Kept | SetAside:
     """Keep the envelope, or set it aside with the first check that refused it.
 
     ``now``: the time ``maxAge`` is measured against (default: the clock).
+    ``fingerprint``: for a receipt this workspace made, its provider's fingerprint as a
+    run would compute it now (``changeloop.run.current``); a different one is
+    ``stale-environment``.
     """
     if len(data) > MAX_ENVELOPE_BYTES:
         return SetAside(env, "unverified", f"{env.uri} is larger than 4 MiB; refused", None)
@@ -132,19 +152,28 @@ def check(
     stale = content_problem(ext, repos, trees, what)
     if stale is not None:
         return SetAside(env, "stale-content", stale, capability, repos)
+    stale = open_problem(ext, repos, trees, what)
+    if stale is not None:
+        return SetAside(env, "stale-content", stale, capability, repos)
     # Wiring: how the receipt was made must still be how this checkout would make it.
     stale = wiring_problem(plan, ext, what)
     if stale is not None:
         return SetAside(env, "stale-wiring", stale, capability, repos)
+    if fingerprint is not None:
+        current = fingerprint(ext)
+        if current is not None and current != ext.get("fingerprint"):
+            return SetAside(env, "stale-environment", environment_message(what), capability, repos)
+    citations = dict(ext.get("citations") or {})
     view = ReceiptView(
         provider=str(ext["provider"]),
         capability=capability,
         status=verified.status,  # type: ignore[arg-type]
         repositories=repos,
         reason=ext.get("reason"),
-        claims=dict(ext.get("claims") or {}),
+        # judged again by the claim policy of now (an archetype may have changed)
+        claims=rejudged(plan, str(ext["provider"]), dict(ext.get("claims") or {}), citations),
         input_mode=ext.get("inputMode"),
-        citations=dict(ext.get("citations") or {}),
+        citations=citations,
         failures=_failures(verified.statement, ext),
     )
     # maxAge: an expired pass weighs as the fail prove's external provider would write now.
@@ -165,6 +194,33 @@ def _failures(statement: Mapping[str, Any], ext: Mapping[str, Any]) -> tuple[tup
     findings = ext.get("findings")
     found = [f for f in findings if isinstance(f, dict)] if isinstance(findings, list) else []
     return failures_of(tests, found) if tests else ()
+
+
+def environment_message(what: str) -> str:
+    return (
+        f"{what} was made in an environment that is not this one: its content and wiring "
+        "hold, but a run now would compute another fingerprint (an executable, what is "
+        "installed, a variable the provider gets, or an upstream provider changed) — prove "
+        "again"
+    )
+
+
+def open_problem(
+    ext: Mapping[str, Any], repos: Sequence[str], trees: Trees, what: str
+) -> str | None:
+    """A link of a subject repository whose target is no content (outside it, under
+    ``openspec/``, ignored): gate cannot tell whether what it points at changed."""
+    untracked = ext.get("sandbox") != "worktree"
+    for repo in repos:
+        found = trees.open_links(repo, include_untracked=untracked)
+        if found:
+            link, where = sorted(found.items())[0]
+            return (
+                f"{what} covers repository {repo!r}, whose {link} {where}: what it points at "
+                "is not part of the content identity, so no receipt speaks for it later — "
+                "prove again"
+            )
+    return None
 
 
 def content_problem(

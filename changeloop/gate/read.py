@@ -15,10 +15,11 @@ with the workspace key, committed or imported ones with the keys the change's
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -36,8 +37,12 @@ def read_receipts(
     public_keys: Sequence[Ed25519PublicKey] = (),
     *,
     local: Sequence[Path] | None = None,
+    fingerprint: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> Reading:
-    """Find, read and check the change's envelopes (``local``: instead of the latest ones)."""
+    """Find, read and check the change's envelopes (``local``: instead of the latest ones).
+
+    ``fingerprint`` (``changeloop.run.current``): a workspace-signed receipt's provider's
+    fingerprint now; the receipts this workspace made are checked against it."""
     extra = [Trusted(k) for k in public_keys]
     local_key = workspace_public_key(plan.root)
     local_keys = ([Trusted(local_key)] if local_key else []) + extra
@@ -48,7 +53,12 @@ def read_receipts(
     kept: list[Kept] = []
     aside: list[SetAside] = []
     batches = [
-        _Batch("local", list(local) if local is not None else local_files(plan), local_keys),
+        _Batch(
+            "local",
+            list(local) if local is not None else local_files(plan),
+            local_keys,
+            fingerprint=fingerprint,
+        ),
         _Batch(
             "committed", committed_files(plan), committed_keys, committed_scope(plan, public_keys)
         ),
@@ -78,6 +88,7 @@ class _Batch:
     files: list[Path]
     keys: list[Trusted]
     scope: Scope | None = None
+    fingerprint: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 def _read_one(
@@ -106,4 +117,13 @@ def _read_one(
             "pass the public half of the key that signed it with --public-key PEM"
         )
         return env, SetAside(env, "unverified", message, *unauthenticated_hint(data))
-    return env, check(plan, env, data, batch.keys, trees, scope=batch.scope, now=now)
+    return env, check(
+        plan,
+        env,
+        data,
+        batch.keys,
+        trees,
+        scope=batch.scope,
+        now=now,
+        fingerprint=batch.fingerprint,
+    )

@@ -17,7 +17,13 @@ from changeloop.signing.verify import Verified
 from changeloop.verdict import ReceiptView, Verdict
 
 ReasonCode = Literal[
-    "no-receipt", "stale-content", "stale-wiring", "failed", "inconclusive", "unverified"
+    "no-receipt",
+    "stale-content",
+    "stale-wiring",
+    "stale-environment",
+    "failed",
+    "inconclusive",
+    "unverified",
 ]
 Source = Literal["local", "committed"]
 

@@ -1,13 +1,40 @@
-"""The temporary index a content identity is staged in (never the user's index file)."""
+"""The temporary index a content identity is staged in (never the user's index file).
+
+It is seeded from a copy of the user's index (git's stat cache: unchanged files are
+not hashed again), and then made to follow the bytes of the work tree:
+
+- the user's index flags are dropped: an entry marked ``--assume-unchanged`` or
+  ``--skip-worktree`` is one ``git add`` would not look at, so an edit to it would
+  leave the tree id as it was;
+- where git would convert what it hashes (``core.autocrlf``, a ``text``/``eol``/
+  ``filter``/``ident``/``working-tree-encoding`` attribute), the files concerned are
+  hashed again as they are on disk (``git hash-object --no-filters``): line-ending
+  normalisation and clean filters must not let the bytes a check reads change
+  under one tree id.
+
+Both checks run beside ``git add`` (two small git processes in parallel), so a
+repository with neither pays nothing more than they cost.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from changeloop.git.repo import GitLayout, git, git_env
+from changeloop.errors import ChangeloopError, Problem
+from changeloop.git.repo import GitLayout, common_dir, git, git_env
+
+__all__ = ["seed_index", "stage", "virtualenv_excludes"]
+
+# `git ls-files -v` tags: lower case = assume-unchanged, "S" = skip-worktree.
+_FLAGGED = re.compile(rb"(?:^|\0)([a-zS]) ([^\0]*)")
+_SETTINGS = r"^core\.(autocrlf|attributesfile)$"  # what decides conversion outside the tree
+_ATTRS = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
+_ATTRIBUTES_FILE = re.compile(rb"(?:^|\0)[A-Za-z?] (?:[^\0]*/)?\.gitattributes(?=\0|$)")
 
 
 def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
@@ -22,10 +49,160 @@ def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
 
 
 def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None:
-    """Bring the temporary index to the working-tree content of ``cwd``'s subtree."""
+    """Bring the temporary index to the working-tree content of ``cwd``'s subtree, its
+    bytes as they are (no index flag hides a file, no conversion changes one)."""
     mode = "-A" if include_untracked else "-u"
     spec = [".", *virtualenv_excludes(cwd)] if include_untracked else ["."]
-    git(["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", *spec], cwd=cwd, env=env)
+    add = ["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", *spec]
+    # read before `git add` rewrites the index (it renames a new one into place)
+    listing = _start(["ls-files", "-v", "-z", "--full-name"], cwd, env)
+    config = _start(
+        ["config", "-z", "--get-regexp", r"^core\.(autocrlf|attributesfile)$"], cwd, env
+    )
+    try:
+        git(add, cwd=cwd, env=env)
+    except BaseException:
+        for proc in (listing, config):
+            proc.kill()
+            proc.communicate()
+        raise
+    listed = _finish(listing, "ls-files -v")
+    flagged = [m.group(2) for m in _FLAGGED.finditer(listed)]
+    if flagged:
+        _unflag(cwd, env, flagged)
+        git(add, cwd=cwd, env=env)
+    settings = dict(_pairs(_finish(config, "config", ok=(0, 1))))
+    if _converts(cwd, env, listed, settings):
+        _hash_raw(cwd, env, every=settings.get("core.autocrlf", "false") in ("true", "input"))
+
+
+def _start(args: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["git", *args],
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _finish(proc: subprocess.Popen[bytes], what: str, ok: tuple[int, ...] = (0,)) -> bytes:
+    out, err = proc.communicate()
+    if proc.returncode not in ok:
+        raise ChangeloopError(
+            Problem(
+                code="git_failed",
+                message=f"git {what} failed: {err.decode(errors='replace').strip()}",
+                fix="check that the repository path is a readable git work tree",
+            ),
+            exit_code=1,
+        )
+    return out
+
+
+def _pairs(raw: bytes) -> list[tuple[str, str]]:
+    """``git config -z --get-regexp`` output: ``key\\nvalue\\0`` records."""
+    out = []
+    for record in raw.split(b"\0"):
+        if record:
+            key, _nl, value = record.decode(errors="replace").partition("\n")
+            out.append((key.lower(), value.strip().lower()))
+    return out
+
+
+def _unflag(cwd: Path, env: Mapping[str, str], paths: Sequence[bytes]) -> None:
+    """Drop assume-unchanged and skip-worktree from ``paths`` (full names) in the index."""
+    top = _toplevel(cwd, env)
+    listing = b"".join(p + b"\0" for p in paths)
+    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):
+        git(["update-index", flag, "-z", "--stdin"], cwd=top, env=env, input_bytes=listing)
+
+
+def _toplevel(cwd: Path, env: Mapping[str, str]) -> Path:
+    out = git(["rev-parse", "--show-toplevel"], cwd=cwd, env=env).stdout
+    return Path(os.fsdecode(out.strip()))
+
+
+def _converts(
+    cwd: Path, env: Mapping[str, str], listed: bytes, settings: Mapping[str, str]
+) -> bool:
+    """Whether ``git add`` may have hashed something other than the bytes on disk."""
+    if settings.get("core.autocrlf", "false") in ("true", "input"):
+        return True
+    if _ATTRIBUTES_FILE.search(listed) or (cwd / ".gitattributes").is_file():
+        return True
+    global_file = settings.get("core.attributesfile")
+    candidates = [Path(global_file).expanduser()] if global_file else [_xdg_attributes()]
+    candidates.append(common_dir(cwd, env) / "info" / "attributes")
+    return any(_non_empty(p) for p in candidates)
+
+
+def _xdg_attributes() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "git" / "attributes"
+
+
+def _non_empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _hash_raw(cwd: Path, env: Mapping[str, str], *, every: bool) -> None:
+    """Hash again, as they are on disk, the staged files git would convert (all of them
+    under ``core.autocrlf``), and put those blob ids in the index."""
+    entries: dict[bytes, bytes] = {}  # full name -> mode
+    listed = git(["ls-files", "-s", "-z", "--full-name", "--", "."], cwd=cwd, env=env).stdout
+    for record in listed.split(b"\0"):
+        meta, _tab, path = record.partition(b"\t")
+        fields = meta.split(b" ")
+        if len(fields) == 3 and fields[0] in (b"100644", b"100755"):
+            entries[path] = fields[0]
+    if not entries:
+        return
+    top = _toplevel(cwd, env)
+    names = sorted(entries)
+    if not every:
+        names = _attributed(top, env, names)
+    if not names:
+        return
+    paths = b"".join(os.fsencode(str(top)) + b"/" + n + b"\n" for n in names)
+    if any(b"\n" in n for n in names):  # --stdin-paths reads lines: hash such names alone
+        blobs = [
+            git(
+                ["hash-object", "-w", "--no-filters", "--", os.fsdecode(n)], cwd=top, env=env
+            ).stdout.strip()
+            for n in names
+        ]
+    else:
+        out = git(
+            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            cwd=top,
+            env=env,
+            input_bytes=paths,
+        ).stdout
+        blobs = out.split()
+    info = b"".join(
+        entries[n] + b" " + b + b"\t" + n + b"\0" for n, b in zip(names, blobs, strict=True)
+    )
+    git(["update-index", "-z", "--index-info"], cwd=top, env=env, input_bytes=info)
+
+
+def _attributed(top: Path, env: Mapping[str, str], names: Sequence[bytes]) -> list[bytes]:
+    """The ``names`` (full names) with a conversion attribute set: one ``git check-attr``."""
+    listing = b"".join(n + b"\0" for n in names)
+    out = git(
+        ["check-attr", "-z", "--stdin", *_ATTRS], cwd=top, env=env, input_bytes=listing
+    ).stdout
+    fields = out.split(b"\0")
+    found: set[bytes] = set()
+    for k in range(0, len(fields) - 2, 3):
+        path, _attr, value = fields[k], fields[k + 1], fields[k + 2]
+        if value not in (b"unspecified", b"unset"):
+            found.add(path)
+    return [n for n in names if n in found]
 
 
 def virtualenv_excludes(cwd: Path) -> list[str]:

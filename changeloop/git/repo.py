@@ -134,3 +134,42 @@ def layout(repo: Path, *, head: bool = True) -> GitLayout:
         head=commit,
         object_format=object_format,
     )
+
+
+def common_dir(cwd: Path, env: Mapping[str, str] | None = None) -> Path:
+    """The common git directory of the repository at ``cwd`` (``info/`` lives there), found
+    without running git: ``GIT_DIR`` in ``env``, else the nearest ``.git`` folder or
+    ``gitdir:`` file (a linked worktree's ``commondir`` followed)."""
+    if env is not None and env.get("GIT_DIR"):
+        return Path(env["GIT_DIR"])
+    for folder in (cwd, *cwd.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            try:
+                text = dot.read_text(encoding="utf-8").strip()
+                linked = (folder / text.removeprefix("gitdir:").strip()).resolve()
+                common = linked / "commondir"
+                if common.is_file():
+                    return (linked / common.read_text(encoding="utf-8").strip()).resolve()
+            except OSError:
+                return dot
+            return linked
+    return cwd / ".git"
+
+
+def excludes_digest(workdir: Path) -> str:
+    """sha256 of the ignore files outside every tree: the repository's ``info/exclude`` and
+    the user's global ``git/ignore``. With the content tree unchanged, a path keeps the
+    ignore status it had while these keep their bytes (the no-change record checks it)."""
+    import hashlib
+
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    parts: list[str] = []
+    for path in (common_dir(workdir) / "info" / "exclude", Path(config) / "git" / "ignore"):
+        try:
+            parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
+        except OSError:
+            parts.append("-")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()

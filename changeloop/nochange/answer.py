@@ -9,6 +9,7 @@ runs, and only a holding answer lays out its run (:mod:`~changeloop.nochange.mat
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ from changeloop.nochange.key import (
     RECORD_LIMIT,
     base_key,
     env_from,
+    environ_values,
     file_digest,
     part_digest,
     secret_key,
@@ -30,6 +32,7 @@ from changeloop.nochange.materialize import lay_out, write_run
 from changeloop.nochange.miss import EXPLAIN, Miss, explain
 from changeloop.nochange.record import substitute
 from changeloop.nochange.signed import read_record, verify_record
+from changeloop.passenv import command_environ
 
 if TYPE_CHECKING:
     from changeloop.run.carried import KnownInputs
@@ -208,11 +211,38 @@ def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
     for name, stat in doc["cache"].items():
         if stat_of(state / "cache" / Path(name).name) != stat:
             raise Miss(f"cache entry {name} changed")
+    environ = doc["environ"]
+    if environ_values(list(environ["passEnv"]), secret_key(seed), os.environ) != environ["values"]:
+        raise Miss("a variable a command gets changed (the fixed set or a passEnv)")
     for env in doc["environment"]:
         command = tuple(env["command"]) if env["command"] is not None else None
-        part = environment.part(command, Path(env["checkout"]), state, None)
+        given = command_environ(os.environ, env["passEnv"], [tuple(kv) for kv in env["env"]])
+        part = environment.part(command, Path(env["checkout"]), state, given)
         if part_digest(part) != env["part"]:
             raise Miss(f"the environment of {command} changed")
+    _same_inputs(doc)
+
+
+def _same_inputs(doc: Mapping[str, Any]) -> None:
+    """The change inputs under ``openspec/``, and the ignored paths ``inputs`` name."""
+    from changeloop.fingerprints.change_inputs import change_inputs_digest
+    from changeloop.git.repo import excludes_digest
+
+    inputs = doc["changeInputs"]
+    excluded = [Path(p) for p in inputs["excluded"]]
+    root, change = Path(doc["key"]["root"]), Path(doc["key"]["changePath"])
+    if change_inputs_digest(root, change, excluded) != inputs["digest"]:
+        raise Miss("a file under openspec/ a check may read changed")
+    for name, repo in doc["repositories"].items():
+        path = Path(repo["path"])
+        if excludes_digest(path) != repo["excludes"]:
+            raise Miss(f"the ignore files of repository {name} changed")
+        for key, found in repo["ignored"].items():
+            from changeloop.fingerprints.ignored import walk_digest
+
+            globs = json.loads(key)
+            if any(walk_digest(path, p, globs) != d for p, d in found.items()):
+                raise Miss(f"an ignored file repository {name}'s inputs name changed")
 
 
 def _same_digest(path: Path, digest: str) -> bool:

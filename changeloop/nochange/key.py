@@ -116,6 +116,27 @@ def env_from(names: Sequence[str], secret: bytes, environ: Mapping[str, str]) ->
     return out
 
 
+def environ_values(
+    patterns: Sequence[str], secret: bytes, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """Each variable a command of the plan may get (the fixed set and every ``passEnv``
+    pattern of the plan): an HMAC of its value (values never stored). A variable set or
+    unset since is a different map."""
+    from changeloop.passenv import passed_names
+
+    return {
+        name: hmac.new(secret, environ[name].encode("utf-8", "surrogatepass"), "sha256").hexdigest()
+        for name in passed_names(environ, patterns)
+    }
+
+
+def pass_env_patterns(plan: Any) -> list[str]:
+    """Every ``passEnv`` pattern of the plan's providers and services."""
+    found = {g for p in plan.providers.values() for g in p.pass_env}
+    found |= {g for s in plan.services.values() for g in s.pass_env}
+    return sorted(found)
+
+
 def part_digest(part: Mapping[str, Any]) -> str:
     from changeloop.signing.jcs import canonicalize
 

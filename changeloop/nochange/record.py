@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from changeloop import fsio
 from changeloop.errors import FileRefused
+from changeloop.git.repo import excludes_digest
 from changeloop.nochange.key import (
     PAYLOAD_TYPE,
     RECORD_LIMIT,
     SCHEMA,
     base_key,
     env_from,
+    environ_values,
     file_digest,
     option_key,
     part_digest,
+    pass_env_patterns,
     record_path,
     secret_key,
     seed,
@@ -179,14 +182,24 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
 
     names = env_from_names(plan)
     ports = _service_ports(plan)
+    if len(observed.environments) != len(plan.providers) or observed.change_inputs is None:
+        return None
+    if set(observed.specs) != set(observed.environments):
+        return None
     environments = sorted(
         {
-            (json.dumps(list(cmd) if cmd is not None else None), str(where), part_digest(part))
-            for cmd, where, part in observed.environments.values()
+            (
+                json.dumps(list(cmd) if cmd is not None else None),
+                str(where),
+                part_digest(part),
+                json.dumps(observed.specs[name]),
+            )
+            for name, (cmd, where, part) in observed.environments.items()
         }
     )
-    if len(observed.environments) != len(plan.providers):
-        return None
+    patterns = pass_env_patterns(plan)
+    secret = secret_key(seed(observed.key))
+    inputs_digest, excluded = observed.change_inputs
     return {
         "schema": SCHEMA,
         "key": base_key(
@@ -209,14 +222,26 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
                 "symlinks": list(observed.symlinks.get(repo, ())),
                 "gitlinks": observed.gitlinks.get(repo, True),
                 "inputs": dict(sorted(observed.inputs.get(repo, {}).items())),
+                "ignored": {
+                    key: dict(found) for key, found in observed.ignored.get(repo, {}).items()
+                },
+                "excludes": excludes_digest(plan.repositories[repo].path),
             }
             for repo, tree in sorted(observed.trees.items())
         },
         "environment": [
-            {"command": json.loads(cmd), "checkout": where, "part": digest}
-            for cmd, where, digest in environments
+            {
+                "command": json.loads(cmd),
+                "checkout": where,
+                "part": digest,
+                "passEnv": json.loads(spec)[0],
+                "env": json.loads(spec)[1],
+            }
+            for cmd, where, digest, spec in environments
         ],
-        "envFrom": env_from(names, secret_key(seed(observed.key)), os.environ),
+        "envFrom": env_from(names, secret, os.environ),
+        "environ": {"passEnv": patterns, "values": environ_values(patterns, secret, os.environ)},
+        "changeInputs": {"digest": inputs_digest, "excluded": list(excluded)},
         "derivation": derivation,
         "ports": ports,
         "cache": cache_stats,

@@ -28,10 +28,12 @@ COMMON = (
     "timeoutMs",
     "env",
     "envFrom",
+    "passEnv",
     "resources",
     "dependsOn",
     "services",
     "inputs",
+    "artifacts",
     "claims",
     "capability",
 )

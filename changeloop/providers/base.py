@@ -29,6 +29,7 @@ from changeloop.model import (
     SandboxMode,
 )
 from changeloop.outcome import Outcome
+from changeloop.passenv import strict_environ
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class RunContext:
     sources: Mapping[str, Path]  # repository -> the user's checkout (external reads here)
     identities: Mapping[str, ContentIdentity]  # repository -> content identity
     run_dir: Path  # this provider's own directory under .changeloop/runs/<run-id>/
-    env: Mapping[str, str]  # caller env + provider env + envFrom, ready to pass on
+    # the caller's env cut to what the provider may see (changeloop.passenv) + its env +
+    # envFrom, ready to pass on
+    env: Mapping[str, str]
     secrets: tuple[str, ...]  # envFrom values: redact from anything written
     now: datetime
     executor: Executor = field(default_factory=LocalExecutor)
@@ -65,7 +68,10 @@ class RunContext:
 
         ``cwd``: where it runs when not the repository's workdir (mutation's own copy).
         """
-        values, unset = env_delta(env, os.environ, self.provider.env_from)
+        # Differences from what the executor starts from: its environment cut down to what
+        # this provider may see (changeloop.passenv), so nothing else travels as a value.
+        base = strict_environ(os.environ, self.provider.pass_env, self.provider.env_from)
+        values, unset = env_delta(env, base, self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
             provider=self.provider,
@@ -80,7 +86,7 @@ class RunContext:
             env=values,
             unset=unset,
             env_from=self.provider.env_from,
-            masked=_env_from_names(self.plan),
+            masked=_masked_names(self.plan),
             services=self.provider.services,
             timeout_ms=self.provider.timeout_ms,
             log_dir=str(self.run_dir),
@@ -128,10 +134,10 @@ class RunContext:
         return tuple(sorted(out))
 
 
-def _env_from_names(plan: Plan) -> tuple[str, ...]:
-    from changeloop.masking import env_from_names  # masking reads this module's records
+def _masked_names(plan: Plan) -> tuple[str, ...]:
+    from changeloop.masking import masked_names  # masking reads this module's records
 
-    return env_from_names(plan)
+    return masked_names(plan, os.environ)
 
 
 class Adapter(Protocol):

@@ -26,6 +26,7 @@ from changeloop.providers.base import (
     own_repository,
     read_own_workspace,
 )
+from changeloop.quality.lanes import routed_repositories, runs_quality
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -35,7 +36,14 @@ RUNS_COMMAND = True
 default_resources = read_own_workspace
 
 
-repositories = own_repository
+def repositories(provider: Provider, plan: Plan) -> tuple[str, ...]:
+    """Its own repository; for the consumer-quality provider (``changeloop quality run``)
+    every repository a lane runs in too: its result depends on each one's content."""
+    own = own_repository(provider, plan)
+    if not runs_quality(provider):
+        return own
+    routed = routed_repositories(plan.root, plan.repositories)
+    return tuple(dict.fromkeys((*own, *routed)))
 
 
 def capabilities(provider: Provider) -> tuple[str, ...]:

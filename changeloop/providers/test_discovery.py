@@ -175,7 +175,9 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         ]
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
-    env = injected.env
+    # no bytecode in the work tree: a run must not change the content it is bound to
+    # (the caller's PYTHONDONTWRITEBYTECODE no longer passes; decision 105)
+    env = {"PYTHONDONTWRITEBYTECODE": "1", **injected.env}
     collect: tuple[str, ...] = ()
     inputs: tuple[tuple[str, bytes], ...] = ()
     if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)

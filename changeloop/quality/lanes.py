@@ -276,6 +276,35 @@ def worst(results: Sequence[LaneResult]) -> str:
 
 
 # -- hooks for detection and doctor ------------------------------------------
+# root -> ((size, mtime_ns, inode) of the lanes file, the repositories its lanes route)
+_ROUTED: dict[Path, tuple[tuple[int, int, int], frozenset[str] | None]] = {}
+
+
+def routed_repositories(root: Path, repositories: Mapping[str, Repository]) -> tuple[str, ...]:
+    """The repositories of the change some lane runs in: what a quality provider's result
+    depends on (each one's content is bound, and its receipt speaks for each). A lanes file
+    that cannot be read routes every repository: the run then says why it fails."""
+    path = root / QUALITY_FILE
+    try:
+        info = path.stat()
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+    except OSError:
+        return tuple(sorted(repositories))
+    known = _ROUTED.get(root)
+    if known is None or known[0] != stamp:
+        lanes: frozenset[str] | None = None  # None: some lane runs in every repository
+        try:
+            config = load_quality(root)
+            if config is not None and all(lane.repositories for lane in config.lanes.values()):
+                named = (r for lane in config.lanes.values() for r in lane.repositories or ())
+                lanes = frozenset(named)
+        except ConfigError:
+            lanes = None
+        known = _ROUTED[root] = (stamp, lanes)
+    found = known[1]
+    return tuple(sorted(repositories if found is None else found & set(repositories)))
+
+
 def quality_command(change_id: str) -> tuple[str, ...]:
     return ("changeloop", "quality", "run", "--change", change_id)
 

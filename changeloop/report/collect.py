@@ -34,6 +34,7 @@ from changeloop.report.refs import refs_of, worst_statuses
 from changeloop.report.runs import find_run, run_envelopes, timeline_of
 from changeloop.report.steps import report_steps
 from changeloop.run import runlog
+from changeloop.run.current import current_fingerprints
 
 if TYPE_CHECKING:
     from changeloop.trust import Trust
@@ -62,7 +63,7 @@ def collect(
     local = None
     if run_id is not None and record is not None and run_dir is not None:
         local = run_envelopes(plan, run_dir, record)
-    result = gate.evaluate(plan, public_keys, local=local)
+    result = gate.evaluate(plan, public_keys, local=local, fingerprint=current_fingerprints(plan))
     links = Links(plan.root, out_dir or plan.root)
     refs = refs_of(result)
     capabilities, claims = claim_rows(plan, result, refs)

@@ -33,9 +33,11 @@ from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
 from changeloop.executors.job import JobResult
+from changeloop.fingerprints.wiring import change_inputs_of
 from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
+from changeloop.passenv import strict_environ
 from changeloop.providers import registry
 from changeloop.providers.base import RunContext
 from changeloop.records import (
@@ -46,7 +48,7 @@ from changeloop.records import (
     ProviderReport,
     RunEvent,
 )
-from changeloop.run import fold
+from changeloop.run import fold, outputs
 from changeloop.run.cache_reuse import verified_passes
 from changeloop.run.carried import KnownInputs
 from changeloop.run.order import likely_cached
@@ -140,6 +142,9 @@ def _observed(run: RunStages) -> Observed:
         symlinks={repo: run.fingerprinter.symlinks(repo) for repo in trees},
         inputs={repo: dict(d) for repo, d in run.fingerprinter.inputs.items()},
         gitlinks={repo: run.fingerprinter.gitlinks(repo) for repo in run.fingerprinter.inputs},
+        specs=dict(run.fingerprinter.specs),
+        change_inputs=change_inputs_of(run.plan),
+        ignored={repo: dict(d) for repo, d in run.fingerprinter.ignored.items()},
         key=None if run.options.sign_key else run.key,
         state=run.state.path,
     )
@@ -226,7 +231,7 @@ async def _run_provider(
     run: RunStages, provider: Provider, services: ServiceManager
 ) -> ProviderReport:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
-    cached = _cached(run, provider, services)
+    cached = await _cached(run, provider, services)
     if cached is not None:
         services.release_unused(provider.services)
         run.emit(RunEvent(provider.name, "cached"))
@@ -259,10 +264,15 @@ async def _run_provider(
         duration_ms=int((time.monotonic() - clock) * 1000),
         cacheable=not run.fingerprinter.identity_open(provider),
     )
+    if report.cache and isinstance(ctx_or_outcomes, RunContext):
+        # what it made, kept with its cache entry for dependents of a later reuse
+        await anyio.to_thread.run_sync(outputs.keep, run, provider, ctx_or_outcomes.workdirs)
     return fold.with_notes(report, notes)
 
 
-def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> ProviderReport | None:
+async def _cached(
+    run: RunStages, provider: Provider, services: ServiceManager
+) -> ProviderReport | None:
     """Its cached pass (this workspace's cache, else --cache-from), as the record of a reuse."""
     fp = run.fingerprint(provider)
     if not (
@@ -272,6 +282,19 @@ def _cached(run: RunStages, provider: Provider, services: ServiceManager) -> Pro
     ):
         return None
     rel = run.sealer.run_rel
+    if outputs.needed(run, provider, services):
+        # A provider that runs depends on it: what it makes must be in the sandbox, as a
+        # clean run would leave it — restored from its cache entry, or it runs again.
+        repo = provider.repository
+        if repo is None or not outputs.restorable(run, provider):
+            return None
+        verified = verified_passes(run.state.cache, fp, run.key.public_key())
+        if verified is None or not await run.boxes.ready(repo, partial(_setup, run)):
+            return None
+        workdir = run.boxes.made(repo) or run.plan.repositories[repo].path
+        if not await outputs.restore(run, provider, workdir):
+            return None
+        return reused(provider, verified, origin="local", run_rel=rel)
     verified = verified_passes(run.state.cache, fp, run.key.public_key())
     if verified is not None:
         return reused(provider, verified, origin="local", run_rel=rel)
@@ -319,9 +342,10 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         identities={repo: run.boxes.identity(repo) for repo in seen},
         run_dir=provider_dir,
         env={
-            **os.environ,
+            # cut to what the provider may see: the fixed set, its passEnv and envFrom
+            # (changeloop.passenv)
+            **strict_environ(os.environ, provider.pass_env, provider.env_from),
             **provider.env,
-            **{n: os.environ[n] for n in provider.env_from if n in os.environ},
         },
         # Every process inherits the environment, so every envFrom value of the plan
         # is masked in every log, not only the values this provider named.

@@ -15,8 +15,10 @@ from typing import Any
 
 from changeloop.fingerprints import environment
 from changeloop.fingerprints import fingerprint as fingerprints
+from changeloop.fingerprints.ignored import IgnoredPaths
 from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.model import ContentIdentity, Plan, Provider
+from changeloop.passenv import command_environ, passed_values
 from changeloop.run.carried import Carried, KnownInputs, globs_key
 
 SCHEMA_VERSION = fingerprints.SCHEMA_VERSION
@@ -42,6 +44,7 @@ class Fingerprinter:
         self._sandbox = sandbox
         self._issuer = issuer
         self._hmac_key = hmac_key
+        self.hmac = hmac_key  # the run's key for what it keeps beside the cache (artifacts)
         self._state_path = state_path  # .changeloop/: where environment probes are cached
         self._environ = os.environ if environ is None else environ
         self._indexes: dict[str, fingerprints.InputsIndex] = {}
@@ -50,19 +53,28 @@ class Fingerprinter:
         # What each provider's fingerprint read from outside the plan and the content,
         # kept for the no-change decision (changeloop.nochange), which checks it again.
         self.environments: dict[str, tuple[tuple[str, ...] | None, Path, dict[str, Any]]] = {}
-        self._parts: dict[tuple[tuple[str, ...] | None, Path], dict[str, Any]] = {}
+        self._parts: dict[tuple[tuple[str, ...] | None, Path, Spec], dict[str, Any]] = {}
+        self.specs: dict[str, Spec] = {}  # provider -> the environment its part was asked in
+        self._ignored: dict[str, IgnoredPaths] = {}
+        self._passed_values: dict[tuple[str, ...], dict[str, str]] = {}
         self._known = dict(known or {})
         self._carried: dict[str, Carried | None] = {}
         # repository -> globs_key -> inputs digest, for the next no-change record
         self.inputs: dict[str, dict[str, str]] = {}
+        # repository -> globs_key -> ignored path -> digest (the record checks them again)
+        self.ignored: dict[str, dict[str, dict[str, str]]] = {}
 
     def fingerprint(self, provider: Provider, upstream: Mapping[str, str]) -> str:
         """``upstream``: the fingerprints of its dependencies (missing ones count as "")."""
         facts = provider.settled
         repos = facts.repositories
         inputs_digest = None
+        ignored = None
         if provider.inputs and provider.repository:
             inputs_digest = self.inputs_digest(provider.repository, provider.inputs)
+            ignored = self.ignored_inputs(provider.repository, provider.inputs)
+        services = [self._plan.services[s] for s in provider.services if s in self._plan.services]
+        secrets = {*provider.env_from, *(n for s in services for n in s.env_from)}
         return fingerprints.compute(
             provider=provider,
             adapter_inputs=self._adapter_inputs(provider, repos),
@@ -70,14 +82,21 @@ class Fingerprinter:
             trees={repo: self._identity(repo).tree for repo in repos},
             inputs_digest=inputs_digest,
             upstream={d: upstream.get(d, "") for d in provider.depends_on},
-            env_from_values={n: self._environ.get(n, "") for n in provider.env_from},
+            env_from_values={n: self._environ.get(n, "") for n in sorted(secrets)},
             hmac_key=self._hmac_key,
-            services=[
-                self._plan.services[s] for s in provider.services if s in self._plan.services
-            ],
+            services=services,
             schema_version=SCHEMA_VERSION,
             wiring=self.wiring(provider),
+            environ=self._passed(pass_env_of(self._plan, provider)),
+            ignored_inputs=ignored,
         )
+
+    def _passed(self, pass_env: tuple[str, ...]) -> dict[str, str]:
+        """What the fingerprint holds of the variables a command with ``pass_env`` gets,
+        once per distinct ``pass_env`` (1000 providers, one walk of the environment)."""
+        if pass_env not in self._passed_values:
+            self._passed_values[pass_env] = passed_values(self._environ, pass_env, self._hmac_key)
+        return self._passed_values[pass_env]
 
     def _adapter_inputs(self, provider: Provider, repos: tuple[str, ...]) -> dict[str, Any]:
         facts = provider.settled
@@ -96,13 +115,19 @@ class Fingerprinter:
 
     def _environment(self, provider: Provider) -> dict[str, Any]:
         """The environment part of its command, worked out once per run for each distinct
-        (command, checkout): 100 providers running ``python3`` ask about it once."""
+        (command, checkout, environment it gets): 100 providers running ``python3`` ask
+        about it once. It is worked out in the environment the command gets
+        (``changeloop.passenv``, its literal ``env`` on top; secrets left out)."""
         checkout = environment.checkout_for(provider, self._plan)
-        key = (provider.command, checkout)
+        spec = command_environ_spec(provider)
+        key = (provider.command, checkout, spec)
         if key not in self._parts:
-            self._parts[key] = environment.part(provider.command, checkout, self._state_path)
+            self._parts[key] = environment.part(
+                provider.command, checkout, self._state_path, command_environ(self._environ, *spec)
+            )
         part = self._parts[key]
         self.environments[provider.name] = (provider.command, checkout, part)
+        self.specs[provider.name] = spec
         return part
 
     def inputs_digest(self, repo: str, globs: Sequence[str]) -> str:
@@ -115,6 +140,20 @@ class Fingerprinter:
             digest = (partial or self._index(repo)).digest(globs)
         self.inputs.setdefault(repo, {})[globs_key(globs)] = digest
         return digest
+
+    def ignored_inputs(self, repo: str, globs: Sequence[str]) -> dict[str, str] | None:
+        """Digests of the ignored paths ``globs`` name (``fingerprints.ignored``): one
+        ``git check-ignore`` per repository for every provider's patterns, then a walk of
+        what is named. None (the usual case): the patterns name no ignored path."""
+        if repo not in self._ignored:
+            patterns = [
+                p.inputs for p in self._plan.providers.values() if p.inputs and p.repository == repo
+            ]
+            self._ignored[repo] = IgnoredPaths(self._plan.repositories[repo].path, patterns)
+        found = self._ignored[repo].digest(globs)
+        if found is not None:
+            self.ignored.setdefault(repo, {})[globs_key(globs)] = found
+        return found
 
     def gitlinks(self, repo: str) -> bool:
         """True when the repository's content holds a submodule (no digest is carried then)."""
@@ -165,6 +204,24 @@ class Fingerprinter:
                 self._plan.repositories[repo].path, tree=self._identity(repo).tree
             )
         return self._indexes[repo]
+
+
+Spec = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]  # (passEnv, literal env)
+
+
+def pass_env_of(plan: Plan, provider: Provider) -> tuple[str, ...]:
+    """The ``passEnv`` patterns whose values reach the provider's run: its own and those of
+    the services it uses."""
+    found = list(provider.pass_env)
+    for name in provider.services:
+        service = plan.services.get(name)
+        if service is not None:
+            found.extend(service.pass_env)
+    return tuple(sorted(set(found)))
+
+
+def command_environ_spec(provider: Provider) -> Spec:
+    return tuple(sorted(set(provider.pass_env))), tuple(sorted(provider.env.items()))
 
 
 def hmac_key(key: Any) -> bytes:

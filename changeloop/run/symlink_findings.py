@@ -1,4 +1,5 @@
-"""Links that leave their repository, as warnings on every receipt of a provider there.
+"""Links whose target is not content (outside the repository, under ``openspec/``, ignored),
+as warnings on every receipt of a provider there.
 
 What such a link points at is not part of the content identity, so the result
 is never reused from the cache (``Fingerprinter.identity_open``); the receipt
@@ -31,16 +32,15 @@ def with_symlink_findings(
         Finding(
             kind="external-symlink",
             message=masker.text(
-                f"{repo}: {link} resolves outside the repository ({target}); what it points"
-                " at is not part of the content identity, so this result is never reused"
-                " from the cache"
+                f"{repo}: {link} {where}; what it points at is not part of the content"
+                " identity, so this result is never reused from the cache"
             ),
             severity="warning",
             file=link,
         )
         for repo in repos
         if repo in plan.repositories
-        for link, target in sorted(external_symlinks(repo).items())
+        for link, where in sorted(external_symlinks(repo).items())
     ]
     if not found:
         return outcome
@@ -50,7 +50,7 @@ def with_symlink_findings(
             *found[:MAX_SYMLINK_FINDINGS],
             Finding(
                 kind="external-symlink",
-                message=f"… and {more} more link(s) resolving outside their repository",
+                message=f"… and {more} more link(s) whose target is not content",
                 severity="warning",
             ),
         ]

@@ -53,6 +53,7 @@ import anyio.abc
 
 from changeloop.model import Plan, Service
 from changeloop.outcome import Finding
+from changeloop.passenv import strict_environ
 from changeloop.process.groups import OWNER_ENV, claim_run, close_run, owner_marker, run_dir_of
 from changeloop.process.run import SpawnError, start_process
 from changeloop.process.running import RunningProcess
@@ -386,7 +387,8 @@ class ServiceManager:
         return self._redact(text)
 
     def _service_env(self, svc: Service) -> tuple[dict[str, str], list[str]]:
-        env = {**self._env, **svc.env}
+        # only the fixed set, its passEnv and envFrom reach a service (changeloop.passenv)
+        env = {**strict_environ(self._env, svc.pass_env), **svc.env}
         missing = [name for name in svc.env_from if name not in os.environ]
         env.update({name: os.environ[name] for name in svc.env_from if name in os.environ})
         for name in svc.env_from:  # values from envFrom are secrets wherever they go

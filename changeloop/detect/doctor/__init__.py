@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from changeloop.detect import ChangeContext
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
+from changeloop.detect.doctor.ci_env import ci_env_findings
 from changeloop.detect.doctor.citations import citation_findings
 from changeloop.detect.doctor.config import config_findings
 from changeloop.detect.doctor.contracts import contract_findings
@@ -103,6 +104,7 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
     findings.extend(submodule_findings(ctx.repositories.values()))
     findings.extend(quality_findings(ctx))
     findings.extend(contract_findings(ctx))
+    findings.extend(ci_env_findings(ctx, providers.values(), cdir))
     return findings
 
 
