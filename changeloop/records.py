@@ -56,8 +56,9 @@ class ProveOptions:
 class RunEvent:
     """One step of a provider's life, for the views (live table, progress lines).
 
-    ``detail``: the resource waited for (``waiting``), ``ok``/``failed``
-    (``finished``), or the reason (``skipped``); masked before it is sent.
+    ``detail``: the log its command writes (``started``; a cached provider is never
+    started), the resource waited for (``waiting``), ``ok``/``failed``/``inconclusive``/
+    ``no receipt`` (``finished``), or the reason (``skipped``); masked before it is sent.
     """
 
     provider: str

@@ -7,8 +7,13 @@ names no claim leaves the claims that needed it *inconclusive*.
 Per claim and required capability, the receipts that speak about the claim
 are the *relevant* ones: those that mark the claim at all, or — when no receipt
 of that capability mentions the claim — every receipt of that capability in the
-claim's scope. Then: a relevant ``fail`` ⇒ failed; else a crediting ``pass`` ⇒
-proven; else a relevant receipt ⇒ inconclusive; else ⇒ unproven.
+claim's scope. Then: a relevant ``fail`` ⇒ failed (or *blocked*, below); else a
+crediting ``pass`` ⇒ proven; else a relevant receipt ⇒ inconclusive; else ⇒ unproven.
+
+A claim is **blocked**, not failed, when every failing receipt that speaks for it
+failed elsewhere: the claim's own citing tests all passed in that run, and the
+run failed on other tests (or before any). It is still not proven — the verdict
+is as strict — but a reviewer sees which claim is actually broken.
 """
 
 from __future__ import annotations
@@ -17,11 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from changeloop.citing import framework_of, how_to_cite
 from changeloop.model import Archetype, Claim, ClaimMark, Plan, Provider, Status
 
-ClaimStatus = Literal["proven", "failed", "inconclusive", "unproven"]
+ClaimStatus = Literal["proven", "failed", "blocked", "inconclusive", "unproven"]
 RequireStatus = Literal["pass", "fail", "inconclusive", "missing"]
-_CLAIM_RANK: dict[ClaimStatus, int] = {"proven": 0, "unproven": 1, "inconclusive": 2, "failed": 3}
+_CLAIM_RANK: dict[ClaimStatus, int] = {
+    "proven": 0,
+    "unproven": 1,
+    "inconclusive": 2,
+    "blocked": 3,
+    "failed": 4,
+}
+MAX_NAMED = 3  # failing tests a reason names; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,8 @@ class ReceiptView:
     input_mode: str | None = None
     # claim -> its citations in this receipt, JSON shape {test, depth, ref, result, grounding}
     citations: Mapping[str, Sequence[Mapping[str, object]]] = field(default_factory=dict)
+    # (test, one-line message) of each test that failed in the run, in the report's order
+    failures: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,7 @@ def _claim_verdict(
     worst: ClaimStatus = "proven"
     reasons: list[str] = []
     for capability in claim.requires:
-        status, why = _claim_capability(cid, capability, claim.repository, receipts, notes)
+        status, why = _claim_capability(plan, cid, capability, claim.repository, receipts, notes)
         status, why = _grounding_rule(
             plan, cid, capability=capability, status=status, why=why, receipts=receipts
         )
@@ -108,7 +123,16 @@ def _in_scope(receipt: ReceiptView, capability: str, repository: str | None) -> 
     return repository is None or repository in receipt.repositories
 
 
-def _claim_capability(
+def _how_to_cite(plan: Plan, provider: str, cid: str) -> str:
+    planned = plan.providers.get(provider)
+    if planned is None:
+        return how_to_cite("listing", cid)
+    command = planned.command or ()
+    return how_to_cite(framework_of(planned.adapter, command, planned.format), cid)
+
+
+def _claim_capability(  # noqa: PLR0917 (one caller, the verdict's inputs)
+    plan: Plan,
     cid: str,
     capability: str,
     repository: str | None,
@@ -120,7 +144,9 @@ def _claim_capability(
     relevant = mentioning or scoped
     failed = [r for r in relevant if r.status == "fail"]
     if failed:
-        return "failed", [f"{capability}: {_describe(r)}" for r in failed]
+        if all(_blocked(cid, r) for r in failed):
+            return "blocked", [f"{capability}: {blocked_message(cid, r)}" for r in failed]
+        return "failed", [f"{capability}: {_failed_message(cid, r)}" for r in failed]
     credited = [r for r in relevant if r.status == "pass" and r.claims.get(cid) == "credited"]
     if credited:
         return "proven", []
@@ -130,7 +156,7 @@ def _claim_capability(
             if r.status == "pass":
                 why.append(
                     f"{capability}: provider {r.provider} passed but nothing in its run cites "
-                    f"claim {cid}"
+                    f"claim {cid}; {_how_to_cite(plan, r.provider, cid)}"
                 )
             else:
                 why.append(f"{capability}: {_describe(r)}")
@@ -160,6 +186,78 @@ def _os_input(
 def _describe(r: ReceiptView) -> str:
     reason = f": {r.reason}" if r.reason else ""
     return f"provider {r.provider} {r.status}{reason}"
+
+
+def _own_citations(cid: str, r: ReceiptView) -> list[Mapping[str, object]]:
+    return [c for c in r.citations.get(cid, ()) if isinstance(c, Mapping)]
+
+
+def _blocked(cid: str, r: ReceiptView) -> bool:
+    """The claim's own citing tests all passed in this failing run (it failed elsewhere)."""
+    own = _own_citations(cid, r)
+    return (
+        r.claims.get(cid) != "failed"
+        and bool(own)
+        and all(c.get("result") == "passed" for c in own)
+    )
+
+
+def short_test(test: str) -> str:
+    """A test's own name (``test_fee_minimum``), without its file or class."""
+    return test.rsplit("::", 1)[-1]
+
+
+def _cited_by(test: str, r: ReceiptView) -> list[str]:
+    return sorted(
+        claim
+        for claim, cites in r.citations.items()
+        if any(isinstance(c, Mapping) and c.get("test") == test for c in cites)
+    )
+
+
+def blocked_message(cid: str, r: ReceiptView) -> str:
+    """``its 4 tests passed; the run failed on test_fee_minimum (claim fees)``."""
+    n = len(_own_citations(cid, r))
+    own = f"its {n} tests passed" if n != 1 else "its test passed"
+    named = []
+    for test, _ in r.failures[:MAX_NAMED]:
+        claims = _cited_by(test, r)
+        which = f" (claim {', '.join(claims)})" if claims else ""
+        named.append(f"{short_test(test)}{which}")
+    if named:
+        more = f" and {len(r.failures) - MAX_NAMED} more" if len(r.failures) > MAX_NAMED else ""
+        return f"{own}; the run failed on {', '.join(named)}{more} (provider {r.provider})"
+    why = f": {r.reason}" if r.reason else ""
+    return f"{own}; the run of provider {r.provider} failed{why}"
+
+
+def _failed_message(cid: str, r: ReceiptView) -> str:
+    """The claim's own failing tests with their one-line assertion, else the run's reason."""
+    own = {str(c.get("test")) for c in _own_citations(cid, r) if c.get("result") != "passed"}
+    mine = [(t, m) for t, m in r.failures if t in own]
+    if not mine:
+        return _describe(r)
+    shown = [f"{short_test(t)} — {m}" if m else short_test(t) for t, m in mine[:MAX_NAMED]]
+    more = f" (+{len(mine) - MAX_NAMED} more)" if len(mine) > MAX_NAMED else ""
+    return f"{'; '.join(shown)}{more} (provider {r.provider})"
+
+
+def failures_of(
+    failed_tests: Sequence[str], findings: Sequence[Mapping[str, object]]
+) -> tuple[tuple[str, str], ...]:
+    """(test, first line of its failure) for each failed test, from a receipt's
+    ``failedTests`` and its ``test-failed`` findings (every reader writes
+    ``"<test>: <message>"``)."""
+    messages: dict[str, str] = {}
+    for f in findings:
+        text = f.get("message")
+        if f.get("kind") != "test-failed" or not isinstance(text, str):
+            continue
+        for test in failed_tests:
+            if test not in messages and text.startswith(f"{test}: "):
+                rest = text[len(test) + 2 :].strip()
+                messages[test] = next((ln.strip() for ln in rest.splitlines() if ln.strip()), "")
+    return tuple((str(t), messages.get(t, "")) for t in failed_tests)
 
 
 def _requires(plan: Plan, receipts: Sequence[ReceiptView]) -> dict[str, dict[str, RequireStatus]]:

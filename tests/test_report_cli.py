@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
@@ -40,6 +41,18 @@ def _cells(page: str) -> dict[tuple[str, str], str]:
     return out
 
 
+def _causes(page: str) -> dict[tuple[str, str], str]:
+    """(claim, capability) -> the one-line cause a cell shows without hover ('' if none)."""
+    out = {}
+    for row in re.findall(r'<tr data-claim="([^"]+)">(.*?)</tr>', page, re.S):
+        for cell in re.findall(r'<td class="cell[^"]*"(.*?)</td>', row[1], re.S):
+            cap = re.search(r'data-capability="([^"]+)"', cell)
+            cause = re.search(r'<div class="cause">([^<]*)</div>', cell)
+            assert cap is not None
+            out[(row[0], cap.group(1))] = html.unescape(cause.group(1)) if cause else ""
+    return out
+
+
 def _bars(page: str) -> list[str]:
     return re.findall(r'<g class="bar [^"]*"[^>]*data-provider="([^"]+)"', page)
 
@@ -58,8 +71,9 @@ def test_report_writes_one_page_and_exits_0_when_not_proven(
     capsys.readouterr()
     assert main(["report", CHANGE, "--root", str(proved)]) == 0
     out, err = capsys.readouterr()
-    assert out.strip() == f".changeloop/report/{CHANGE}.html"
-    assert "NOT PROVEN" in err
+    page_path = proved / ".changeloop" / "report" / f"{CHANGE}.html"
+    assert out.strip() == str(page_path)  # from here: the workspace is not below the cwd
+    assert "NOT PROVEN" in err and page_path.as_uri() in err
     page = (proved / out.strip()).read_text()
     assert 'class="verdict not-proven"' in page and "Verdict: NOT PROVEN" in page
     assert _cells(page) == {
@@ -155,9 +169,11 @@ def test_a_tampered_receipt_is_not_verified_never_a_pass(
     capsys.readouterr()
     assert main(["report", CHANGE, "--root", str(proved)]) == 0
     page = (proved / capsys.readouterr().out.strip()).read_text()
-    cells = _cells(page)
-    assert cells[("lint-clean", "static-analysis")] == "not verified"
-    assert cells[("greeting", "test")] == "not verified"
+    cells, causes = _cells(page), _causes(page)
+    assert cells[("lint-clean", "static-analysis")] == "unproven"
+    assert cells[("greeting", "test")] == "unproven"
+    assert causes[("lint-clean", "static-analysis")].startswith("not verified: ")
+    assert causes[("greeting", "test")].startswith("not verified: ")
     assert "proven" not in cells.values()
     assert "Verdict: NOT PROVEN" in page
     for name in ("lint", "unit"):
@@ -174,7 +190,8 @@ def test_prove_report_writes_the_page_of_that_run(
     assert main(["prove", CHANGE, "--root", str(root), "--json", "--report"]) == 1
     out, err = capsys.readouterr()
     doc = json.loads(out)  # still exactly one JSON document
-    assert f"report: .changeloop/report/{CHANGE}.html" in err
+    written = (root / ".changeloop" / "report" / f"{CHANGE}.html").absolute()
+    assert f"report: {written.as_uri()}" in err  # a link a terminal opens
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
     assert doc["runId"] in page
     assert sorted(_bars(page)) == ["lint", "review", "unit"]
@@ -195,7 +212,8 @@ def test_prove_report_with_a_sign_key_verifies_with_that_key(
     capsys.readouterr()
     assert main(["report", CHANGE, "--root", str(root)]) == 0
     page = (root / capsys.readouterr().out.strip()).read_text()
-    assert _cells(page)[("greeting", "test")] == "not verified"
+    assert _cells(page)[("greeting", "test")] == "unproven"
+    assert _causes(page)[("greeting", "test")].startswith("not verified: ")
     pub = str(tmp_path / "ci" / "changeloop.pub")
     assert main(["report", CHANGE, "--root", str(root), "--public-key", pub]) == 0
     page = (root / ".changeloop" / "report" / f"{CHANGE}.html").read_text()
@@ -210,7 +228,8 @@ def test_before_any_run_the_page_says_no_receipt(
     assert main(["report", CHANGE, "--root", str(root), "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / f"{CHANGE}.html")  # --out DIR
     page = (tmp_path / f"{CHANGE}.html").read_text()
-    assert set(_cells(page).values()) == {"no receipt"}
+    assert set(_cells(page).values()) == {"unproven"}
+    assert all("no receipt" in cause for cause in _causes(page).values())
     assert "No run was recorded for this change" in page
     assert "Verdict: NOT PROVEN" in page and "no recorded run" in page
 
@@ -259,19 +278,21 @@ def test_committed_sign_off_and_stale_receipts(
         )
     )
     rewired = page()
-    assert _cells(rewired)[("greeting", "check")] == "stale: wiring changed"
+    assert _cells(rewired)[("greeting", "check")] == "unproven"
+    assert _causes(rewired)[("greeting", "check")].startswith("stale: wiring changed: ")
     assert _cells(rewired)[("reviewed", "review")] == "proven"
     execution.write_text(proven)
     # Edit the content: every receipt bound to the old tree is stale.
     (root / "check.sh").write_text("exit 0 # edited\n")
     edited = page()
-    assert set(_cells(edited).values()) == {"stale: content changed"}
+    assert set(_cells(edited).values()) == {"unproven"}
+    assert all(c.startswith("stale: content changed: ") for c in _causes(edited).values())
     assert "Verdict: NOT PROVEN" in edited and "Receipts not counted" in edited
     # A fresh checkout: only the committed sign-off, verified with the change's CI key.
     (root / "check.sh").write_text("exit 0\n")
     shutil.rmtree(root / ".changeloop")
     fresh = page()
-    assert _cells(fresh) == {("greeting", "check"): "no receipt", ("reviewed", "review"): "proven"}
+    assert _cells(fresh) == {("greeting", "check"): "unproven", ("reviewed", "review"): "proven"}
     assert "signed by issuer <strong>ci</strong>" in fresh
     assert re.search(r'<tr data-provider="review">.*?<td>committed</td>', fresh)
 
@@ -368,3 +389,33 @@ def test_prove_report_that_cannot_be_written_warns_and_keeps_the_verdict(
     out, err = capsys.readouterr()
     assert json.loads(out)["status"] == "not-proven"
     assert "warning: report not written" in err
+
+
+def test_a_report_inside_the_repository_does_not_stale_the_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --out report.html` in the work tree used to make the next gate say
+    "not proven: added report.html"; the page is now kept out of the content."""
+    from prove_helpers import git
+
+    root = workspace(tmp_path)
+    execution = root / "openspec" / "changes" / CHANGE / "execution.yaml"
+    execution.write_text(execution.read_text().replace(" lint.py]", ' -c, "pass"]'))
+    execution.write_text(execution.read_text().replace("    envelope: true\n", ""))
+    evidence = root / "openspec" / "changes" / CHANGE / "evidence.yaml"
+    evidence.write_text(
+        evidence.read_text().replace("requires: [test, review]", "requires: [test]")
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a proven change")
+    assert main(["prove", CHANGE, "--root", str(root)]) == 0
+    assert main(["gate", CHANGE, "--root", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["report", CHANGE, "--root", str(root), "--out", str(root / "report.html")]) == 0
+    assert (root / "report.html").is_file()
+    assert git(root, "status", "--porcelain") == ""  # git agrees: not content
+    capsys.readouterr()
+    code = main(["gate", CHANGE, "--root", str(root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["status"] == "proven", doc
+    assert "/report.html" in (root / ".git" / "info" / "exclude").read_text()

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
+
+def empty(said: Said) -> dict[str, Any]:  # noqa: ARG001 (every verb's shape takes what was said)
+    """The ``--json`` document of a refused or interrupted ``adapters check``."""
+    return {"version": "1", "status": "refused", "tools": []}
 
 
 def register(sub: Any) -> None:
@@ -73,7 +81,6 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
     return out
 
 
-@common.with_shape(lambda a: {"version": "1", "status": "refused", "tools": []})  # noqa: ARG005 (with_shape passes the args)
 def run(args: argparse.Namespace) -> int:
     from changeloop.contracts import check_repository, save_record
 
@@ -106,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
                 common.say(f"           missing {m.kind} {m.name} (asked: {' '.join(m.probe)})")
     if not reports:
         common.say("no tool with a contract is used by this workspace's repositories")
-    common.say(f"adapters check: {status}")
+    absent = sum(1 for r in reports if r.status == "absent")
+    note = f" ({absent} tool(s) not resolved: nothing to check there)" if absent else ""
+    common.say(f"adapters check: {status}{note}")
     return 2 if drift else 0
 
 

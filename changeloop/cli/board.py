@@ -9,26 +9,58 @@ green.
 from __future__ import annotations
 
 import io
-import shlex
+import math
+import os
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from changeloop.cli.common import Step, shown, steps_text
+from changeloop.cli.failures import last_meaningful_line
+from changeloop.cli.live_counts import LogCounter
 from changeloop.text import IMPLICIT_REPOSITORY, escape_controls
 
 if TYPE_CHECKING:  # the views stay light: a re-prove answered from its record imports no engine
     import asyncio
     from collections.abc import Mapping, Sequence
 
-    from changeloop.masking import Masker
     from changeloop.model import Plan
-    from changeloop.records import ProveResult, ProviderReport, RunEvent
+    from changeloop.records import ProveResult, ProviderReport, ReceiptEntry, RunEvent
 
-_ICON = {"pass": "✔", "fail": "✘", "inconclusive": "?"}
-_CLAIM_ICON = {"proven": "✔", "failed": "✘", "inconclusive": "?", "unproven": "·"}
+# One icon per state, the same in the board, the live view and the report.
+ICON = {"pass": "✓", "fail": "✗", "inconclusive": "?"}
+CLAIM_ICON = {"proven": "✓", "failed": "✗", "blocked": "⊘", "inconclusive": "?", "unproven": "∅"}
+
+
+# The scheduler's word for a finished provider, as its receipts say it everywhere else.
+FINISHED_WORD = {"ok": "pass", "failed": "fail"}
+
+
+def clock(seconds: float) -> str:
+    """``8.2s``, ``1m05s``, ``1h02m``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 FLUSH_S = 0.05  # progress lines reach the stream at most this late
+HEARTBEAT_S = 15.0  # a CI log is never silent longer than this while a provider runs
+HEARTBEAT_ENV = "CHANGELOOP_HEARTBEAT_S"
+
+
+def heartbeat_interval() -> float:
+    """:data:`HEARTBEAT_S`, or ``$CHANGELOOP_HEARTBEAT_S`` (bounded to 0.1 s – 1 h)."""
+    try:
+        value = float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S))
+    except ValueError:
+        return HEARTBEAT_S
+    return HEARTBEAT_S if math.isnan(value) else min(max(value, 0.1), 3600.0)
 
 
 class Progress:
@@ -36,36 +68,86 @@ class Progress:
     short providers writes its lines in a few dozen writes, not two per provider).
 
     A line never waits longer than that: a timer on the run's event loop writes it
-    even when nothing else happens. :meth:`flush` writes what is left (the CLI
-    calls it when the run ends, however it ends).
+    even when nothing else happens. While a provider runs, a heartbeat line every
+    :func:`heartbeat_interval` seconds says what is still running, for how long,
+    how long it usually takes and the tests counted so far. :meth:`flush` writes
+    what is left (the CLI calls it when the run ends, however it ends).
     """
 
-    def __init__(self, plan: Plan, out: TextIO) -> None:
+    def __init__(
+        self, plan: Plan, out: TextIO, *, estimates: Mapping[str, float] | None = None
+    ) -> None:
         self.out = out
         self.total = len(plan.providers)
         self.done = 0
         self.start = time.monotonic()
+        self.estimates = dict(estimates or {})
+        self.running: dict[str, tuple[float, LogCounter | None]] = {}
+        self.every = heartbeat_interval()
         self._lines: list[str] = []
         self._flushed = 0.0  # when lines were last written (monotonic)
         self._timer: asyncio.TimerHandle | None = None
+        self._beat: asyncio.TimerHandle | None = None
 
     def event(self, event: RunEvent) -> None:
         provider, kind, detail = event.provider, event.kind, event.detail
-        elapsed = time.monotonic() - self.start
+        now = time.monotonic()
         if kind == "started":
-            line = f"  ▶ {provider} running"
+            usual = self.estimates.get(provider)
+            line = f"  ▶ {provider} running" + (f" (usually ~{clock(usual)})" if usual else "")
+            self.running[provider] = (now, LogCounter(Path(detail)) if detail else None)
+            self._beat_soon()
         elif kind == "cached":
             line = f"  ↺ {provider} reused a cached pass (same fingerprint)"
         elif kind == "waiting":
             line = f"  … {provider} waiting for {detail}"
         elif kind in ("finished", "skipped"):
             self.done += 1
-            suffix = f": {detail}" if detail else ""
-            line = f"  ■ {provider} {kind}{suffix} ({self.done}/{self.total})"
+            self.running.pop(provider, None)
+            word = FINISHED_WORD.get(detail or "", detail) if kind == "finished" else detail
+            line = f"  ■ {provider} {kind}{f': {word}' if word else ''} ({self.done}/{self.total})"
         else:
             return
-        self._lines.append(f"[{elapsed:6.1f}s]{line}\n")
+        self._lines.append(f"[{now - self.start:6.1f}s]{line}\n")
         self._flush_soon()
+
+    def heartbeat(self) -> None:
+        """One line naming what still runs (called every :attr:`every` seconds)."""
+        self._beat = None
+        if not self.running:
+            return
+        now = time.monotonic()
+        parts = []
+        for name, (began, counter) in self.running.items():
+            extra = []
+            usual = self.estimates.get(name)
+            if usual:
+                extra.append(f"usually ~{clock(usual)}")
+            if counter is not None:
+                counter.poll()
+                if counter.text():
+                    extra.append(f"{counter.text()} so far")
+            parts.append(
+                f"{name} {clock(now - began)}" + (f" ({'; '.join(extra)})" if extra else "")
+            )
+        self._lines.append(f"[{now - self.start:6.1f}s]  … still running: {', '.join(parts)}\n")
+        self.flush()
+        self._beat_soon()
+
+    def _beat_soon(self) -> None:
+        if self._beat is not None:
+            return
+        loop = _running_loop()
+        if loop is not None:
+            self._beat = loop.call_later(self.every, self.heartbeat)
+
+    def close(self) -> None:
+        """Stop the heartbeat and write what is left (the run ended, however it ended)."""
+        if self._beat is not None:
+            self._beat.cancel()
+            self._beat = None
+        self.running.clear()
+        self.flush()
 
     def flush(self) -> None:
         """Write the lines not yet written, in one write."""
@@ -88,52 +170,74 @@ class Progress:
         if wait <= 0:
             self.flush()
             return
-        # asyncio is not imported for it (~14 ms of a no-change re-prove): a running
-        # event loop means asyncio is imported already, so its absence means no loop.
-        running = sys.modules.get("asyncio")
-        try:
-            if running is None:
-                raise RuntimeError("no event loop")
-            loop = running.get_running_loop()
-        except RuntimeError:  # not on an event loop: nothing would write it later
+        loop = _running_loop()
+        if loop is None:  # not on an event loop: nothing would write it later
             self.flush()
             return
         self._timer = loop.call_later(wait, self.flush)
 
 
-class _Masked:
-    """A text stream that passes every line through the run's masker (DESIGN §2.6)."""
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop, if any. asyncio is not imported for it (~14 ms of a
+    no-change re-prove): a running loop means asyncio is imported already."""
+    running = sys.modules.get("asyncio")
+    if running is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = running.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop
 
-    def __init__(self, out: TextIO, masker: Masker) -> None:
-        self._out, self._masker = out, masker
 
-    def write(self, text: str) -> None:
-        self._out.write(self._masker.text(text))
-
-    def flush(self) -> None:
-        self._out.flush()
-
-
-def render_board(result: ProveResult, stream: TextIO) -> None:
+def render_board(
+    result: ProveResult,
+    stream: TextIO,
+    steps: Sequence[Step] = (),
+    *,
+    colour: TextIO | None = None,
+) -> None:
     """The board, masked and written at once (line by line, a thousand providers cost
-    two thousand writes to a line-buffered stderr)."""
+    two thousand writes to a line-buffered stderr).
+
+    ``colour``: the terminal itself, to write the verdict word in colour — around the
+    escaping ``stream`` (which would print the colour codes as text), and only that word.
+    """
     out = io.StringIO()
     _board(result, out)
-    _Masked(stream, result.masker).write(out.getvalue())
+    out.write(steps_text(list(steps)))
+    text = result.masker.text(out.getvalue())
+    word = VERDICT_WORD[result.verdict.proven]
+    head, found, tail = text.partition(f": {word}\n")
+    if colour is None or not found:
+        stream.write(text)
+    else:
+        stream.write(f"{head}: ")
+        stream.flush()
+        colour.write(f"\x1b[1;{'32' if result.verdict.proven else '31'}m{word}\x1b[0m")
+        colour.flush()
+        stream.write(f"\n{tail}")
     stream.flush()
+
+
+VERDICT_WORD = {True: "PROVEN", False: "NOT PROVEN"}
+MAX_FAILURES = 5  # failing tests named per receipt, as pytest's short summary does
 
 
 def _board(result: ProveResult, out: TextIO) -> None:
     verdict = result.verdict
     plan = result.plan
-    out.write(f"\nchange {plan.change.id}: {verdict.status.upper()}\n")
+    word = VERDICT_WORD[verdict.proven]
+    out.write(f"\nchange {plan.change.id}: {word}\n")
     if result.trust is not None:
         out.write("".join(f"{line}\n" for line in result.trust.lines()))
     if verdict.claims:
         out.write("claims:\n")
         for cid, claim in verdict.claims.items():
-            out.write(f"  {_CLAIM_ICON[claim.status]} {cid}: {claim.status}\n")
-            for reason in claim.reasons:
+            reasons = [_own(plan, cid, r) for r in claim.reasons]
+            first = f": {one_line(reasons[0])}" if reasons else ""
+            out.write(f"  {cid} {CLAIM_ICON[claim.status]} {claim.status}{first}\n")
+            for reason in reasons[1:]:
                 out.write(f"      {one_line(reason)}\n")
     if verdict.requires:
         out.write("requires:\n")
@@ -148,40 +252,63 @@ def _board(result: ProveResult, out: TextIO) -> None:
     for report in result.providers.values():
         took = f" {report.duration_ms / 1000:.1f}s" if report.state == "ran" else ""
         out.write(f"  {report.name} ({report.adapter}) {report.state}{took}\n")
+        failing = any(e.status != "pass" for e in report.receipts)
+        log = log_of(result, report.name) if failing else None  # a stat only where shown
+        named = False  # the failing tests once per provider (test and discovery share a run)
         provider = plan.providers.get(report.name)
         for entry in report.receipts:
-            reason = f" — {one_line(entry.reason)}" if entry.reason else ""
+            said = _reason(entry, log)
             aside = ""
             if entry.status != "pass" and advisory(result, entry.capability):
                 aside = f" (advisory: nothing requires {entry.capability})"
-            shown = (
+            tally = (
                 found(entry.tests, provider.minimum if provider else 1)
                 if entry.capability == "discovery"
                 else counts(entry.tests)
             )
             out.write(
-                f"      {_ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
-                f"{shown}{aside}{reason}\n"
+                f"      {ICON.get(entry.status, '?')} {entry.capability} {entry.status}"
+                f"{tally}{aside}{f' — {one_line(said)}' if said else ''}\n"
             )
             for note in outside_entry(entry.view.citations):
                 out.write(f"        note: {one_line(note)}\n")
-        if any(e.status != "pass" for e in report.receipts):  # a stat only where it is shown
-            log = _log_of(result, report.name)
-            if log is not None:
-                out.write(f"      log: {log}\n")
+            if entry.status != "pass" and not named:
+                named = bool(entry.view.failures)
+                for line in failure_lines(entry):
+                    out.write(f"        {line}\n")
+        if log is not None:
+            out.write(f"      log: {shown(log)}\n")
     for finding in drift_findings(result):
         out.write(f"warning: {one_line(str(finding['message']))}\n")
-    out.write(f"receipts: {result.run_dir.relative_to(plan.root)}\n")
-    out.write("\nNext steps:\n")
-    change = shlex.quote(plan.change.id)  # pasted into a shell: a change id is one word
-    if not verdict.proven:
-        out.write(f"  changeloop evidence doctor {change}\n")
-        out.write(
-            f"  ls {shlex.quote(str(result.run_dir.relative_to(plan.root)))}  # logs and reports\n"
-        )
-    else:  # OpenSpec's convention: human output ends with commands to paste
-        out.write(f"  changeloop gate {change}    # re-check before merge or archive\n")
-        out.write(f"  changeloop report {change}  # the evidence as one HTML page\n")
+    out.write(f"receipts: {shown(result.run_dir)}\n")
+
+
+def _own(plan: Plan, cid: str, reason: str) -> str:
+    """A reason without its ``<capability>: `` prefix when the claim requires only that one."""
+    claim = plan.evidence.claims.get(cid)
+    if claim is not None and len(claim.requires) == 1:
+        return reason.removeprefix(f"{claim.requires[0]}: ")
+    return reason
+
+
+def _reason(entry: ReceiptEntry, log: Path | None) -> str | None:
+    """The receipt's reason; for a run that died before reporting any test, what its
+    output said last (``No module named pytest``), not only that no report exists."""
+    if entry.status == "pass" or entry.tests is not None or log is None:
+        return entry.reason
+    said = last_meaningful_line(log)
+    if not said or (entry.reason and said in entry.reason):
+        return entry.reason
+    return f"{entry.reason}: {said}" if entry.reason else said
+
+
+def failure_lines(entry: ReceiptEntry) -> list[str]:
+    """``FAILED <test> - <first line>``, the first few, as pytest's short summary."""
+    failures = entry.view.failures
+    lines = [f"FAILED {test}{f' - {one_line(msg)}' if msg else ''}" for test, msg in failures]
+    if len(lines) > MAX_FAILURES:
+        lines = [*lines[:MAX_FAILURES], f"… and {len(lines) - MAX_FAILURES} more failed"]
+    return lines
 
 
 def outside_entry(citations: Mapping[str, Sequence[Mapping[str, object]]]) -> list[str]:
@@ -228,15 +355,10 @@ def found(tests: dict[str, int] | None, minimum: int) -> str:
     return f" ({total} tests found, {ran} ran, minimum {minimum})"
 
 
-def _log_of(result: ProveResult, provider: str) -> str | None:
-    """The provider's log, relative to the workspace, when the run left one."""
+def log_of(result: ProveResult, provider: str) -> Path | None:
+    """The provider's log, when the run left one."""
     log = result.run_dir / provider / f"{provider}.log"
-    if not log.is_file():
-        return None
-    try:
-        return log.relative_to(result.plan.root).as_posix()
-    except ValueError:
-        return str(log)
+    return log if log.is_file() else None
 
 
 def to_json(result: ProveResult) -> dict[str, Any]:

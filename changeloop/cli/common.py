@@ -8,14 +8,15 @@ stderr.
 from __future__ import annotations
 
 import argparse
-import functools
+import contextlib
 import json
+import re
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from changeloop.errors import ChangeloopError
 from changeloop.text import escape_controls, escape_json_text
 
 
@@ -42,22 +43,143 @@ def root_arg(args: argparse.Namespace) -> Path | None:
 
 
 # The workspace root this invocation computed for: every document carries it (OpenSpec's
-# output convention), null when the verb needed none (keygen, receipt verify).
+# output convention), null when the verb needed none (keygen, receipt verify); and
+# ``--root`` as the user typed it, carried into every command we suggest.
 _FOUND: list[Path] = []
+_GIVEN: list[Path] = []
 
 
 def find_root(args: argparse.Namespace) -> Path:
     """The workspace root (``--root``, else found upward), remembered for the document."""
     from changeloop.workspace import discovery as workspace
 
-    root = workspace.find_root(override=root_arg(args))
+    given = root_arg(args)
+    root = workspace.find_root(override=given)
     _FOUND[:] = [root]
+    _GIVEN[:] = [given] if given is not None else []
     return root
 
 
 def forget_root() -> None:
     """A new invocation (tests call ``main`` many times in one process)."""
     _FOUND.clear()
+    _GIVEN.clear()
+    _KNOWN.clear()
+
+
+# What a verb learnt that its refusal's document must still say (the trust it judged
+# with): the error boundary adds these fields to the verb's empty shape.
+_KNOWN: dict[str, Any] = {}
+
+
+def known_for_refusal(**fields: Any) -> None:
+    _KNOWN.update(fields)
+
+
+def known_so_far() -> dict[str, Any]:
+    return dict(_KNOWN)
+
+
+# Text recorded for a later replay (the no-change record's board) cannot know the
+# directory it will be read from, nor how --root will be spelled: while recording,
+# paths and --root are written as tokens that :func:`replayed` fills in.
+_RECORDING: list[bool] = []
+_ROOT_MARK = "\u27e6root\u27e7"  # ⟦root⟧: the workspace root, as shown from here
+_ARG_MARK = "\u27e6--root\u27e7"
+_CD = re.compile("\u27e6cd (.*?)\u27e7")
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[None]:
+    _RECORDING.append(True)
+    try:
+        yield
+    finally:
+        _RECORDING.pop()
+
+
+def replayed(text: str) -> str:
+    """Recorded text with its tokens filled in for this directory and this ``--root``."""
+    root = _FOUND[0] if _FOUND else Path.cwd()
+    text = _CD.sub(lambda m: _cd_prefix(root / m.group(1)), text)
+    base = shown(root)
+    text = text.replace(_ROOT_MARK + "/", "" if base == "." else base + "/")
+    return text.replace(_ARG_MARK, _root_arg())
+
+
+def _root_arg() -> str:
+    return f" --root {shlex.quote(str(_GIVEN[0]))}" if _GIVEN else ""
+
+
+def shown(path: Path | str) -> str:
+    """A path as the user can use it from here: relative to the current directory when it
+    lies below it, else absolute."""
+    absolute = Path(path).absolute()
+    if _RECORDING and _FOUND:
+        try:
+            return f"{_ROOT_MARK}/{absolute.relative_to(_FOUND[0].absolute()).as_posix()}"
+        except ValueError:
+            return str(absolute)
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix() or "."
+    except (ValueError, OSError):
+        return str(absolute)
+
+
+def command(*words: str) -> str:
+    """``changeloop <words>`` with ``--root`` carried as the user typed it."""
+    return shlex.join(["changeloop", *words]) + (_ARG_MARK if _RECORDING else _root_arg())
+
+
+def carry_root(line: str) -> str:
+    """A suggested ``changeloop …`` line (made elsewhere) with ``--root`` carried."""
+    if line.startswith("changeloop ") and " --root " not in line:
+        return line + (_ARG_MARK if _RECORDING else _root_arg())
+    return line
+
+
+def from_root(line: str) -> str:
+    """A command written for the workspace root (doctor's playbook), pasteable from here:
+    ``changeloop`` carries ``--root``; anything else runs in the root."""
+    if line.startswith("changeloop "):
+        return carry_root(line)
+    return in_dir(_FOUND[0], line) if _FOUND else line
+
+
+def in_dir(directory: Path, line: str) -> str:
+    """``cd <dir> && line`` when ``directory`` is not where the user is."""
+    if _RECORDING and _FOUND:
+        try:
+            rel = directory.absolute().relative_to(_FOUND[0].absolute()).as_posix()
+        except ValueError:
+            return f"cd {shlex.quote(str(directory.absolute()))} && {line}"
+        return f"\u27e6cd {rel}\u27e7{line}"
+    return _cd_prefix(directory) + line
+
+
+def _cd_prefix(directory: Path) -> str:
+    if directory.absolute() == Path.cwd().absolute():
+        return ""
+    return f"cd {shlex.quote(shown(directory))} && "
+
+
+Step = tuple[str, str | None]  # a command to paste, and why (or None)
+
+
+def steps_text(steps: list[Step]) -> str:
+    """OpenSpec's ending: ``Next steps:`` and the commands to paste, each with why."""
+    if not steps:
+        return ""
+    # Not aligned in columns: a recorded board is replayed with other path lengths.
+    lines = [f"  {c}  # {why}" if why else f"  {c}" for c, why in steps]
+    return "\nNext steps:\n" + "\n".join(lines) + "\n"
+
+
+def next_steps(steps: list[Step]) -> None:
+    """Print :func:`steps_text` to stderr."""
+    text = steps_text(steps)
+    if text:
+        say(text.rstrip("\n"))
 
 
 def json_mode(args: argparse.Namespace) -> bool:
@@ -84,38 +206,6 @@ def say(text: str = "") -> None:
     sys.stderr.write(escape_controls(text, keep="\n\t") + "\n")
 
 
-def fail(args: argparse.Namespace, error: ChangeloopError, empty: dict[str, Any]) -> int:
-    """Report a user-facing error in the verb's own shape and return its exit code."""
-    if json_mode(args):
-        doc = dict(empty)
-        doc["errors"] = [p.to_json() for p in error.problems]
-        emit_json(doc)
-    for problem in error.problems:
-        say(f"error: {problem.render()}")
-    return error.exit_code
-
-
-def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    """The exceptions inside ``group`` and its nested groups (anyio wraps task errors)."""
-    found: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            found.append(exc)
-    return found
-
-
-def only_user_error(group: BaseExceptionGroup[BaseException]) -> ChangeloopError | None:
-    """The user's mistake inside an exception group, when that is all it holds."""
-    inside = leaves(group)
-    if len(inside) == 1 and isinstance(inside[0], ChangeloopError):
-        return inside[0]
-    return None
-
-
 def add_public_keys(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--public-key PEM`` (repeatable): more keys to trust, for verbs that verify receipts."""
     parser.add_argument(
@@ -126,22 +216,3 @@ def add_public_keys(parser: argparse.ArgumentParser, help_text: str) -> None:
         metavar="PEM",
         help=help_text,
     )
-
-
-def with_shape(
-    empty: Callable[[argparse.Namespace], dict[str, Any]],
-) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Report a verb's user errors in its own ``--json`` shape (DESIGN.md §7: the
-    command's empty shape plus ``errors``), not the bare ``{version, errors}``."""
-
-    def wrap(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(run)
-        def shaped(args: argparse.Namespace) -> int:
-            try:
-                return run(args)
-            except ChangeloopError as exc:
-                return fail(args, exc, empty(args))
-
-        return shaped
-
-    return wrap

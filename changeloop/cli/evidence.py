@@ -8,12 +8,13 @@ explains what stays unresolved, with a pasteable command for each.
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
-from changeloop.errors import ChangeloopError
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 SUB_VERBS = ("detect", "init", "doctor")
 
@@ -52,38 +53,32 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _empty(verb: str) -> dict[str, Any]:
-    base: dict[str, Any] = {"version": "1", "root": None, "change": None}
-    if verb == "detect":
-        base["repositories"] = {}
-        base["unreadable"] = {}
-    elif verb == "doctor":
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``evidence`` sub-verb
+    (``root`` is filled in by the boundary once the workspace was found)."""
+    base: dict[str, Any] = {"version": "1", "change": said.value("change")}
+    if said.sub == "doctor":
         base.update({"findings": [], "unresolved": 0})
-    else:
+    elif said.sub == "init":
         base.update({"written": False, "added": [], "unresolved": []})
+    else:
+        base.update({"repositories": {}, "unreadable": {}})
     return base
 
 
 def run(args: argparse.Namespace) -> int:
-    verb = getattr(args, "evidence_verb", "detect")
-    empty = _empty(verb)
-    try:
-        from changeloop.detect import load_context
-        from changeloop.workspace import discovery as workspace
+    from changeloop.detect import load_context
+    from changeloop.workspace import discovery as workspace
 
-        root = common.find_root(args)
-        empty["root"] = str(root)  # a refusal after this point names the root it found
-        change = workspace.find_change(root, args.change)
-        ctx = load_context(root, change)
-        if verb == "detect":
-            return _detect(args, ctx)
-        if verb == "init":
-            return _init(args, ctx)
-        return _doctor(args, ctx)
-    except ChangeloopError as exc:
-        if hasattr(args, "change"):
-            empty["change"] = args.change
-        return common.fail(args, exc, empty)
+    verb = getattr(args, "evidence_verb", "detect")
+    root = common.find_root(args)
+    change = workspace.find_change(root, args.change)
+    ctx = load_context(root, change)
+    if verb == "detect":
+        return _detect(args, ctx)
+    if verb == "init":
+        return _init(args, ctx)
+    return _doctor(args, ctx)
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -123,11 +118,14 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
             )
         for path in ctx.unreadable.get(name, ()):
             common.say(f"  skipped {path}/ (cannot be read; nothing in it was scanned)")
-    change = shlex.quote(ctx.change.id)
-    common.say("\nNext steps:")
-    common.say(f"  changeloop evidence init {change}          preview the derived wiring")
-    common.say(f"  changeloop evidence init {change} --write  write it to execution.yaml")
-    common.say(f"  changeloop evidence doctor {change}        explain what stays unresolved")
+    change = ctx.change.id
+    common.next_steps(
+        [
+            (common.command("evidence", "init", change), "preview the derived wiring"),
+            (common.command("evidence", "init", change, "--write"), "write it to execution.yaml"),
+            (common.command("evidence", "doctor", change), "explain what stays unresolved"),
+        ]
+    )
     return 0
 
 
@@ -170,12 +168,14 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
             item["edit"] = hint.edit.to_json()
         item["action"] = hint.action
         open_items.append(item)
+    markers = _marker_registrations(ctx, {n: p for n, (p, _) in derived.items()})
     if common.json_mode(args):
         common.emit_json(
             {
                 "version": "1",
                 "root": str(ctx.root),
                 "change": ctx.change.id,
+                "markerRegistration": markers,
                 "path": _rel(ctx.root, result.path),
                 "written": write and bool(result.added),
                 "added": list(result.added),
@@ -188,15 +188,39 @@ def _init(args: argparse.Namespace, ctx: Any) -> int:
             }
         )
     else:
-        _init_human(ctx, result, write, open_items)
+        _init_human(ctx, result, write, open_items, markers)
     return 0
 
 
-def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, Any]]) -> None:
+def _marker_registrations(ctx: Any, derived: dict[str, Any]) -> list[dict[str, str]]:
+    """Per repository whose tests run under pytest: the lines that register ``claim``."""
+    from changeloop.citing import framework_of
+    from changeloop.detect.coverage import effective
+    from changeloop.detect.doctor.citations import marker_registration
+
+    configured = dict(ctx.execution.providers) if ctx.execution else {}
+    out: dict[str, dict[str, str]] = {}
+    for provider in effective(configured, derived).values():
+        if framework_of(provider.adapter, provider.command or (), provider.format) != "pytest":
+            continue
+        name = provider.repository or next(iter(ctx.repositories), None)
+        repo = ctx.repositories.get(name) if name else None
+        found = marker_registration(repo) if repo is not None else None
+        if repo is not None and found is not None and repo.name not in out:
+            out[repo.name] = {"repository": repo.name, "file": found[0], "lines": found[1]}
+    return list(out.values())
+
+
+def _init_human(
+    ctx: Any,
+    result: Any,
+    write: bool,
+    open_items: list[dict[str, Any]],
+    markers: list[dict[str, str]],
+) -> None:
     from changeloop.text import repository_words
 
-    shown = _rel(ctx.root, result.path)
-    change = shlex.quote(ctx.change.id)
+    shown = common.shown(result.path)  # from here, as every path a person reads
     if not result.added:
         configured = bool(ctx.execution and ctx.execution.providers)
         if result.kept and configured:
@@ -221,19 +245,27 @@ def _init_human(ctx: Any, result: Any, write: bool, open_items: list[dict[str, A
             where = repository_words(item["repository"])
             common.say(f"  {item['capability']} in {where}: {item['action']}")
             if item["next"]:
-                common.say(f"    run: {item['next']}")
+                common.say(f"    run: {common.from_root(item['next'])}")
             if item.get("edit"):
                 common.say(f"    add to {item['edit']['path']}:")
                 common.say(_indent(item["edit"]["add"], "      "))
-    common.say("\nNext steps:")
+    for item in markers:
+        common.say(
+            f"\nso {item['repository']}'s own `pytest` (without changeloop) accepts "
+            f"@pytest.mark.claim, register the marker in {item['file']} (not written: "
+            f"changeloop never edits your configuration):\n{item['lines']}"
+        )
+    change = ctx.change.id
+    steps: list[common.Step] = []
     if not write and result.added:
-        common.say(f"  changeloop evidence init {change} --write")
-    for item in open_items:
-        if item["next"]:
-            common.say(f"  {item['next']}")
-    common.say(f"  changeloop evidence doctor {change}")
+        steps.append((common.command("evidence", "init", change, "--write"), "write it"))
+    steps.extend((common.from_root(item["next"]), None) for item in open_items if item["next"])
+    steps.append(
+        (common.command("evidence", "doctor", change), "what stands between it and a proof")
+    )
     if not open_items:
-        common.say(f"  changeloop prove {change}")
+        steps.append((common.command("prove", change), "run it and write receipts"))
+    common.next_steps(steps)
 
 
 def _indent(text: str, prefix: str) -> str:
@@ -255,20 +287,39 @@ def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
     )
 
 
-def _doctor(args: argparse.Namespace, ctx: Any) -> int:
+def doctor_findings(ctx: Any) -> list[Any]:
+    """Everything ``evidence doctor`` reports for the change of ``ctx``."""
     from changeloop.detect import derived_explained
-    from changeloop.detect.doctor import diagnose, next_steps
+    from changeloop.detect.doctor import diagnose
 
     derived = {name: provider for name, (provider, _) in derived_explained(ctx).items()}
-    findings = diagnose(ctx, derived) + _preflight(ctx, derived)
+    return diagnose(ctx, derived) + _preflight(ctx, derived)
+
+
+def unresolved_count(root: Path, change: Any) -> int:
+    """How many unresolved findings doctor would report (0 when it cannot look)."""
+    from changeloop.detect import load_context
+    from changeloop.errors import ChangeloopError
+
+    try:
+        findings = doctor_findings(load_context(root, change))
+    except (ChangeloopError, OSError):
+        return 0  # doctor would refuse the change itself; prove already said why
+    return sum(1 for f in findings if f.severity == "error")
+
+
+def _doctor(args: argparse.Namespace, ctx: Any) -> int:
+    from changeloop.detect import derived_explained
+    from changeloop.detect.doctor import next_steps
+
+    findings = doctor_findings(ctx)
     count = sum(1 for f in findings if f.severity == "error")
     if common.json_mode(args):
         from changeloop.detect.doctor.versions import with_versions
 
         configured = list(ctx.execution.providers.values()) if ctx.execution else []
-        detections = with_versions(
-            ctx.detections, ctx.repositories, [*configured, *derived.values()]
-        )
+        derived = [provider for provider, _ in derived_explained(ctx).values()]
+        detections = with_versions(ctx.detections, ctx.repositories, [*configured, *derived])
         common.emit_json(
             {
                 "version": "1",
@@ -286,9 +337,10 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
             common.say(f"change {ctx.change.id}: every required capability has a provider")
         for f in findings:
             common.say(f"[{f.kind}] {f.message}")
-            common.say(f"  do: {f.suggested_action}")
+            action = f.suggested_action.replace("\n", "\n      ")
+            common.say(f"  do: {action}")
             if f.playbook_command:
-                common.say(f"  run: {f.playbook_command}")
+                common.say(f"  run: {common.from_root(f.playbook_command)}")
             if f.edit is not None:
                 common.say(f"  add to {f.edit.path}:")
                 common.say(_indent(f.edit.add, "    "))
@@ -298,5 +350,5 @@ def _doctor(args: argparse.Namespace, ctx: Any) -> int:
 
         pending = bool(plan_init(ctx, derived_explained(ctx)).added)  # nothing left to write?
         for step in next_steps(ctx, findings, init_pending=pending):
-            common.say(f"  {step}")
+            common.say(f"  {common.from_root(step)}")
     return 1 if count else 0

@@ -9,10 +9,13 @@ check calls this (docs/verbs/gate.md).
 from __future__ import annotations
 
 import argparse
-import shlex
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples, trust_flags
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -27,7 +30,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("gate"),
     )
-    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "change", metavar="CHANGE", help="change id (openspec/changes/<id>/, archived ones too)"
+    )
     common.add_public_keys(
         parser,
         "also trust receipts signed by this Ed25519 public key (repeatable), e.g. the key "
@@ -38,11 +43,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def empty(args: argparse.Namespace) -> dict[str, Any]:
-    return {"version": "1", "change": args.change, "status": "not-proven", "claims": {}}
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``gate``."""
+    return {"version": "1", "change": said.value("change"), "status": "not-proven", "claims": {}}
 
 
-@common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if common.json_mode(args):
         doc = {**result.to_json(), "trust": trust.to_json(), "findings": trust.findings()}
         common.emit_json(doc)
-    common.say(f"change {plan.change.id}: {result.status}")
+    common.say(f"change {plan.change.id}: {'PROVEN' if result.proven else 'NOT PROVEN'}")
     trust_flags.say(trust)
     said = set()
     for cid, claim in result.claims.items():
@@ -68,10 +73,41 @@ def run(args: argparse.Namespace) -> int:
             common.say(f"  {reason.code}: {reason.message}")
             said.add(reason)
     if not result.read:
-        common.say("  no receipt found: run `changeloop prove " + plan.change.id + "` first")
-    common.say("\nNext steps:")
-    if result.proven:
-        common.say(f"  openspec archive {plan.change.id}  # still proven for this content")
-    else:
-        common.say(f"  changeloop prove {shlex.quote(plan.change.id)}")
+        common.say(f"  no receipt found: run `{common.command('prove', plan.change.id)}` first")
+    unverified = any(
+        r.code == "unverified" for c in result.claims.values() for r in c.reasons
+    ) or any(r.code == "unverified" for r in result.reasons)
+    common.next_steps(gate_steps(plan, result.proven, args.public_key, unverified=unverified))
     return 0 if result.proven else 1
+
+
+def gate_steps(
+    plan: Any, proven: bool, public_keys: list[Path], *, unverified: bool = False
+) -> list[common.Step]:
+    """What fits now: prove; or carry the evidence into the change, then archive it; or, for
+    an archived change, read its report."""
+    from changeloop.cli.carry import SUMMARY_NAME, receipts_dir
+
+    change = plan.change.id
+    pub = [w for p in public_keys for w in ("--public-key", common.shown(p))]
+    key = next(
+        (p.with_suffix(".key") for p in public_keys if p.with_suffix(".key").is_file()), None
+    )
+    sign = ["--sign-key", common.shown(key) if key is not None else "KEY"]
+    if not proven:
+        steps: list[common.Step] = []
+        if unverified:
+            why = "the public half of the key that signed the receipts, if you trust it"
+            steps.append((common.command("gate", change, "--public-key", "KEY.pub"), why))
+        prove = common.command("prove", change, *(sign if key is not None else []))
+        return [*steps, (prove, "or prove again here")] if steps else [(prove, None)]
+    if plan.change.archived:
+        return [(common.command("report", change, *pub), "the archived change's evidence, checked")]
+    steps = []
+    if not (receipts_dir(plan) / SUMMARY_NAME).is_file():
+        why = "the signed summary and its receipts travel with the change"
+        if key is None:
+            why += " (KEY: the key prove signed with)"
+        steps.append((common.command("summary", change, *sign, "--into-change"), why))
+    steps.append((f"openspec archive {change}", "still proven for this content"))
+    return steps

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["ENDINGS", "ending", "help_for"]
+__all__ = ["ENDINGS", "ending"]
 
 ENDINGS: dict[str, tuple[tuple[str, ...], str]] = {
     "evidence": (
@@ -137,25 +137,3 @@ def ending(key: str) -> dict[str, Any]:
         "epilog": f"examples:\n{examples}\n\nexit codes: {codes}",
         "formatter_class": argparse.RawDescriptionHelpFormatter,
     }
-
-
-_SUBVERBS = {
-    "evidence": ("detect", "init", "doctor"),
-    "receipt": ("sign", "verify", "import"),
-    "quality": ("run",),
-    "adapters": ("check",),
-    "state": ("prune",),
-}
-
-
-def help_for(verb: str | None, sub: str | None, first: str | None) -> str:
-    """The command whose --help answers a usage error: the verb (and sub-verb) typed.
-
-    Takes what ``cli.main._verb_of`` read from argv (it names ``sub`` for evidence and
-    receipt only; for the others the sub-verb is the first word after the verb).
-    """
-    if verb is None:
-        return "changeloop"
-    word = sub if verb in ("evidence", "receipt") else first
-    known = _SUBVERBS.get(verb, ())
-    return f"changeloop {verb} {word}" if word in known else f"changeloop {verb}"

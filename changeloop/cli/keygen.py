@@ -10,10 +10,18 @@ import argparse
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
 from changeloop.errors import ChangeloopError, Location, Problem
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
+
+def empty(said: Said) -> dict[str, Any]:  # noqa: ARG001 (every verb's shape takes what was said)
+    """The ``--json`` document of a refused or interrupted ``keygen``."""
+    return {"version": "1"}
 
 
 def register(sub: Any) -> None:

@@ -12,9 +12,12 @@ state, no locks; the summary goes to stdout only under ``--json``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -37,16 +40,19 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("quality run"),
     )
-    run_parser.add_argument("--change", required=True, metavar="ID")
+    run_parser.add_argument(
+        "--change", required=True, metavar="ID", help="run the lanes of this change's repositories"
+    )
     common.add_common(run_parser)
     run_parser.set_defaults(func=run)
 
 
-def _empty(args: argparse.Namespace) -> dict[str, Any]:
-    return {"version": "1", "change": args.change, "status": "inconclusive", "lanes": []}
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``quality run``."""
+    change = said.value("change") if said.args is not None else None
+    return {"version": "1", "change": change, "status": "inconclusive", "lanes": []}
 
 
-@common.with_shape(_empty)
 def run(args: argparse.Namespace) -> int:
     from changeloop.errors import ConfigError, Location, Problem
     from changeloop.plan import build_plan

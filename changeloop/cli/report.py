@@ -15,6 +15,9 @@ from changeloop.cli import common, trust_flags
 if TYPE_CHECKING:
     from changeloop.trust import Trust
 
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -34,7 +37,9 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("change", metavar="CHANGE")
+    parser.add_argument(
+        "change", metavar="CHANGE", help="change id (openspec/changes/<id>/, archived ones too)"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -55,11 +60,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def empty(args: argparse.Namespace) -> dict[str, Any]:
-    return {"version": "1", "change": args.change, "status": "not-proven", "path": None}
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``report``."""
+    return {"version": "1", "change": said.value("change"), "status": "not-proven", "path": None}
 
 
-@common.with_shape(empty)
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
     from changeloop.report import write_report
@@ -96,7 +101,7 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any, trus
     """Print the page's path (stdout, or in the one --json document) and the verdict."""
     import sys
 
-    shown = _relative(path, root)
+    shown = common.shown(path)  # from here: the user types it, or clicks the link below
     if common.json_mode(args):
         common.emit_json(
             {
@@ -104,7 +109,7 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any, trus
                 "change": report.change,
                 "status": "proven" if report.proven else "not-proven",
                 "runId": report.run_id,
-                "path": shown,
+                "path": _relative(path, root),
                 "trust": trust.to_json(),
                 "findings": trust.findings(),
             }
@@ -112,7 +117,7 @@ def announce(args: argparse.Namespace, root: Path, path: Path, report: Any, trus
     else:
         sys.stdout.write(shown + "\n")
     verdict = "PROVEN" if report.proven else "NOT PROVEN"
-    common.say(f"change {report.change}: {verdict}; report written to {shown}")
+    common.say(f"change {report.change}: {verdict}; report written to {path.absolute().as_uri()}")
     trust_flags.say(trust)
     return 0
 

@@ -11,9 +11,12 @@ or 2 when the state is refused (a symlink, tracked by git, not ours).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 
 def register(sub: Any) -> None:
@@ -83,8 +86,8 @@ def _days(text: str) -> float:
     return value
 
 
-def _empty(args: argparse.Namespace) -> dict[str, Any]:
-    del args
+def empty(said: Said) -> dict[str, Any]:  # noqa: ARG001 (every verb's shape takes what was said)
+    """The ``--json`` document of a refused or interrupted ``state``."""
     return {"version": "1", "root": None}
 
 
@@ -94,7 +97,6 @@ def _policy(args: argparse.Namespace) -> Any:
     return Policy.from_env(getattr(args, "keep_runs", None), getattr(args, "cache_days", None))
 
 
-@common.with_shape(_empty)
 def show(args: argparse.Namespace) -> int:
     from changeloop.sandboxes.place import sandbox_place
     from changeloop.workspace.prune import inventory
@@ -124,7 +126,6 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-@common.with_shape(_empty)
 def prune_now(args: argparse.Namespace) -> int:
     from changeloop.process.sweep import sweep
     from changeloop.workspace.prune import Freed, prune_cache, prune_runs

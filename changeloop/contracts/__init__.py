@@ -209,12 +209,14 @@ def _resolve(
             manifest.parent if manifest.is_file() else None,
         )
     if "pythonModule" in how:
-        from changeloop.fingerprints.environment import venv_python
+        from changeloop.fingerprints.environment import python_for, venv_python
 
         found_venv = venv_python(repo)
         if found_venv is None and own:
             return _Resolved(None, "no .venv in this install")
-        interpreter = str(found_venv or shutil.which("python3") or "python3")
+        # The interpreter prove's derived `python` runs: the repository's virtualenv, else
+        # PATH's python (the same resolver, so the two never disagree).
+        interpreter = str(found_venv) if found_venv else python_for(repo.absolute())
         module = how["pythonModule"]
         code, text = _run(
             [

@@ -29,7 +29,7 @@ from changeloop.git.identity import content_identity
 from changeloop.model import Plan, Provider
 from changeloop.signing.dsse import VerificationError, loads_strict, parse_envelope
 from changeloop.signing.verify import Expectation, Trusted, verify_envelope
-from changeloop.verdict import ReceiptView
+from changeloop.verdict import ReceiptView, failures_of
 
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
@@ -132,6 +132,12 @@ def check(
     except VerificationError as exc:
         capability, repos = unauthenticated_hint(data)
         message = f"{env.uri}: {exc.check} check failed: {exc.reason}"
+        if exc.check == "signature" and "not a trusted key" in exc.reason:
+            # Which key to pass, not "prove again": the receipt may be fine, signed elsewhere.
+            message += (
+                "; pass that key's public half with --public-key PEM (for receipts of "
+                "`prove --sign-key KEY`, the .pub `changeloop keygen` wrote beside KEY)"
+            )
         return SetAside(env, "unverified", message, capability, repos)
     except RecursionError:
         return SetAside(env, "unverified", f"{env.uri} nests too deeply; refused", None)
@@ -168,6 +174,7 @@ def check(
         claims=rejudged(plan, str(ext["provider"]), dict(ext.get("claims") or {}), citations),
         input_mode=ext.get("inputMode"),
         citations=citations,
+        failures=_failures(verified.statement, ext),
     )
     # maxAge: an expired pass weighs as the fail prove's external provider would write now.
     now = now or datetime.now(UTC)
@@ -178,6 +185,15 @@ def check(
     if expired is not None:
         view = dataclasses.replace(view, status="fail", reason=expired, claims={})
     return Kept(env, verified, view)
+
+
+def _failures(statement: Mapping[str, Any], ext: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The failed tests a verified receipt names, each with its one-line message."""
+    named = statement.get("predicate", {}).get("failedTests")
+    tests = [str(t) for t in named] if isinstance(named, list) else []
+    findings = ext.get("findings")
+    found = [f for f in findings if isinstance(f, dict)] if isinstance(findings, list) else []
+    return failures_of(tests, found) if tests else ()
 
 
 def environment_message(what: str) -> str:

@@ -97,8 +97,9 @@ def claim_gate(
         part = single_capability(plan, claim, capability, views)
         if part.status == "proven":
             continue
-        if part.status in ("failed", "inconclusive"):
-            code: ReasonCode = "failed" if part.status == "failed" else "inconclusive"
+        if part.status in ("failed", "blocked", "inconclusive"):
+            # A blocked claim's receipt is a failed one: the code says so, the status says whose
+            code: ReasonCode = "inconclusive" if part.status == "inconclusive" else "failed"
             reasons += [Reason(code, text) for text in part.reasons]
             continue
         why = [s for s in aside if speaks_for(s, capability, claim.repository)]

@@ -108,11 +108,14 @@ def _read_one(
     env = ReadEnvelope(path, uri(path, plan.root), hashlib.sha256(data).hexdigest(), source)
     if not batch.keys:
         who = (
-            "the workspace key (.changeloop/keys/local.key)"
+            "there is no workspace key (.changeloop/keys/local.key)"
             if source == "local"
-            else ("an external provider's key")
+            else "no external provider of the change names a key"
         )
-        message = f"{env.uri}: no trusted key to verify it with (no {who}, no --public-key)"
+        message = (
+            f"{env.uri}: nothing here can verify it: {who} and no --public-key was given; "
+            "pass the public half of the key that signed it with --public-key PEM"
+        )
         return env, SetAside(env, "unverified", message, *unauthenticated_hint(data))
     return env, check(
         plan,

@@ -18,6 +18,7 @@ from changeloop.config.schema import position
 from changeloop.errors import PreflightError, Problem
 from changeloop.model import Plan
 from changeloop.preflight.adapter_keys import misplaced_keys
+from changeloop.preflight.capabilities import capability_typos
 from changeloop.preflight.links import links
 from changeloop.preflight.locate import Locator
 from changeloop.preflight.providers import provider_problems
@@ -29,6 +30,7 @@ def check(plan: Plan) -> list[Problem]:
     """Every preflight problem of the plan, sorted by file position (empty = go)."""
     at = Locator(plan)
     problems: list[Problem] = [*repositories(plan, at), *links(plan, at), *services(plan, at)]
+    problems += capability_typos(plan, at)
     from changeloop.providers import registry
 
     if any(repo.entry_points for repo in plan.repositories.values()):

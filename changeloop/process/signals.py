@@ -1,4 +1,11 @@
-"""Turn SIGINT/SIGTERM/SIGHUP into cancellation of the work, and remember that it happened.
+"""The signal layer: SIGINT/SIGTERM/SIGHUP from the CLI's first moment, then as cancellation.
+
+Two parts, one module. :data:`SIGNALS` is installed by the CLI before anything
+heavy is imported: until the error boundary arms it a signal is only recorded
+(raising inside an import would print a traceback); armed, the first one raises
+``KeyboardInterrupt``, which the boundary answers with exit 130.
+:func:`cancel_on_signals` takes over while a run's event loop is alive and turns
+a signal into cancellation of the work instead.
 
 Ctrl-C must end every running process group and write nothing for unfinished
 work (DESIGN.md §4); cancellation does exactly that, because every awaiting
@@ -18,15 +25,76 @@ period followed by SIGKILL). Must be used in the main thread.
 
 from __future__ import annotations
 
-import signal
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-
-import anyio
-import anyio.abc
+TYPE_CHECKING = False  # typing is imported after the CLI's handlers are in place
+if TYPE_CHECKING:
+    import signal as _signal
+    from types import FrameType
+else:
+    import _signal  # the C module: ``signal`` builds its enums first (milliseconds more)
 
 EXIT_INTERRUPTED = 130
+# SIGHUP is the terminal closing: a run ends as it does on SIGTERM.
+HANDLED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+
+
+class Signals:
+    """SIGINT/SIGTERM/SIGHUP → one ``KeyboardInterrupt`` while armed; otherwise only recorded."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.armed = False
+        self.raised = False
+        self.installed = False
+        self.previous: dict[int, object] = {}
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
+        self.received.append(signum)
+        if self.armed and not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+
+    def install(self) -> bool:
+        """Install in the main thread; True when this call installed them."""
+        if self.installed:
+            return False
+        try:
+            for sig in HANDLED:
+                self.previous[sig] = _signal.signal(sig, self.handler)
+        except ValueError:  # not the main thread: the caller owns signals
+            self.restore()
+            return False
+        self.installed = True
+        return True
+
+    def restore(self) -> None:
+        for sig, previous in self.previous.items():
+            _signal.signal(sig, previous if previous is not None else _signal.SIG_DFL)  # type: ignore[arg-type]
+        self.previous.clear()
+        self.installed = False
+
+    def arm(self) -> None:
+        """From now on a signal interrupts; one that came earlier interrupts right away."""
+        self.raised = False
+        self.armed = True
+        if self.received:
+            self.raised = True
+            raise KeyboardInterrupt
+
+    def disarm(self) -> None:
+        self.armed = False
+
+
+SIGNALS = Signals()
+
+# -- a run's cancellation: imported with the module, used once a run's event loop is alive
+import signal  # noqa: E402
+from collections.abc import AsyncIterator, Sequence  # noqa: E402
+from contextlib import asynccontextmanager  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+if TYPE_CHECKING:  # anyio is imported where a run starts, not by the CLI's first moment
+    import anyio
+    import anyio.abc
 
 
 @dataclass
@@ -51,8 +119,10 @@ async def _watch(
     state: Interruption,
     signals: Sequence[signal.Signals],
     *,
-    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    task_status: anyio.abc.TaskStatus[None],
 ) -> None:
+    import anyio
+
     with anyio.open_signal_receiver(*signals) as receiver:
         task_status.started()
         async for signum in receiver:
@@ -72,6 +142,8 @@ async def cancel_on_signals(
     put back afterwards: the event loop would otherwise leave SIGTERM at its
     default, and a SIGTERM while the answer is printed would kill the process.
     """
+    import anyio
+
     state = Interruption()
     before = {sig: signal.getsignal(sig) for sig in signals}
     try:

@@ -40,7 +40,7 @@ def judge_test(
                 if report_named
                 else "no test summary"
             )
-            return "fail", f"{what}; {why} (tests: null)"
+            return "fail", f"{what}; {why} (no test count)"
         if counts.failed:
             named = failed_names(report)
             return "fail", f"{what}; {counts.failed} of {counts.discovered} test(s) failed{named}"
@@ -48,7 +48,7 @@ def judge_test(
             return "fail", f"{what}; a test file or suite failed outside any test"
         return "fail", f"{what} {NOTHING_FAILED}"
     if report is None:
-        return "inconclusive", f"exited 0 but wrote no report at {report_named} (tests: null)"
+        return "inconclusive", f"exited 0 but wrote no report at {report_named} (no test count)"
     if counts is None:
         return "inconclusive", f"exited 0 but the report could not be read: {report.error}"
     if counts.failed:
@@ -80,8 +80,8 @@ def judge_discovery(
     ran = report.ran if report else None
     if ran is None:
         if timed_out or exit_code != 0:
-            return "fail", "the runner could not say which tests ran (tests: null)"
-        return "inconclusive", "the runner could not say which tests ran (tests: null)"
+            return "fail", "the runner could not say which tests ran"
+        return "inconclusive", "the runner could not say which tests ran"
     if ran == 0:
         return "fail", "no test ran (zero matched, all skipped or none found)"
     if ran < minimum:

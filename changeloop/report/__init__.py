@@ -56,7 +56,34 @@ def write_report(
         plan, run_id=run_id, public_keys=public_keys, out_dir=target.parent, trust=trust
     )
     write_atomic(target, render(report).encode("utf-8"))
+    keep_out_of_content(plan, target)
     return target, report
+
+
+def keep_out_of_content(plan: Plan, page: Path) -> Path | None:
+    """A page written inside a repository's work tree, where git would see it, is added to
+    that repository's local ignore file (``.git/info/exclude``: what one checkout makes and
+    no one commits), so it never becomes content the next proof or gate sees. The file
+    changed, or None."""
+    from changeloop.git.repo import git
+
+    for repo in plan.repositories.values():
+        top = repo.path.absolute()
+        if not page.is_relative_to(top):
+            continue
+        ignored = git(["check-ignore", "-q", "--", str(page)], cwd=top, check=False)
+        if ignored.returncode == 0:
+            return None
+        found = git(["rev-parse", "--show-toplevel", "--git-path", "info/exclude"], cwd=top)
+        lines = found.stdout.decode().splitlines()
+        toplevel, exclude = Path(lines[0]), Path(lines[1])
+        exclude = exclude if exclude.is_absolute() else top / exclude
+        rule = "/" + page.resolve().relative_to(toplevel.resolve()).as_posix()
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as fh:
+            fh.write(f"{rule}\n")
+        return exclude
+    return None
 
 
 def _refuse_links(state: Path, directory: Path) -> None:

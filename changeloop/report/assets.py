@@ -56,9 +56,8 @@ tbody th { font-weight: 600; }
 .st-failed .badge, .st-fail { background: var(--bad-bg); color: var(--bad-fg); }
 .st-inconclusive .badge, .st-inconclusive-s { background: var(--warn-bg); color: var(--warn-fg); }
 .st-unproven .badge, .st-none { background: var(--none-bg); color: var(--none-fg); }
-.st-not-verified .badge, .st-nv { background: var(--nv-bg); color: var(--nv-fg); }
-.st-stale-content .badge, .st-stale-wiring .badge, .st-stale { background: var(--stale-bg);
-  color: var(--stale-fg); }
+.st-blocked .badge, .st-nv { background: var(--nv-bg); color: var(--nv-fg); }
+.st-stale { background: var(--stale-bg); color: var(--stale-fg); }
 .sub { font-size: 0.85em; color: var(--muted); margin-top: 2px; }
 .more { display: none; margin-top: 6px; padding: 6px 8px; font-size: 0.85em;
   background: var(--panel); border: 1px solid var(--line); border-radius: 4px; }
@@ -89,8 +88,45 @@ tbody th { font-weight: 600; }
 .sw-unknown { background: var(--bar-unknown); }
 .sw-crit { background: transparent; border: 3px solid var(--crit); }
 #bar-info { min-height: 1.4em; font-size: 0.9em; }
-.findings li { margin: 2px 0; }
+.findings li { margin: 2px 0; overflow-wrap: anywhere; }
 footer { margin-top: 32px; color: var(--muted); font-size: 0.85em; }
+.cause { font-size: 0.85em; margin-top: 4px; overflow-wrap: anywhere; }
+.next ol { margin: 4px 0 0 1.4em; padding: 0; }
+.next li { margin: 4px 0; overflow-wrap: anywhere; }
+header code, .why li, .facts dd { overflow-wrap: anywhere; }
+/* A wide table or the timeline scrolls inside its own box; the page never scrolls sideways. */
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll:focus { outline: 3px solid var(--focus); outline-offset: 2px; }
+.scroll .gantt { max-width: none; min-width: 560px; }
+@media (max-width: 640px) {
+  main { padding: 10px 10px 32px; }
+  h1 { font-size: 1.25rem; }
+  .facts { grid-template-columns: 1fr; }
+  .facts dt { margin-top: 6px; }
+  th, td { padding: 4px 6px; }
+  .cell { min-width: 130px; }
+  td.mono { min-width: 8em; }
+}
+/* Print: the verdict keeps its colours, every cell's details are open, nothing to click. */
+@media print {
+  :root { color-scheme: light;
+    --bg: #ffffff; --fg: #000000; --muted: #333333; --line: #888888; --panel: #f2f2f2;
+    --ok-bg: #e3f4e8; --ok-fg: #0d4d21; --bad-bg: #fde4e6; --bad-fg: #7d0f1d;
+    --warn-bg: #fff1cc; --warn-fg: #5c3b00; --none-bg: #eceef2; --none-fg: #333942;
+    --nv-bg: #f1e6fc; --nv-fg: #4f1780; --stale-bg: #e4edfd; --stale-fg: #143872;
+    --link: #000000; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  body { font-size: 10.5pt; }
+  main { max-width: none; padding: 0; }
+  .verdict { border: 2px solid #000000; }
+  .more { display: block !important; }
+  .hint, #bar-info { display: none; }
+  .scroll { overflow: visible; }
+  .scroll .gantt { min-width: 0; max-width: 100%; }
+  a { color: inherit; text-decoration: underline; }
+  section, tr, .cell { break-inside: avoid; }
+  .cell:focus, .scroll:focus { outline: none; }
+}
 """
 
 JS = """

@@ -32,6 +32,7 @@ from changeloop.report.model import RepoIdentity, Report, RequireRow
 from changeloop.report.providers import provider_rows
 from changeloop.report.refs import refs_of, worst_statuses
 from changeloop.report.runs import find_run, run_envelopes, timeline_of
+from changeloop.report.steps import report_steps
 from changeloop.run import runlog
 from changeloop.run.current import current_fingerprints
 
@@ -72,6 +73,8 @@ def collect(
         for repo, status in sorted(per.items())
     )
     sandbox = str(record.get("sandbox", "none")) if record else "none"
+    cells = [c for row in claims for c in row.cells.values() if c is not None]
+    carried = (plan.change.path / "receipts" / "summary.intoto.jsonl").is_file()
     return Report(
         change=plan.change.id,
         proven=result.proven,
@@ -90,6 +93,12 @@ def collect(
         timeline=timeline_of(record, worst_statuses(refs)) if record is not None else None,
         findings=findings_of(plan, result, links),
         set_aside=tuple(r for r in refs.all if not r.verified or r.code),
+        next_steps=report_steps(
+            plan,
+            proven=result.proven,
+            cells=[c for c in cells if c.status != "proven"],
+            summary_carried=carried,
+        ),
         trust=trust.describe() if trust is not None else "this checkout",
         trust_changed=tuple(c.message for c in trust.changed) if trust is not None else (),
     )

@@ -21,8 +21,13 @@ from changeloop.report.model import FindingItem
 def findings_of(
     plan: Plan, result: gate.GateResult, links: Links
 ) -> dict[str, tuple[FindingItem, ...]]:
-    """Findings of every kept receipt by kind (sorted); malformed entries are passed over."""
+    """Findings of every kept receipt by kind (sorted); malformed entries are passed over.
+
+    One provider's receipts share a run (test and discovery), so they carry the same
+    findings: each is listed once.
+    """
     groups: dict[str, list[FindingItem]] = {}
+    seen: set[tuple[str, str, str | None, str]] = set()
     for k in result.kept:
         ext = k.verified.extension
         repos = list(k.view.repositories)
@@ -30,6 +35,10 @@ def findings_of(
             if not isinstance(f, dict) or not isinstance(f.get("kind"), str):
                 continue
             location, href = where(plan, repos, f, links)
+            key = (f["kind"], str(f.get("message", "")), location, k.view.provider)
+            if key in seen:
+                continue
+            seen.add(key)
             groups.setdefault(f["kind"], []).append(
                 FindingItem(
                     kind=f["kind"],

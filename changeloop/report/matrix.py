@@ -3,11 +3,13 @@
 Example::
 
     capabilities, rows = claim_rows(plan, gate_result, refs_of(gate_result))
-    rows[0].cells["test"].status    # "proven" | "failed" | … | "stale-content"
+    rows[0].cells["test"].status    # "proven" | "failed" | "blocked" | … | "unproven"
+    rows[0].cells["test"].cause     # "stale: content changed: …" — one line, why
 
 A cell is the one verdict over a one-capability copy of its claim (as gate
-does per claim, :func:`changeloop.gate.single_capability`), and an envelope
-gate set aside shows as *not verified* or *stale* — never as a pass.
+does per claim, :func:`changeloop.gate.single_capability`), in the claim
+states' own words; an envelope gate set aside is the cell's cause (*not
+verified*, *stale*) — never a pass.
 """
 
 from __future__ import annotations
@@ -17,14 +19,10 @@ from typing import Any
 
 from changeloop import gate
 from changeloop.model import Claim, Plan
-from changeloop.report.model import Cell, CellStatus, ClaimRow
+from changeloop.report.model import ASIDE_WORDS, Cell, CellStatus, ClaimRow
 from changeloop.report.refs import Refs
 
-ASIDE_STATUS: dict[str, CellStatus] = {
-    "unverified": "not-verified",
-    "stale-content": "stale-content",
-    "stale-wiring": "stale-wiring",
-}
+MAX_CAUSE = 200  # characters of a cell's cause shown in the cell (the details hold it whole)
 
 
 def claim_rows(
@@ -58,14 +56,18 @@ def cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, ref
     reasons = list(part.reasons)
     aside = [s for s in result.set_aside if gate.speaks_for(s, capability, claim.repository)]
     fatal = [s for s in aside if s.code == "unverified" and s.fatal]
+    cause: str | None = None
     if status == "proven" and fatal:
         # gate fails closed: an envelope that does not verify may have spoken here.
-        status = "not-verified"
+        status = "inconclusive"
+        cause = f"{ASIDE_WORDS['unverified']}: {fatal[0].message}"
     elif status == "unproven" and aside:
         first = fatal[0] if fatal else aside[0]
-        status = ASIDE_STATUS.get(first.code, "unproven")
+        cause = f"{ASIDE_WORDS.get(first.code, first.code)}: {first.message}"
         reasons = []
     reasons += [s.message for s in aside if s.message not in reasons]
+    if cause is None and status != "proven" and reasons:
+        cause = reasons[0].removeprefix(f"{capability}: ")  # the column names it already
     scoped = [
         k
         for k in result.kept
@@ -87,6 +89,7 @@ def cell(plan: Plan, claim: Claim, capability: str, result: gate.GateResult, ref
         capability=capability,
         status=status,
         reasons=tuple(reasons),
+        cause=_line(cause) if cause else None,
         receipts=tuple(refs.kept[id(k)] for k in mentioning)
         + tuple(refs.aside[id(s)] for s in aside),
         tests=tuple(dict.fromkeys(tests)),
@@ -102,7 +105,11 @@ def crediting_tests(
     cited = ext.get("citations")
     entries = cited.get(cid) if isinstance(cited, dict) else None
     if isinstance(entries, list):
-        names = [c.get("test") if isinstance(c, dict) else c for c in entries]
+        names = [
+            c.get("test") if isinstance(c, dict) else c
+            for c in entries
+            if not isinstance(c, dict) or c.get("result", "passed") == "passed"
+        ]
         if any(names):
             return [str(n) for n in names if n]
     passed = [str(t) for t in statement.get("predicate", {}).get("passedTests") or []]
@@ -146,3 +153,9 @@ def mutation_summary(cid: str, ext: Mapping[str, Any]) -> str | None:
     if not isinstance(total, int) or not isinstance(killed, int):
         return None
     return f"{killed}/{total} mutants killed" if total else "no mutant (inconclusive)"
+
+
+def _line(text: str) -> str:
+    """One line, bounded: what a cell shows without hover."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_CAUSE else flat[: MAX_CAUSE - 1] + "…"

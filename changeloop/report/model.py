@@ -12,25 +12,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-CellStatus = Literal[
-    "proven",
-    "failed",
-    "inconclusive",
-    "unproven",
-    "not-verified",
-    "stale-content",
-    "stale-wiring",
-]
+# A cell says what the claim says for that capability: the claim states, one word each,
+# the same words as the board, `prove --json` and `gate --json`. Why (a stale or an
+# unverified receipt, the failing test) is the cell's cause, shown beside the word.
+CellStatus = Literal["proven", "failed", "blocked", "inconclusive", "unproven"]
 
 # Words and icons first: colour only repeats what they say (WCAG 1.4.1).
 CELL_LABELS: Mapping[str, tuple[str, str]] = {
     "proven": ("✓", "proven"),
     "failed": ("✗", "failed"),
+    "blocked": ("⊘", "blocked"),
     "inconclusive": ("?", "inconclusive"),
-    "unproven": ("∅", "no receipt"),
-    "not-verified": ("⚠", "not verified"),
-    "stale-content": ("↻", "stale: content changed"),
-    "stale-wiring": ("↻", "stale: wiring changed"),
+    "unproven": ("∅", "unproven"),
+}
+# What a receipt gate set aside says about a cell, before its reason.
+ASIDE_WORDS: Mapping[str, str] = {
+    "unverified": "not verified",
+    "stale-content": "stale: content changed",
+    "stale-wiring": "stale: wiring changed",
 }
 
 
@@ -55,6 +54,7 @@ class Cell:
     capability: str
     status: CellStatus
     reasons: tuple[str, ...] = ()
+    cause: str | None = None  # one line, shown in the cell when it is not proven
     receipts: tuple[ReceiptRef, ...] = ()
     tests: tuple[str, ...] = ()  # crediting tests, where the receipt names them
     grounding: str | None = None
@@ -108,6 +108,7 @@ class ProviderRow:
     issuer: str | None
     verified: Literal["verified", "not verified", "stale", "no receipt"]
     receipts: tuple[ReceiptRef, ...] = ()
+    services: tuple[str, ...] = ()  # each service it needs, with its readiness probe
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class FindingItem:
     kind: str
     message: str
     severity: str | None
-    provider: str
+    provider: str  # the provider whose receipts carry it (each finding is listed once)
     location: str | None  # path:line relative to the workspace root
     href: str | None  # relative to the report file
 
@@ -155,5 +156,6 @@ class Report:
     timeline: Timeline | None
     findings: Mapping[str, tuple[FindingItem, ...]]
     set_aside: tuple[ReceiptRef, ...] = field(default_factory=tuple)
+    next_steps: tuple[tuple[str, str], ...] = ()  # (what to do, the command), in order
     trust: str = "this checkout"  # where the keys came from (changeloop.trust, `describe`)
     trust_changed: tuple[str, ...] = ()  # each trust-changed finding's message

@@ -8,11 +8,12 @@ Example::
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from changeloop import gate
-from changeloop.model import Plan
+from changeloop.model import Plan, Service
 from changeloop.report.links import Links
 from changeloop.report.model import Counts, ProviderRow
 from changeloop.report.refs import STATUS_RANK, Refs, issuer
@@ -76,9 +77,33 @@ def provider_rows(
                 issuer=", ".join(sorted({issuer(e) for e in exts})) or None,
                 verified=verified,  # type: ignore[arg-type]
                 receipts=tuple(refs.kept[id(k)] for k in kept) + tuple(aside),
+                services=tuple(
+                    describe_service(plan.services[s])
+                    for s in (planned.services if planned else ())
+                    if s in plan.services
+                ),
             )
         )
     return tuple(rows)
+
+
+def describe_service(service: Service) -> str:
+    """``web-dev: npm run dev -- --port 4173; ready when http://127.0.0.1:4173/ answers with
+    body "profile-web" (30 s at most)`` — what started first, and how it was told ready."""
+    text = f"{service.name}: {shlex.join(service.command)}"
+    probe = service.readiness
+    if probe is None:
+        return f"{text}; no readiness probe"
+    if probe.body is not None:
+        expect = f'body "{probe.body}"'
+    elif probe.body_regex is not None:
+        expect = f"a body matching /{probe.body_regex}/"
+    elif probe.header is not None:
+        expect = f"header {probe.header[0]}: {probe.header[1]}"
+    else:
+        expect = "a response"
+    limit = f"{probe.timeout_ms / 1000:g} s at most"
+    return f"{text}; ready when {probe.url} answers with {expect} ({limit})"
 
 
 def unrun_state(kept: Sequence[gate.Kept]) -> str:

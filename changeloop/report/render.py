@@ -13,6 +13,7 @@ from html import escape
 from changeloop.report import timeline as gantt
 from changeloop.report.assets import CSS, JS
 from changeloop.report.model import (
+    ASIDE_WORDS,
     CELL_LABELS,
     Cell,
     ClaimRow,
@@ -30,6 +31,12 @@ PROVIDER_STATUS = {
     "pass": ("st-pass", "✓ pass"),
     "fail": ("st-fail", "✗ fail"),
     "inconclusive": ("st-inconclusive-s", "? inconclusive"),
+}
+REQUIRE_WORDS = {
+    "pass": "✓ pass",
+    "fail": "✗ fail",
+    "inconclusive": "? inconclusive",
+    "missing": "∅ missing",
 }
 VERIFIED_CLASS = {
     "verified": "st-pass",
@@ -71,6 +78,7 @@ def render(report: Report) -> str:
         f"<title>{_e(report.change)}: {verdict} — changeloop report</title>",
         f"<style>{CSS}</style></head><body><main>",
         _header(report),
+        _next(report),
         _matrix(report),
         _requires(report),
         _providers(report),
@@ -126,6 +134,26 @@ def _header(report: Report) -> str:
     )
 
 
+def _next(report: Report) -> str:
+    """A short "What to do next": each step in words, then the command to paste."""
+    if not report.next_steps:
+        return ""
+    items = "".join(
+        f"<li>{_e(what)}{f' <code>{_e(command)}</code>' if command else ''}</li>"
+        for what, command in report.next_steps
+    )
+    return (
+        '<section aria-labelledby="next-title" class="next"><h2 id="next-title">What to do next'
+        f"</h2><ol>{items}</ol></section>"
+    )
+
+
+def _scroll(table: str, label: str) -> str:
+    """A wide table scrolls in its own box, never the page (a phone is 390 px wide)."""
+    name = f"{label}, scrolls sideways"  # its own name: the section around it has one too
+    return f'<div class="scroll" role="region" aria-label="{_e(name)}" tabindex="0">{table}</div>'
+
+
 def _receipt_line(r: ReceiptRef) -> str:
     if r.verified:
         return (
@@ -133,7 +161,7 @@ def _receipt_line(r: ReceiptRef) -> str:
             f"signed by issuer <strong>{_e(r.issuer or '?')}</strong> "
             f"(key <code>{_e(short(r.keyid, 12))}</code>), <code>{_e(r.path)}</code>"
         )
-    word = "not verified" if r.code in (None, "unverified") else (r.code or "").replace("-", " ")
+    word = ASIDE_WORDS.get(r.code or "unverified", "not verified")
     return (
         f"<strong>{_e(word)}</strong>: <code>{_e(r.path)}</code>"
         f"{' — ' + _e(r.problem) if r.problem else ''}"
@@ -173,11 +201,17 @@ def _cell(cell: Cell | None, cid: str, index: int) -> str:
     else:
         more.append("<strong>Receipts:</strong> none")
     label = f"{cid}, {cell.capability}: {word}"
+    cause = (
+        f'<div class="cause">{_e(cell.cause)}</div>'
+        if cell.cause and cell.status != "proven"
+        else ""
+    )
     return (
         f'<td class="cell st-{cell.status}" tabindex="0" data-status="{_e(cell.status)}" '
         f'data-capability="{_e(cell.capability)}" aria-label="{_e(label)}" '
         f'aria-describedby="{detail_id}">'
         f'<span class="badge"><span aria-hidden="true">{icon}</span> {_e(word)}</span>'
+        + cause
         + "".join(f'<div class="sub">{s}</div>' for s in sub)
         + f'<div class="more" id="{detail_id}">{"".join(more)}</div></td>'
     )
@@ -200,11 +234,16 @@ def _matrix(report: Report) -> str:
         rows.append(f'<tr data-claim="{_e(claim.id)}">{_claim_header(claim)}{"".join(cells)}</tr>')
     return (
         '<section aria-labelledby="claims-title"><h2 id="claims-title">Claims × capabilities</h2>'
-        '<p class="hint">Focus a cell (Tab) or hover it to see the reason, the receipt and its '
-        "signer; click or press Enter to keep it open.</p>"
-        '<table class="matrix"><caption class="hint">One row per claim, one column per required '
-        f'capability</caption><thead><tr><th scope="col">Claim</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></section>"
+        '<p class="hint">Each cell says why when it is not proven. Focus a cell (Tab) or hover '
+        "it for every reason, the receipt and its signer; click or press Enter to keep it "
+        "open.</p>"
+        + _scroll(
+            '<table class="matrix"><caption class="hint">One row per claim, one column per '
+            f'required capability</caption><thead><tr><th scope="col">Claim</th>{head}</tr>'
+            f"</thead><tbody>{''.join(rows)}</tbody></table>",
+            "claims by capability",
+        )
+        + "</section>"
     )
 
 
@@ -222,10 +261,9 @@ def _claim_header(claim: ClaimRow) -> str:
 def _requires(report: Report) -> str:
     if not report.requires:
         return ""
-    words = {"pass": "✓ pass", "fail": "✗ fail", "inconclusive": "? inconclusive"}
     rows = "".join(
         f"<tr><th scope='row'>{_e(r.capability)}</th><td>{_e(r.repository)}</td>"
-        f"<td>{_e(words.get(r.status, '∅ no receipt'))}</td></tr>"
+        f"<td>{_e(REQUIRE_WORDS.get(r.status, r.status))}</td></tr>"
         for r in report.requires
     )
     return (
@@ -258,14 +296,15 @@ def _providers(report: Report) -> str:
         )
     rows = []
     for p in report.providers:
-        klass, word = PROVIDER_STATUS.get(p.status or "", ("st-none", "∅ none"))
+        klass, word = PROVIDER_STATUS.get(p.status or "", ("st-none", "∅ no receipt"))
+        services = "".join(f'<div class="sub svc">service {_e(s)}</div>' for s in p.services)
         log = (
             f'<a href="{_e(p.log_href or p.log)}">{_e(p.log)}</a>'
             if p.log
             else '<span class="na">—</span>'
         )
         rows.append(
-            f'<tr data-provider="{_e(p.name)}"><th scope="row">{_e(p.name)}</th>'
+            f'<tr data-provider="{_e(p.name)}"><th scope="row">{_e(p.name)}{services}</th>'
             f"<td>{_e(p.adapter or '?')}</td><td>{_e(p.repository or '—')}</td>"
             f"<td>{_e(p.state)}</td>"
             f'<td><span class="badge {klass}">{_e(word)}</span></td>'
@@ -292,7 +331,11 @@ def _providers(report: Report) -> str:
     )
     return (
         '<section aria-labelledby="providers-title"><h2 id="providers-title">Providers</h2>'
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+        + _scroll(
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
+            "providers",
+        )
+        + "</section>"
     )
 
 
@@ -312,7 +355,9 @@ def _timeline(report: Report) -> str:
         '<li><span class="swatch sw-unknown"></span>no verified receipt</li>'
         '<li><span class="swatch sw-crit"></span>outlined: critical path</li></ul>'
     )
-    chart = gantt.svg(t) if t.bars else "<p>No provider ran in this run.</p>"
+    chart = (
+        _scroll(gantt.svg(t), "timeline chart") if t.bars else "<p>No provider ran in this run.</p>"
+    )
     crit = [b.provider for b in sorted(t.bars, key=lambda b: b.start_s) if b.critical]
     crit_text = f"<p>Critical path: {' → '.join(_e(c) for c in crit)}.</p>" if crit else ""
     skipped = ""
@@ -368,16 +413,18 @@ def _set_aside(report: Report) -> str:
     )
     return (
         '<section aria-labelledby="aside-title"><h2 id="aside-title">Receipts not counted</h2>'
-        '<table><thead><tr><th scope="col">File</th><th scope="col">Provider (as it claims)</th>'
-        f'<th scope="col">Why</th><th scope="col">Detail</th></tr></thead><tbody>{rows}</tbody>'
-        "</table></section>"
+        + _scroll(
+            '<table><thead><tr><th scope="col">File</th><th scope="col">Provider (as it '
+            'claims)</th><th scope="col">Why</th><th scope="col">Detail</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>",
+            "receipts not counted",
+        )
+        + "</section>"
     )
 
 
 def _aside_word(r: ReceiptRef) -> str:
-    if r.code in (None, "unverified"):
-        return "not verified"
-    return (r.code or "").replace("-", " ")  # stale content, stale wiring
+    return ASIDE_WORDS.get(r.code or "unverified", "not verified")
 
 
 def _aside_class(r: ReceiptRef) -> str:

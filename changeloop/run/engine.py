@@ -183,7 +183,8 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
                 detail = event.detail
                 if event.kind == "finished":  # what its receipts say, not only "it returned"
                     detail = fold.finished_word(run.reports.get(event.task), detail)
-                run.emit(RunEvent(event.task, event.kind, detail))
+                if event.kind != "started":  # said by _run_provider: a cached one never runs
+                    run.emit(RunEvent(event.task, event.kind, detail))
                 if event.kind == "skipped":
                     services.release_unused(plan.providers[event.task].services)
 
@@ -235,6 +236,8 @@ async def _run_provider(
         services.release_unused(provider.services)
         run.emit(RunEvent(provider.name, "cached"))
         return cached
+    streamed = run.run_dir / provider.name / f"{provider.name}.log"
+    run.emit(RunEvent(provider.name, "started", str(streamed)))  # views count tests in it
     # time.monotonic() is what anyio.current_time() returns on asyncio
     started, clock = datetime.now(UTC), time.monotonic()
     ctx_or_outcomes = await _prepare(run, provider)

@@ -37,7 +37,7 @@ from changeloop.signing.statement import (
     seal,
     sha256_hex,
 )
-from changeloop.verdict import ReceiptView
+from changeloop.verdict import ReceiptView, failures_of
 
 __all__ = ["Bound", "Sealer", "Timing", "Verified", "every_capability", "reused"]
 
@@ -233,6 +233,9 @@ def _entry(
         claims=dict(outcome.claims),
         input_mode=outcome.input_mode,
         citations=dict(outcome.citations),
+        failures=failures_of(outcome.failed_tests, [f.to_json() for f in outcome.findings])
+        if outcome.failed_tests
+        else (),
     )
     return ReceiptEntry(
         capability=outcome.capability,

@@ -258,15 +258,11 @@ class _Run:
     async def execute(self, i: int) -> None:
         job = self.jobs[i]
         reason: str | None = None
-        try:
-            if self.host[i]:
-                ok = await self.execute_held(i)
-            else:
-                ok = bool(await self.run(job))
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:  # a bug in run() is this job's failure, not the run's
-            ok, reason = False, f"{type(exc).__name__}: {exc}"
+        # A bug in run() ends the run (the CLI's boundary: exit 3), never one job's result.
+        if self.host[i]:
+            ok = await self.execute_held(i)
+        else:
+            ok = bool(await self.run(job))
         self.between += 1  # this worker takes the next job that finish() starts
         self.finish(i, ok, reason)
 

@@ -350,3 +350,36 @@ def test_matrix_of_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, doc, _ = run(["adapters", "check", "--matrix", str(tmp_path / "f"), "--json"], capsys)
     assert code == 2 and doc is not None
     assert doc["errors"][0]["code"] == "matrix_not_a_directory"
+
+
+def test_pytest_in_the_projects_own_venv_resolves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interpreter asked is the one prove's derived `python` runs: the repository's
+    `.venv` (a real one, here seeing this suite's pytest through a .pth file), even when
+    PATH's pythons cannot import pytest."""
+    import site
+    import subprocess
+    import sys
+
+    root = make_repo(
+        tmp_path / "ws",
+        {
+            "pyproject.toml": '[project]\nname = "x"\nversion = "0"\n\n[tool.pytest.ini_options]\n',
+            ".gitignore": ".venv/\n",
+        },
+    )
+    make_change(root, "c1", "version: 3\nrequires: [test]\n")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+    venv_site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
+    (venv_site / "suite.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    bare = tmp_path / "bin"  # PATH's python3 is one that has no pytest
+    bare.mkdir()
+    (bare / "python3").symlink_to(base)
+    monkeypatch.setenv("PATH", f"{bare}:/usr/bin:/bin")
+    code, doc, err = _check(root, capsys)
+    pytest_report = _by_tool(doc)["pytest"]
+    assert pytest_report["status"] == "ok", (pytest_report, err)
+    assert pytest_report["path"].startswith(".venv/bin/python")
+    assert code == 0 and "not resolved" not in err

@@ -215,7 +215,8 @@ def test_console_script_exit_codes(
     )
     assert proc.returncode == (0 if proven else 1)
     assert proc.stdout == ""  # human text goes to stderr
-    assert ("proven" if proven else "not-proven") in proc.stderr
+    # human text says the verdict in capitals, as the board does (JSON says not-proven)
+    assert f"change c1: {'PROVEN' if proven else 'NOT PROVEN'}" in proc.stderr
 
 
 def test_rewired_provider_is_stale_wiring(

@@ -71,7 +71,7 @@ def test_self_prove_proves_and_gates_an_own_change() -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "change add-change-summary: proven" in proc.stderr
+    assert "change add-change-summary: PROVEN" in proc.stderr
     assert "adapters check: examples/node-vitest" in proc.stderr
 
 

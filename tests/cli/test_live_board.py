@@ -43,7 +43,7 @@ def test_states_and_details_follow_events() -> None:
     lines = {
         line.split("│")[1].strip(): line for line in rendered.splitlines() if line.count("│") > 2
     }
-    assert "failed" in lines["a"]
+    assert "fail" in lines["a"] and "pass" not in lines["a"]
     assert "skipped" in lines["b"] and "dependency 'a' failed" in lines["b"]
     assert "cached" in lines["c"]
 

@@ -13,7 +13,7 @@ from changeloop.cli.main import main
 
 def _steps(err: str) -> list[str]:
     block = err.rsplit("Next steps:\n", 1)[1]
-    return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
 def test_a_proven_change_is_told_what_comes_next(
@@ -23,11 +23,14 @@ def test_a_proven_change_is_told_what_comes_next(
     root = basic_example(tmp_path / "ws", {".gitignore": "__pycache__/\n"})
     assert main(["prove", "add-greeting", "--root", str(root)]) == 0
     assert _steps(capsys.readouterr().err) == [
-        "changeloop gate add-greeting",
-        "changeloop report add-greeting",
+        f"changeloop gate add-greeting --root {root}",
+        f"changeloop report add-greeting --root {root}",
     ]
     assert main(["gate", "add-greeting", "--root", str(root)]) == 0
-    assert _steps(capsys.readouterr().err) == ["openspec archive add-greeting"]
+    assert _steps(capsys.readouterr().err) == [  # carry the evidence, then archive
+        f"changeloop summary add-greeting --sign-key KEY --into-change --root {root}",
+        "openspec archive add-greeting",
+    ]
 
 
 def test_a_gate_with_nothing_proven_says_to_prove(
@@ -35,4 +38,4 @@ def test_a_gate_with_nothing_proven_says_to_prove(
 ) -> None:
     root = basic_example(tmp_path / "ws")
     assert main(["gate", "add-greeting", "--root", str(root)]) == 1
-    assert _steps(capsys.readouterr().err) == ["changeloop prove add-greeting"]
+    assert _steps(capsys.readouterr().err) == [f"changeloop prove add-greeting --root {root}"]

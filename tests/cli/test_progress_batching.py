@@ -100,12 +100,13 @@ def test_prove_shows_every_provider_once_in_its_progress(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     for i in range(40):
         assert done.stderr.count(f"▶ p{i} running\n") == 1, done.stderr
-        assert done.stderr.count(f"■ p{i} finished: ok (") == 1
+        assert done.stderr.count(f"■ p{i} finished: pass (") == 1
 
 
 def test_a_finished_line_says_what_the_receipts_say(tmp_path: Path) -> None:
     """Audit: an inconclusive provider printed "finished: failed", and an external provider
-    that found no receipt "finished: ok"; each line now says what its receipts say."""
+    that found no receipt "finished: ok"; each line now says what its receipts say, in the
+    receipts' own words (pass, fail, inconclusive)."""
     from prove_helpers import make_change, make_repo
 
     pub = {"openspec/changes/c/ci.pub": _public_pem()}  # beside execution.yaml
@@ -122,7 +123,7 @@ def test_a_finished_line_says_what_the_receipts_say(tmp_path: Path) -> None:
     make_change(root, "c", "version: 3\nrequires: [a, b, c, review]\n", execution)
     done = _prove(root)
     assert done.returncode == 1, done.stderr
-    for name, word in (("good", "ok"), ("bad", "failed"), ("odd", "inconclusive")):
+    for name, word in (("good", "pass"), ("bad", "fail"), ("odd", "inconclusive")):
         assert f"■ {name} finished: {word} (" in done.stderr, done.stderr
     assert "■ review finished: no receipt (" in done.stderr, done.stderr
 

@@ -101,7 +101,7 @@ def test_failing_provider_exits_1_with_reason(
     code = main(["prove", "c1", "--root", str(root)])
     err = capsys.readouterr().err
     assert code == 1
-    assert "NOT-PROVEN" in err
+    assert "change c1: NOT PROVEN" in err
     assert "exited 3: boom happened" in err
     code, doc = prove_json(root, "c1", capsys=capsys)
     assert doc["claims"]["hello"]["status"] == "failed"

@@ -65,7 +65,9 @@ def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys: pytest.CaptureFi
     assert p["policy"]["digest"] == digests["openspec/changes/c1/evidence.yaml"]
     assert p["policy"]["annotations"]["files"] == digests
     trust = p["policy"]["annotations"]["trust"]
-    assert trust["source"] == "checkout" and trust["keys"] == []
+    # the signing key's own public half is trusted like a --public-key (docs/verbs/summary.md)
+    signer = keyid(load_public_key_file(pub))
+    assert trust["source"] == "checkout" and trust["keys"] == [signer]
     receipts = sorted((root / ".changeloop" / "receipts" / "c1").glob("*.json"))
     assert p["inputAttestations"] == [
         {

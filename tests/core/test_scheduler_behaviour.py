@@ -93,14 +93,19 @@ def test_fail_fast_lets_running_jobs_finish() -> None:
     assert results["later"].reason == "not started: --fail-fast after 'bad' failed"
 
 
-def test_exception_is_a_failure_with_reason() -> None:
-    async def run(_job: Task) -> bool:
+def test_an_exception_in_run_ends_the_run_instead_of_failing_a_job() -> None:
+    """A bug is never one job's result: it reaches the CLI's boundary (exit 3)."""
+    started: list[str] = []
+
+    async def run(job: Task) -> bool:
+        started.append(job.name)
         raise ValueError("adapter bug")
 
-    results = anyio.run(lambda: schedule([Task("a"), Task("b", ("a",))], run, slots=2))
-    assert results["a"].state == "failed"
-    assert results["a"].reason == "ValueError: adapter bug"
-    assert results["b"].reason == "dependency 'a' failed"
+    with pytest.raises(BaseExceptionGroup) as caught:
+        anyio.run(lambda: schedule([Task("a"), Task("b", ("a",))], run, slots=2))
+    leaves = caught.value.exceptions
+    assert [type(e) for e in leaves] == [ValueError] and str(leaves[0]) == "adapter bug"
+    assert started == ["a"]
 
 
 def test_cancellation_propagates_and_stops_other_jobs() -> None:

@@ -2,6 +2,7 @@
 the no-change answer (``nochange``) and the full run (``full``).
 """
 
+from changeloop.cli.prove.args import empty
 from changeloop.cli.prove.command import register
 
-__all__ = ["register"]
+__all__ = ["empty", "register"]

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
 
 EMPTY: dict[str, Any] = {"version": "1", "status": "not-proven", "claims": {}, "providers": []}
+
+
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``prove``."""
+    return {**EMPTY, "change": said.value("change")}
 
 
 def jobs_wanted(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from changeloop.cli import common, trust_flags
 from changeloop.cli.argtypes import positive_seconds
-from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.nochange import answer_from_record, answerable, config_before_plan
 from changeloop.cli.prove.plan import dry_run, load_plan
 from changeloop.errors import ChangeloopError
@@ -170,7 +170,6 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    shape = dict(EMPTY)
     config = config_before_plan(args)
     seen: dict[str, str] = {}  # content trees the no-change check computed
     known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
@@ -181,45 +180,26 @@ def run(args: argparse.Namespace) -> int:
 
             prune_after_prove(config[0], config[1].id, cache=False)  # an answer's run too
             return code
-    return _plan_and_run(args, shape, config, seen, known)
+    return _plan_and_run(args, config, seen, known)
 
 
 def _plan_and_run(
     args: argparse.Namespace,
-    shape: dict[str, Any],
     config: tuple[Path, Any, dict[str, str | None]] | None,
     seen: dict[str, str],
     known: dict[str, Any],
 ) -> int:
-    try:
-        plan = load_plan(args, shape)
-        plan, trust = trust_flags.trusted(args, plan)
-    except ChangeloopError as exc:
-        return common.fail(args, exc, shape)
-    except KeyboardInterrupt:  # Ctrl-C before anything ran: still one document
-        common.say("interrupted before anything ran")
-        if common.json_mode(args):
-            common.emit_json({**shape, "interrupted": True})
-        return 130
+    plan = load_plan(args)
+    plan, trust = trust_flags.trusted(args, plan)
     if plan.change.archived:
         common.say(f"using archived change {plan.change.path.relative_to(plan.root)}")
     if args.dry_run:
         return dry_run(args, plan)
     from changeloop.run.engine import nothing_to_prove
 
-    empty = nothing_to_prove(plan)
-    if empty is not None:
-        if common.json_mode(args):
-            common.emit_json(
-                {
-                    **EMPTY,
-                    "root": str(plan.root),
-                    "change": plan.change.id,
-                    "errors": [empty.to_json()],
-                }
-            )
-        common.say(empty.render())
-        return 1
+    nothing = nothing_to_prove(plan)
+    if nothing is not None:
+        raise ChangeloopError(nothing, exit_code=1)
     from changeloop.cli.prove.full import prove_full
 
     return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)

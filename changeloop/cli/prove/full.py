@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, trust_flags
-from changeloop.cli.common import only_user_error
-from changeloop.cli.prove.args import EMPTY, jobs_wanted
+from changeloop.cli.prove.args import jobs_wanted
 from changeloop.cli.prove.nochange import remember
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.text import TerminalText
@@ -55,10 +54,9 @@ def prove_full(
         from changeloop.signing.keys import load_private_key
 
         load_private_key(args.sign_key)  # refuse a bad key before anything runs
-    refused = {**EMPTY, "root": str(plan.root), "change": plan.change.id}
     usage = _scale_out_problem(args)
     if usage is not None:
-        return common.fail(args, ChangeloopError(usage, exit_code=2), refused)
+        raise ChangeloopError(usage, exit_code=2)
     options = ProveOptions(
         jobs=jobs_wanted(args),
         jobs_given=args.jobs is not None,
@@ -84,23 +82,21 @@ def prove_full(
     if options.executor == "dask":  # refused before anything runs: no extra, no TLS
         from changeloop.executors import check_dask, insecure_note
 
-        try:
-            check_dask(options)
-        except ChangeloopError as exc:
-            return common.fail(args, exc, refused)
+        check_dask(options)  # a refusal reaches the boundary (exit 2)
         note = insecure_note(options)
         if note is not None:
             common.say(note)
     live = sys.stderr.isatty() and not common.json_mode(args)
     terminal = TerminalText(sys.stderr)  # reasons quote signed strings: escape controls
-    progress = Progress(plan, terminal.as_textio())
+    estimates = _estimates(plan)
+    progress = Progress(plan, terminal.as_textio(), estimates=estimates)
     board: LiveBoard | None = None
     if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
         from rich.console import Console
 
         from changeloop.cli.live import LiveBoard
 
-        board = LiveBoard(plan, Console(stderr=True))
+        board = LiveBoard(plan, Console(stderr=True), estimates=estimates)
     outcome: dict[str, ProveResult] = {}
     interrupted = False
 
@@ -116,27 +112,10 @@ def prove_full(
 
     try:
         anyio.run(main)
-    except ChangeloopError as exc:
-        return common.fail(args, exc, refused)
-    except BaseExceptionGroup as group:  # raised through the signal watcher's task group
-        user = only_user_error(group)
-        if user is None:
-            raise
-        return common.fail(args, user, refused)
-    except KeyboardInterrupt:
-        interrupted = True
     finally:
-        if isinstance(progress, Progress):
-            progress.flush()  # progress lines are written in batches (board.Progress)
+        progress.close()  # progress lines are written in batches (board.Progress)
     if interrupted or "result" not in outcome:
-        common.say(
-            "interrupted: running processes were stopped; unfinished providers wrote no receipt"
-        )
-        if common.json_mode(args):
-            common.emit_json(
-                {**EMPTY, "root": str(plan.root), "change": plan.change.id, "interrupted": True}
-            )
-        return 130
+        raise KeyboardInterrupt  # the boundary answers it (exit 130, one document)
     result = outcome["result"]
     result.trust = trust
     for note in result.notes:
@@ -145,13 +124,42 @@ def prove_full(
         common.say(f"note: {note}")
     if common.json_mode(args):
         common.emit_json(to_json(result))
-    render_board(result, terminal.as_textio())
-    if args.report:
-        _write_report(plan, result.run_id, args.sign_key, trust)
+    steps = _steps(plan, result, args.sign_key)
+    report = _write_report(plan, result.run_id, args.sign_key, trust) if args.report else None
+    render_board(result, terminal.as_textio(), steps(), colour=sys.stderr if live else None)
+    if report is not None:
+        common.say(f"report: {report}")
     if config is not None:
-        remember(plan, options, result, config)
+        with common.recording():  # the record's board is replayed from another directory
+            recorded = steps()
+        remember(plan, options, result, config, recorded)
     prune_after_prove(plan.root, plan.change.id)  # its old runs; the unused cache once a day
     return 0 if result.verdict.proven else 1
+
+
+def _steps(plan: Plan, result: Any, sign_key: Path | None) -> Any:
+    """The board's Next steps, made on demand (doctor is asked at most once)."""
+    from changeloop.cli.evidence import unresolved_count
+    from changeloop.cli.prove.steps import prove_steps
+
+    asked: list[int] = []
+
+    def doctor() -> int:
+        if not asked:
+            asked.append(unresolved_count(plan.root, plan.change))
+        return asked[0]
+
+    return lambda: prove_steps(result, sign_key=sign_key, doctor=doctor)
+
+
+def _estimates(plan: Plan) -> dict[str, float]:
+    """How long each provider took when it last ran (the scheduler's hints), for the views."""
+    from changeloop.workspace.state import StateDir
+
+    try:
+        return StateDir(plan.root).load_durations(plan.change.id)
+    except (ChangeloopError, OSError):
+        return {}  # hints only: a view without them is still a view
 
 
 def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
@@ -185,7 +193,7 @@ def _scale_out_problem(args: argparse.Namespace) -> Problem | None:
     return None
 
 
-def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) -> None:
+def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) -> str | None:
     """``--report``: the page of this very run; a failure to write it never changes the verdict.
 
     Receipts signed with ``--sign-key`` are verified with that key's public half.
@@ -199,12 +207,8 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) 
     except ChangeloopError as exc:
         for problem in exc.problems:
             common.say(f"warning: report not written: {problem.render()}")
-        return
+        return None
     except OSError as exc:
         common.say(f"warning: report not written: {exc.filename or ''} {exc.strerror or exc}")
-        return
-    try:
-        shown = path.relative_to(plan.root.resolve()).as_posix()
-    except ValueError:
-        shown = str(path)
-    common.say(f"report: {shown}")
+        return None
+    return path.absolute().as_uri()

@@ -98,7 +98,7 @@ def answer_from_record(
         common.emit_json(found.json)
     terminal = TerminalText(sys.stderr)
     out = terminal.as_textio()
-    out.write(found.board)
+    out.write(common.replayed(found.board))
     out.flush()
     return 0 if found.proven else 1
 
@@ -110,12 +110,13 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
 
     from changeloop.cli.board import Progress
 
-    stub = cast("Plan", SimpleNamespace(providers=dict.fromkeys(providers)))
+    change = SimpleNamespace(id=args.change)
+    stub = cast("Plan", SimpleNamespace(providers=dict.fromkeys(providers), change=change))
     # RunEvent's fields, without importing the run's records (and the verdict they carry)
     events = [
         cast("RunEvent", SimpleNamespace(provider=name, kind=kind, detail=detail))
         for name in providers
-        for kind, detail in (("started", None), ("cached", None), ("finished", "ok"))
+        for kind, detail in (("cached", None), ("finished", "ok"))
     ]
     if sys.stderr.isatty() and not common.json_mode(args):
         from rich.console import Console
@@ -137,15 +138,26 @@ def _replay(args: argparse.Namespace, providers: tuple[str, ...]) -> None:
     terminal.flush()
 
 
-def remember(plan: Plan, options: Any, result: Any, config: dict[str, str | None]) -> None:
-    """Sign this answer as the change's no-change record when a cached re-prove repeats it."""
+def remember(
+    plan: Plan,
+    options: Any,
+    result: Any,
+    config: dict[str, str | None],
+    steps: list[tuple[str, str | None]],
+) -> None:
+    """Sign this answer as the change's no-change record when a cached re-prove repeats it.
+
+    Its board is recorded with the paths and ``--root`` left as tokens (``steps`` were
+    made that way too), filled in when it is replayed (``common.replayed``).
+    """
 
     from changeloop import nochange, preflight
     from changeloop.cli.board import render_board, to_json
 
     def render(shown: Any) -> tuple[dict[str, Any], str]:
         buffer = io.StringIO()
-        render_board(shown, buffer)
+        with common.recording():
+            render_board(shown, buffer, steps)
         return to_json(shown), buffer.getvalue()
 
     try:
@@ -157,5 +169,5 @@ def remember(plan: Plan, options: Any, result: Any, config: dict[str, str | None
             warnings=preflight.warnings(plan),
             render=render,
         )
-    except (ChangeloopError, OSError, ValueError, KeyError, TypeError):
+    except (ChangeloopError, OSError, ValueError):  # a KeyError or TypeError is our bug
         return  # a cache: a record not written is a full run next time

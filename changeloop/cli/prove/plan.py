@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from changeloop.model import Plan, Provider
 
 
-def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> Plan:
+def load_plan(args: argparse.Namespace) -> Plan:
     """Root, change, configuration, derived wiring, preflight — or a ChangeloopError.
 
-    ``shape`` (the JSON document of a refusal) learns the root and change as
-    soon as they are known, so an error document still says what it was about.
+    The root is remembered as soon as it is found (``common.find_root``), so a
+    refusal's document still says what it was about.
     """
     from changeloop import preflight
     from changeloop.config.validation_memo import validated_memo
@@ -34,11 +34,8 @@ def load_plan(args: argparse.Namespace, shape: dict[str, Any] | None = None) -> 
     from changeloop.plan import build_plan
     from changeloop.workspace import discovery as workspace
 
-    shape = shape if shape is not None else {}
     root = common.find_root(args)
-    shape["root"] = str(root)
     change = workspace.find_change(root, args.change)
-    shape["change"] = change.id
     with validated_memo(_checked_state(root)):
         context = load_context(root, change, only_if_derivable=True)
     derived = {}

@@ -16,12 +16,25 @@ share are in ``problems.py``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples, trust_flags
 from changeloop.cli.receipt.importing import run_import
 from changeloop.cli.receipt.sign import run_sign
 from changeloop.cli.receipt.verify import run_verify
+
+if TYPE_CHECKING:
+    from changeloop.cli.boundary import Said
+
+
+def empty(said: Said) -> dict[str, Any]:
+    """The ``--json`` document of a refused or interrupted ``receipt`` sub-verb."""
+    if said.sub == "verify":
+        return {"version": "1", "file": said.value("file"), "valid": False}
+    if said.sub == "import":
+        change = said.value("change") if said.args is not None else None
+        return {"version": "1", "change": change, "imported": []}
+    return {"version": "1"}
 
 
 def register(sub: Any) -> None:
@@ -46,7 +59,9 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("receipt sign"),
     )
-    sign.add_argument("--change", required=True, metavar="ID")
+    sign.add_argument(
+        "--change", required=True, metavar="ID", help="the change the receipt speaks for"
+    )
     sign.add_argument(
         "--claims",
         required=True,
@@ -66,10 +81,21 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="the issuer the verifying provider expects (ci.issuer / authority.name)",
     )
-    sign.add_argument("--status", choices=("pass", "fail"), default="pass")
+    sign.add_argument(
+        "--status",
+        choices=("pass", "fail"),
+        default="pass",
+        help="what the work found (default: pass)",
+    )
     sign.add_argument("--reason", metavar="TEXT", help="why it fails (with --status fail)")
     sign.add_argument("--url", metavar="URL", help="the CI run or review this receipt records")
-    sign.add_argument("--capability", default="review", metavar="NAME")
+    sign.add_argument(
+        "--capability",
+        default="review",
+        metavar="NAME",
+        help="the capability it proves (default: review); an external provider of that "
+        "capability accepts it",
+    )
     sign.add_argument("--provider", metavar="NAME", help="provider name (default: the capability)")
     sign.add_argument("--out", type=Path, metavar="FILE", help="write here (default: stdout)")
     sign.add_argument(
@@ -88,7 +114,9 @@ def register(sub: Any) -> None:
         description="Exit 0 when the receipt is valid, 1 when not (naming the first failed check).",
         **help_examples.ending("receipt verify"),
     )
-    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument(
+        "file", type=Path, metavar="FILE", help="the envelope: a receipt or a summary (VSA)"
+    )
     verify.add_argument(
         "--public-key",
         required=True,
@@ -114,8 +142,10 @@ def register(sub: Any) -> None:
         ),
         **help_examples.ending("receipt import"),
     )
-    imp.add_argument("files", type=Path, nargs="+", metavar="FILE")
-    imp.add_argument("--change", required=True, metavar="ID")
+    imp.add_argument("files", type=Path, nargs="+", metavar="FILE", help="envelopes to import")
+    imp.add_argument(
+        "--change", required=True, metavar="ID", help="the change whose receipts/ they go into"
+    )
     imp.add_argument(
         "--public-key",
         type=Path,

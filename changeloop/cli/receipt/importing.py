@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from changeloop.trust import Trust
 
 
-@common.with_shape(lambda a: {"version": "1", "change": a.change, "imported": []})
 def run_import(args: argparse.Namespace) -> int:
     from changeloop.plan import build_plan, display_path
     from changeloop.workspace import discovery as workspace
@@ -41,11 +40,8 @@ def run_import(args: argparse.Namespace) -> int:
     _refuse_file(target, display_path(root, target))
     plan, trust = trust_flags.trusted(args, build_plan(root, change))
     trust_flags.say(trust)
-    try:
-        return _import(args, plan, trust, target)
-    except ChangeloopError as exc:  # the refusal's document names the trust it was judged with
-        empty = {"version": "1", "change": args.change, "imported": [], "trust": trust.to_json()}
-        return common.fail(args, exc, empty)
+    common.known_for_refusal(trust=trust.to_json())  # a refusal's document names the trust
+    return _import(args, plan, trust, target)
 
 
 def _import(args: argparse.Namespace, plan: Plan, trust: Trust, target: Path) -> int:

@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # registering the verb imports no verification code (PLC0415)
     from changeloop.signing.verify import VerificationError
 
 
-@common.with_shape(lambda a: {"version": "1", "file": str(a.file), "valid": False})
 def run_verify(args: argparse.Namespace) -> int:
     from changeloop.signing.dsse import read_envelope
     from changeloop.signing.keys import load_public_key_file

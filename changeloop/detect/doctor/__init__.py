@@ -20,7 +20,8 @@ a test command's interpreter (:mod:`~changeloop.detect.doctor.interpreter`), and
 for a derived provider the framework configuration it would not honour
 (:mod:`~changeloop.detect.doctor.config`).
 Per repository, submodules that are not checked out
-(:mod:`~changeloop.detect.doctor.submodules`).
+(:mod:`~changeloop.detect.doctor.submodules`). Per claim, whether any test cites it
+(:mod:`~changeloop.detect.doctor.citations`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from changeloop.detect import ChangeContext
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.doctor.ci_env import ci_env_findings
+from changeloop.detect.doctor.citations import citation_findings
 from changeloop.detect.doctor.config import config_findings
 from changeloop.detect.doctor.contracts import contract_findings
 from changeloop.detect.doctor.depths import depth_findings
@@ -49,6 +51,7 @@ from changeloop.detect.doctor.wiring import wiring_findings
 from changeloop.detect.imports import runs_tests
 from changeloop.detect.playbook import change_dir, init_command, suggest
 from changeloop.model import Provider, Repository
+from changeloop.preflight.capabilities import typo_of
 from changeloop.text import repository_words
 
 __all__ = ["DoctorFinding", "diagnose", "next_steps"]
@@ -63,8 +66,10 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
     findings: list[DoctorFinding] = []
     for capability, repo_name in unresolved(needs, ctx.repositories, providers.values()):
         repo = ctx.repositories.get(repo_name)
-        if repo is None:
-            continue  # an unknown repository name is a config error reported by the loader
+        if repo is None or typo_of(capability) is not None:
+            # an unknown repository name is a config error the loader reports; a typo of a
+            # known capability is preflight's refusal (unknown_capability), said once
+            continue
         hint = suggest(
             capability,
             repo,
@@ -100,6 +105,7 @@ def diagnose(ctx: ChangeContext, derived: Mapping[str, Provider]) -> list[Doctor
         )
     for provider in providers.values():
         findings.extend(_provider_findings(ctx, provider, cdir))
+    findings.extend(citation_findings(ctx, providers, cdir))
     findings = unique(findings)
     findings.extend(submodule_findings(ctx.repositories.values()))
     entry_points = ctx.execution.entry_points if ctx.execution else {}
@@ -136,7 +142,7 @@ def next_steps(
 ) -> list[str]:
     """Commands to run next; ``init --write`` only while it would still write something."""
     errors = [f for f in findings if f.severity == "error" and f.playbook_command]
-    if errors:
-        return [f.playbook_command for f in errors if f.playbook_command]
     prove = f"changeloop prove {shlex.quote(ctx.change.id)}"
+    if errors:  # the fixes, then the proof they lead to (never back to doctor: no loop)
+        return [*dict.fromkeys(f.playbook_command for f in errors if f.playbook_command), prove]
     return [init_command(ctx.change.id), prove] if init_pending else [prove]

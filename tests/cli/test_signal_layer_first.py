@@ -1,0 +1,44 @@
+"""The CLI's signal handlers are in place before ``typing`` (the first heavy import) loads.
+
+A signal that comes while the interpreter imports what the verbs need must be the
+interrupted answer (exit 130), not Python's default death; so the signal layer,
+``changeloop.process.signals``, may import nothing heavy before the CLI installs it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = """
+import _signal, runpy, sys
+
+seen = {}
+
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typing" and name not in seen:
+            seen[name] = _signal.getsignal(_signal.SIGHUP)
+        return None
+
+
+sys.meta_path.insert(0, Watch())
+assert "typing" not in sys.modules, "the interpreter imported typing before changeloop"
+sys.argv = ["changeloop", "--version"]
+try:
+    runpy.run_module("changeloop", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+handler = seen.get("typing")
+print("unseen" if handler is None else getattr(handler, "__qualname__", repr(handler)))
+"""
+
+
+def test_sighup_is_handled_before_typing_is_imported() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    handler = proc.stdout.strip().splitlines()[-1]
+    assert handler == "Signals.handler", proc.stdout + proc.stderr
