@@ -2,11 +2,10 @@
 
 Compares each changeloop sandbox mode with ``cp -a`` of the checkout and with a
 plain ``git worktree add`` (+ ``git worktree remove``) on the same disk, and
-prints the ratios of issue 5 (goals: copy ≤ 0.5× cp -a, worktree ≤ 1.0× plain
+prints the ratios against their goals ( copy ≤ 0.5× cp -a, worktree ≤ 1.0× plain
 git worktree add). Timings are medians over ``--repeat`` runs after a warm-up.
 Each changeloop figure includes making the sandbox a repository of its own
-(issue 18: ``git init``, alternates, content commit, tags, absolute links
-re-pointed); the plain ``git worktree add`` stays the reference it was.
+; the plain ``git worktree add`` stays the reference it was.
 
     python bench/sandbox.py [--files 20000] [--kib 4] [--repeat 5] [--dir /tmp]
 """

@@ -30,7 +30,7 @@ class Location:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong, in the shape of DESIGN.md §7 ``errors[]``."""
+    """One thing wrong, in the shape of docs/verbs/prove.md ``errors[]``."""
 
     code: str
     message: str
@@ -68,7 +68,7 @@ class Problem:
 class ChangeloopError(Exception):
     """A user-facing failure carrying one or more problems.
 
-    ``exit_code`` is 2 for configuration/preflight refusals (DESIGN.md §7) and 1
+    ``exit_code`` is 2 for configuration/preflight refusals (docs/verbs/prove.md) and 1
     for failures such as a rejected receipt.
     """
 

@@ -5,14 +5,14 @@ read back from reports was not, and a test asserting on a token put it into a
 signed receipt. So the run holds one :class:`Masker` of all ``envFrom``
 values of the plan (providers and services) and passes every string it writes
 through it — logs, tails, findings, reasons, test names, copied reports,
-receipts, ``--json`` and the board (DESIGN.md §2.6)::
+receipts, ``--json`` and the board (docs/threat-model.md)::
 
     masker = Masker.from_plan(plan)
     masker.text("token=s3cr3t-value")        # "token=***"
     masker.outcome(outcome)                   # every string field of an Outcome
 
 Values shorter than :data:`MIN_LENGTH` characters are not masked (they would
-blank ordinary words); preflight warns about them (DESIGN.md §13).
+blank ordinary words); preflight warns about them (docs/design.md).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ class Claim:
     ref: str | None = None
     input_mode: InputMode | None = None
     location: Location | None = None
-    archetype: Archetype = "behavioral"  # DESIGN.md §11
+    archetype: Archetype = "behavioral"  # docs/grounding.md
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class Repository:
     path: Path  # absolute
     relpath: str  # as written in evidence.yaml
     setup: tuple[tuple[str, ...], ...] = ()
-    entry_points: tuple[str, ...] = ()  # "file glob::function glob" (DESIGN.md §11)
+    entry_points: tuple[str, ...] = ()  # "file glob::function glob" (docs/grounding.md)
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,10 @@ class Provider:
     issuer: str | None = None
     receipts: str | None = None
     max_age_s: int | None = None
-    accepts: tuple[str, ...] = ()  # providers whose prove-made receipts it accepts (§2.6)
-    # grounding (§11): the repository's entry points, copied by the plan onto the
+    accepts: tuple[
+        str, ...
+    ] = ()  # providers whose prove-made receipts it accepts (docs/threat-model.md)
+    # grounding (docs/grounding.md): the repository's entry points, copied by the plan onto the
     # providers whose result depends on them (test-discovery, mutation)
     entry_points: tuple[str, ...] = ()
     # mutation

@@ -15,7 +15,7 @@ from changeloop.model import ClaimMark, Provider, Status
 
 @dataclass(frozen=True)
 class Finding:
-    """DESIGN.md §2.5: ``{kind, message, severity?, file?, line?}``."""
+    """docs/design.md: ``{kind, message, severity?, file?, line?}``."""
 
     kind: str
     message: str
@@ -79,7 +79,7 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, JSON-able
     issuer: str | None = None  # external: the accepted receipt's issuer
     url: str | None = None
-    # DESIGN.md §11: claim -> [{test, depth, ref, result, grounding}], and claim -> {total, killed}
+    # claim -> [{test, depth, ref, result, grounding}], and claim -> {total, killed}
     citations: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     mutation: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
@@ -89,7 +89,7 @@ def mark_listed_claims(provider: Provider, outcome: Outcome) -> Outcome:
 
     Fail ⇒ each listed claim ``failed``; inconclusive ⇒ none of them credited (a
     ``failed`` mark from a test citing it stands); pass ⇒ ``credited`` unless the
-    adapter marked it itself (grounding may leave a listed claim uncredited, §11).
+    adapter marked it itself (grounding may leave a listed claim uncredited, docs/grounding.md).
     Sealing applies it to every outcome (run/seal.py).
     """
     if not provider.claims:

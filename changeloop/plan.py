@@ -8,7 +8,7 @@ resolved values::
     plan.providers["test"].resources   # ("workspace-read:self",)
 
 Configured providers replace derived ones of the same name entirely
-(DESIGN.md §2.2); configured ones come first, in file order.
+ (docs/execution-yaml.md); configured ones come first, in file order.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ MULTI_REPOSITORY_ADAPTERS = frozenset({"contract-digest", "external"})
 
 
 def display_path(root: Path, path: Path) -> str:
-    """Paths in messages and JSON are relative to the workspace root (DESIGN.md §2.5)."""
+    """Paths in messages and JSON are relative to the workspace root (docs/design.md)."""
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
@@ -112,7 +112,7 @@ def _resolve(provider: Provider, repositories: Mapping[str, Repository]) -> Prov
     return replace(provider, **changes) if changes else provider
 
 
-# Adapters whose result depends on the repository's entry points (DESIGN.md §11).
+# Adapters whose result depends on the repository's entry points (docs/grounding.md).
 GROUNDED_ADAPTERS = frozenset({"test-discovery", "mutation"})
 
 

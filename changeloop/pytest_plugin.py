@@ -15,7 +15,7 @@ Each cited id becomes a JUnit ``<property name="claim" value="id"/>``
 ``--strict-markers`` accepts it.
 
 It also records where the repository's own packages were imported from
-(DESIGN.md §6 "The code proven is the code in the content"): with
+ (docs/bootstrap.md): with
 ``CHANGELOOP_PACKAGES`` (comma-separated top-level names) and
 ``CHANGELOOP_IMPORTS_DIR`` set, it writes ``imports-<pid>.json`` there after
 collection and at the end of the session — ``{"executable": ...,

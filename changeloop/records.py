@@ -42,13 +42,13 @@ class ProveOptions:
     dask_tls_key: Path | None = None
     dask_insecure: bool = False  # --dask-insecure: a cluster without TLS is accepted
     dask_worker_timeout: float = 30.0  # a worker silent this long (no heartbeat) is lost
-    publish: Path | None = None  # --publish DIR (DESIGN §10)
+    publish: Path | None = None  # --publish DIR (docs/scale-out.md)
     cache_from: Path | None = None  # --cache-from DIR
     # --trust-from / --trust-keyring: judged with a trust other than the checkout's, which
     # the no-change record does not key on (so such a run neither writes nor keeps one)
     own_trust: bool = False
     # Content trees already computed this invocation (checkout path -> tree), by the
-    # no-change check that found them changed: the run starts from them (issue 15).
+    # no-change check that found them changed: the run starts from them.
     trees: Mapping[str, str] = field(default_factory=dict)
 
 

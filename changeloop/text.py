@@ -3,7 +3,7 @@
 Signed strings (a receipt's change, issuer, reason, …) are chosen by whoever
 signed them. Printed raw, an ANSI escape in one could clear the screen, recolour
 "invalid" as "valid" or hide a line; a lone surrogate could crash the writer.
-Everything that prints such text escapes it first (DESIGN.md §2.6).
+Everything that prints such text escapes it first (docs/threat-model.md).
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Claim and change verdicts from receipts (DESIGN.md §7).
+"""Claim and change verdicts from receipts (docs/verbs/prove.md).
 
 A ``pass`` receipt credits a claim only when it says so (the provider lists the
 claim, or a test that passed in that very run cites it). A green suite that
@@ -279,7 +279,7 @@ def _requires(plan: Plan, receipts: Sequence[ReceiptView]) -> dict[str, dict[str
     return out
 
 
-# -- grounding (DESIGN.md §11, §13) -------------------------------------------------------
+# -- grounding (docs/grounding.md) -------------------------------------------------------
 # The crediting rule, in one place: adapters that read citations call
 # ``citation_credits``/``listing_blocked`` to mark their receipts, and ``decide``
 # applies the listing rule to adapters that can only credit by listing (command).
@@ -349,7 +349,8 @@ def _grounding_rule(
     why: list[str],
     receipts: Sequence[ReceiptView],
 ) -> tuple[ClaimStatus, list[str]]:
-    """Apply §11 on top of the marks: listing-only credit is refused where entry points
+    """Apply the grounding rule (docs/grounding.md) on top of the marks: listing-only
+    credit is refused where entry points
     are declared, and an uncredited claim with passing citations says ``ungrounded``."""
     claim = plan.evidence.claims[cid]
     scoped = [r for r in receipts if _in_scope(r, capability, claim.repository)]

@@ -2,7 +2,7 @@
 
 Only ``pass`` receipts are ever stored — :func:`store` refuses anything else, and
 :func:`load` re-checks — so a failure or an inconclusive is never reused
-(issue 5). Receipts of adapters that judge what they read afresh on every run
+. Receipts of adapters that judge what they read afresh on every run
 (``external``: a withdrawn review or a newly imported FAILED receipt must count,
 and ``maxAge`` must keep ageing) are never stored nor reused. Envelopes are kept
 as base64 of their exact bytes and come back byte for byte: a reused
@@ -32,7 +32,7 @@ _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 # Adapters whose verdict depends on files outside every fingerprint (the change's
 # receipts/), so an equal fingerprint does not mean an equal result.
 NEVER_CACHED = frozenset({"external"})
-# Envelopes are capped at 4 MiB each (DESIGN.md §2.6); an entry holds a few, in base64.
+# Envelopes are capped at 4 MiB each (docs/threat-model.md); an entry holds a few, in base64.
 ENTRY_LIMIT = 64 * fsio.MIB
 
 

@@ -1,4 +1,4 @@
-"""The signed shared cache (DESIGN.md §10, §13): publish CI's receipts, reuse them elsewhere.
+"""The signed shared cache (docs/scale-out.md): publish CI's receipts, reuse them elsewhere.
 
 ``prove --publish DIR`` writes each receipt a run signed with ``--sign-key`` to
 ``DIR/<fingerprint hex>/<capability>.json``. ``prove --cache-from DIR`` reuses

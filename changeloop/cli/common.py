@@ -1,6 +1,6 @@
 """Flags and output helpers every verb shares.
 
-Every verb accepts ``--root`` and ``--json`` after the verb too (DESIGN.md §2.5).
+Every verb accepts ``--root`` and ``--json`` after the verb too (docs/design.md).
 With ``--json`` exactly one JSON document goes to stdout and human text to
 stderr.
 """

@@ -273,7 +273,7 @@ def _indent(text: str, prefix: str) -> str:
 
 
 def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
-    """What prove's preflight would refuse, on the plan prove would build (DESIGN.md §6).
+    """What prove's preflight would refuse, on the plan prove would build (docs/bootstrap.md).
 
     Derived wiring joins the plan only where prove lets it (``derivation_possible``,
     as in ``cli/prove_plan.load_plan``).

@@ -50,7 +50,7 @@ def _refuse_unignored(out_dir: Path) -> None:
     """Inside a git work tree, refuse an ``--out`` where git would not ignore the private key.
 
     A key written where ``git add -A`` picks it up is one commit away from
-    being public (DESIGN.md §2.6).
+    being public (docs/threat-model.md).
     """
     probe = out_dir
     while not probe.exists() and probe != probe.parent:

@@ -1,6 +1,6 @@
 """``changeloop report <change>``: one static HTML page a reviewer reads. Runs nothing.
 
-Exit 0 when the page was written, whatever the verdict (DESIGN.md §13); 2 when
+Exit 0 when the page was written, whatever the verdict (docs/design.md); 2 when
 the change, its configuration or ``--run`` is refused.
 """
 

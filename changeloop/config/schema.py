@@ -22,7 +22,7 @@ from changeloop.errors import ConfigError, Problem
 if TYPE_CHECKING:  # jsonschema is imported only to validate (~30 ms at start-up)
     from jsonschema import ValidationError
 
-# Durations past these are a typo, not a plan (DESIGN.md §5; docs/processes.md):
+# Durations past these are a typo, not a plan (docs/processes.md):
 # a command may run up to a week, and a receipt may be accepted up to a century
 # old. Beyond them a timer or a date computation would overflow or never fire.
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000

@@ -28,7 +28,7 @@ from changeloop.fsio import read_regular
 ALIAS_BUDGET = 10_000
 MAX_BYTES = 4 * 1024 * 1024
 # Integers must be exact in every JSON reader (I-JSON, RFC 7493) because they end
-# up in canonicalized receipts and fingerprints: refused when read (DESIGN.md §5).
+# up in canonicalized receipts and fingerprints: refused when read (docs/processes.md).
 MAX_INTEGER = 2**53 - 1
 
 YamlPath = tuple[str | int, ...]

@@ -1,4 +1,4 @@
-"""Tool capability contracts: the flags and subcommands each adapter relies on (DESIGN.md §12).
+"""Tool capability contracts: the flags and subcommands each adapter relies on (docs/verbs/gate.md).
 
 Each ``<tool>.yaml`` beside this module names, for one runner an adapter
 drives, how the project resolves it and which capabilities the adapter's

@@ -7,7 +7,7 @@
 ``detect_repository`` parses manifests (TOML/JSON/INI as data), looks for the
 repository's own installed tools (``node_modules/.bin``, ``.venv``) and, last,
 test files' imports. One detection per test type survives, by the precedence
-configured > manifest > environment > source import (DESIGN.md §6).
+configured > manifest > environment > source import (docs/bootstrap.md).
 ``derived_for`` is what ``prove`` calls to get derived wiring for a change.
 """
 

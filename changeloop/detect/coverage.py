@@ -35,7 +35,7 @@ def provider_covers(provider: Provider, repos: Iterable[str]) -> set[tuple[str, 
 def effective(
     configured: Mapping[str, Provider], derived: Mapping[str, Provider]
 ) -> dict[str, Provider]:
-    """execution.yaml providers replace derived ones of the same name (DESIGN.md §2.2)."""
+    """execution.yaml providers replace derived ones of the same name (docs/execution-yaml.md)."""
     merged = dict(derived)
     merged.update(configured)
     return merged

@@ -7,7 +7,7 @@ Example::
               own='src/mylib', interpreter='python3')]
 
 ``evidence doctor`` catches before anything runs what the pytest plugin would
-find afterwards (DESIGN.md §6): an installed copy in the interpreter's
+find afterwards (docs/bootstrap.md): an installed copy in the interpreter's
 site-packages shadowing the repository's code. It runs the command's own
 interpreter with a tiny script of ``importlib.util.find_spec`` calls for the
 project's top-level names — ``find_spec`` of a top-level package locates it

@@ -5,8 +5,8 @@ Example::
     >>> [(c.runner, c.evidence) for c in test_commands(Path("."))]
     [('unittest', 'tox.ini [testenv] commands')]
 
-How the maintainers run their tests decides the runner (DESIGN.md §6, §13
-"unittest"): a project whose tox.ini runs ``python -m unittest`` is a unittest
+How the maintainers run their tests decides the runner (docs/bootstrap.md): a
+project whose tox.ini runs ``python -m unittest`` is a unittest
 project even when pytest configuration is also present — pytest would not run
 its ``load_tests`` doctests, and the suite would shrink silently. Everything
 here is read as data and never executed: tox.ini/setup.cfg with configparser,

@@ -1,6 +1,6 @@
 """Can the interpreter a Python test command runs import the runner and the project?
 
-``evidence doctor`` asks before ``prove`` trips over it (DESIGN §6): a derived
+``evidence doctor`` asks before ``prove`` trips over it (docs/bootstrap.md): a derived
 ``python -m pytest`` run by a bare system interpreter discovers 0 tests when
 pytest, the project or its test dependencies are not installed there. The
 command's own interpreter is asked with ``importlib.util.find_spec`` (locates

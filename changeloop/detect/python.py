@@ -3,7 +3,7 @@ manifests, the repository's own virtualenv, or test imports.
 
 A command the project's own configuration runs (``python -m unittest`` in
 tox.ini) comes first among the manifest signals, so it decides the runner over
-the mere presence of pytest configuration (DESIGN.md §13 "unittest").
+the mere presence of pytest configuration (docs/design.md).
 
 The environment is the repository's (``.venv/``, ``venv/``), never the
 interpreter changeloop runs in: an empty repository has no signal. Installed

@@ -1,6 +1,6 @@
 """How a JavaScript project runs its tests, read from its own package.json scripts.
 
-Derived wiring runs the tests the way the maintainers do (DESIGN §6): the
+Derived wiring runs the tests the way the maintainers do (docs/bootstrap.md): the
 ``test`` script (or ``test:unit``) is followed through ``npm run``/``pnpm``/
 ``yarn`` calls to each runner invocation (vitest, jest, mocha, ``node --test``,
 ``playwright test``), whose flags and paths are kept (``--config``,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 Source = Literal["configured", "manifest", "environment", "source_import"]
 
-# Lower rank wins (DESIGN.md §6: configured > manifest > environment > source import).
+# Lower rank wins (docs/bootstrap.md).
 SOURCE_RANK: dict[str, int] = {
     "configured": 0,
     "manifest": 1,

@@ -104,7 +104,9 @@ class JobResult:
     report: bytes | None = None  # None: the job wrote no report
     report_error: str | None = None  # the report exists but could not be read
     files: Mapping[str, bytes] = field(default_factory=dict)  # "<dir>/<name>" -> bytes
-    worker: str | None = None  # the remote worker that ran it (DESIGN §10); None: this machine
+    worker: str | None = (
+        None  # the remote worker that ran it (docs/scale-out.md); None: this machine
+    )
     # why a remote executor could not give the command a fair run: (status, finding kind,
     # message), e.g. ("fail", "content-mismatch", …) or ("inconclusive", "worker-lost", …)
     failure: tuple[str, str, str] | None = None

@@ -95,7 +95,7 @@ def read_report(
 
     if job.keep_report:
         with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts
-            # masked before it is stored (DESIGN §2.6): a test may assert on an envFrom value
+            # masked before it is stored: a test may assert on an envFrom value
             Masker(secrets).copy_file(path, log_dir / f"report{path.suffix or '.txt'}")
     try:
         return read_regular(path, limit=REPORT_LIMIT, what="report"), None

@@ -1,7 +1,6 @@
 """The environment that runs a command: which executable, and what it can import.
 
-Two jobs, both about the executable a provider's command names (DESIGN §5, §10,
-§13 "Environment part of a fingerprint"):
+Two jobs, both about the executable a provider's command names (docs/processes.md):
 
 - :func:`resolve_argv` — derived wiring names its interpreter ``python``; the
   repository's own virtualenv (``.venv/bin/python``) is chosen when the command
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from changeloop import fsio
 from changeloop.errors import FileRefused
 
-if TYPE_CHECKING:  # annotations only: a no-change re-prove builds no model (issue 15)
+if TYPE_CHECKING:  # annotations only: a no-change re-prove builds no model
     from changeloop.model import Plan, Provider
 
 __all__ = [

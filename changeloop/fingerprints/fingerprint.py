@@ -1,7 +1,7 @@
 """Fingerprints: sha256 over everything a provider's result depends on.
 
 Equal fingerprint ⇒ an earlier ``pass`` receipt still speaks for the provider
-(DESIGN.md §1, §5). The fingerprint is the sha256 of the RFC 8785 form of the
+ (docs/design.md). The fingerprint is the sha256 of the RFC 8785 form of the
 provider's *effective wiring* — never the bytes of ``execution.yaml`` as a
 whole, so editing one provider re-runs that provider alone — plus the content
 it ran against and the fingerprints of the providers it depends on.
@@ -284,7 +284,7 @@ class InputsIndex:
         return sorted(p for p, (mode, _blob) in self._entries.items() if mode == "120000")
 
     def matches(self, globs: Sequence[str]) -> list[str]:
-        """The listed paths git's ``ls-files -- ':(glob)<g>'…`` would name (DESIGN.md §5).
+        """The listed paths git's ``ls-files -- ':(glob)<g>'…`` would name (docs/processes.md).
 
         ``src`` covers everything under ``src/``; see :mod:`changeloop.fingerprints.pathspec`.
         """
@@ -392,7 +392,7 @@ def external_symlinks(workdir: Path, links: Sequence[str]) -> dict[str, str]:
     only when it is a file of the content identity. A target outside ``workdir``, under
     its top-level ``openspec/`` (left out of the identity) or in ``.git/``, or one git
     ignores, is not: the identity of a repository holding such a link is open, and
-    nothing proves its result still holds (DESIGN.md §2.6). The value says where it
+    nothing proves its result still holds (docs/threat-model.md). The value says where it
     points, as the finding names it.
     """
     root = workdir.resolve()

@@ -1,6 +1,6 @@
 """Git's ``:(glob)`` pathspec matching, in Python, byte for byte as git 2.39 does it.
 
-``inputs`` (DESIGN.md §5) follow git's pathspec semantics, so ``src`` covers
+``inputs`` (docs/processes.md) follow git's pathspec semantics, so ``src`` covers
 everything under ``src/``. Asking git per provider would cost one process per
 provider; this module answers the same question from a listing made once:
 

@@ -1,4 +1,4 @@
-"""The wiring digest: what a receipt says about *how* it was made (DESIGN.md §2.6, §13).
+"""The wiring digest: what a receipt says about *how* it was made (docs/threat-model.md).
 
 The content identity leaves ``openspec/`` out, and the wiring lives there, so
 content alone cannot bind a receipt to the commands that produced it. The

@@ -1,8 +1,8 @@
 """Files on disk without surprises: exclusive atomic writes and bounded regular reads.
 
 - :mod:`~changeloop.fsio.writes`: a temporary file created exclusively, then
-  renamed over the name (never through a planted symlink, DESIGN.md §2.6);
-  groups of files committed in rounds that outlive a power cut (DESIGN.md §13).
+  renamed over the name (never through a planted symlink, docs/threat-model.md);
+  groups of files committed in rounds that outlive a power cut (docs/design.md).
 - :mod:`~changeloop.fsio.reads`: regular files read without blocking and with
   a size cap.
 - :mod:`~changeloop.fsio.beneath`: a file written below a directory others can

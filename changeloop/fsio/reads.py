@@ -3,7 +3,7 @@
 Reads of files that wiring names (keys, reports, contracts) go through
 :func:`read_regular`: it opens without blocking (a FIFO cannot hang a run),
 insists on a regular file (``/dev/zero`` cannot grow memory) and reads at most
-``limit`` bytes (DESIGN.md §5 "Faults").
+``limit`` bytes (docs/processes.md).
 
 Changeloop's own state files (``.changeloop/executables.json``,
 ``validated.json``, ``durations.json``, ``run.json``, records) are read with

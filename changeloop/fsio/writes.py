@@ -1,10 +1,10 @@
 """Exclusive atomic writes: never through a planted symlink, never half a file.
 
-Writes never follow a planted symlink (DESIGN.md §2.6): each file is first
+Writes never follow a planted symlink (docs/threat-model.md): each file is first
 written to a temporary file created *exclusively* (``O_CREAT|O_EXCL|
 O_NOFOLLOW``) in the destination directory, then renamed over the name — a
 rename replaces a symlink standing at the name instead of writing through it.
-Durability follows DESIGN.md §13: every file of a round is written and fsynced,
+Durability follows docs/design.md: every file of a round is written and fsynced,
 then every name is renamed, then each directory is fsynced once; a kill -9
 leaves the old file or the new one, never half of one.
 """
@@ -98,7 +98,7 @@ def commit(
     groups: Sequence[Sequence[Pending]], *, made: set[str] | None = None
 ) -> list[OSError | None]:
     """Write every group's files in one round: write all, fsync all, rename all, fsync each
-    directory once (DESIGN.md §13). Returns each group's first error (None: all renamed).
+    directory once (docs/design.md). Returns each group's first error (None: all renamed).
 
     Parent directories are made (``made`` remembers those known to exist, as strings). A group
     that fails leaves no temporary file and keeps the names it had already renamed;

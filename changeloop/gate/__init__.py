@@ -1,4 +1,4 @@
-"""Re-verify a change's latest receipts without running anything (DESIGN.md §12, §13).
+"""Re-verify a change's latest receipts without running anything (docs/verbs/gate.md).
 
 Example::
 

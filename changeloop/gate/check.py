@@ -8,7 +8,7 @@ Example::
 A receipt counts only when every subject tree equals the current content
 identity *in the receipt's own sandbox mode* (worktree ⇒ tracked files only,
 else tracked + untracked) and its wiring digest equals the current wiring of
-the provider that made it (DESIGN.md §2.6). A pass older than the ``maxAge`` of
+the provider that made it (docs/threat-model.md). A pass older than the ``maxAge`` of
 the external provider that takes it counts as the fail ``prove`` would write
 (:mod:`~changeloop.gate.freshness`).
 """
@@ -78,7 +78,7 @@ class Trees:
 
 
 def current_wiring(plan: Plan, provider: Provider) -> str:
-    """The wiring digest this checkout's plan gives ``provider`` (DESIGN.md §2.6)."""
+    """The wiring digest this checkout's plan gives ``provider`` (docs/threat-model.md)."""
     from changeloop.fingerprints.wiring import wiring_digest
 
     return wiring_digest(plan, provider)

@@ -1,4 +1,4 @@
-"""Which keys ``gate`` trusts, and what a committed receipt's key may speak for (§2.6, §13).
+"""Which keys ``gate`` trusts, and what a committed receipt's key may speak for.
 
 Example::
 
@@ -43,7 +43,7 @@ def external_keys(plan: Plan) -> list[Trusted]:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a committed receipt's signing key may speak for (DESIGN.md §2.6, §13).
+    """What a committed receipt's signing key may speak for (docs/threat-model.md).
 
     A key named by an ``external`` provider vouches for sign-offs of that
     provider's capability and for ``prove`` receipts of the providers it

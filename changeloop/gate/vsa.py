@@ -1,4 +1,4 @@
-"""A signed SLSA Verification Summary Attestation over one change (DESIGN.md §12).
+"""A signed SLSA Verification Summary Attestation over one change (docs/verbs/gate.md).
 
 Usage::
 
@@ -233,7 +233,7 @@ def _digest_problem(
 
 
 def shape_problem(statement: Any) -> str | None:
-    """None when ``statement`` is a changeloop VSA of the shape DESIGN.md §13 fixes."""
+    """None when ``statement`` is a changeloop VSA of the shape docs/design.md fixes."""
     if not isinstance(statement, dict):
         return "the signed payload is not a JSON object"
     if statement.get("_type") != STATEMENT_TYPE:

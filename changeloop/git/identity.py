@@ -1,6 +1,6 @@
 """Content identity: the git tree of what was proven, ``openspec/`` left out.
 
-DESIGN.md §2.3: the subject of every receipt is a real git tree object that
+docs/receipts.md: the subject of every receipt is a real git tree object that
 anyone can reproduce with plain git. It is written through a *temporary* index
 (``GIT_INDEX_FILE``), so no ref, branch or index of the user ever moves, and
 the top-level ``openspec/`` of the repository is removed from it, so that
@@ -198,7 +198,7 @@ def content_tree(repo: Path, *, include_untracked: bool) -> str:
 
 
 def identity_refusal(exc: ChangeloopError, repo: Path) -> ChangeloopError:
-    """A git failure while identifying content refuses the run (exit 2, DESIGN §13),
+    """A git failure while identifying content refuses the run (exit 2, docs/design.md),
     with git's own words as the cause rather than a guess."""
     problems = [
         dataclasses.replace(

@@ -1,4 +1,4 @@
-"""Claims grounded in code (DESIGN.md §11): entry points, per-test traces, citations.
+"""Claims grounded in code (docs/grounding.md): entry points, per-test traces, citations.
 
 ``tracer`` is standard-library only (it runs inside a project's pytest);
 ``entrypoints`` resolves ``entryPoints`` patterns with ``ast``, naming functions

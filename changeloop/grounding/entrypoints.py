@@ -105,7 +105,7 @@ def resolve(root: Path, patterns: Sequence[str]) -> Resolved:
 
 
 def preflight(plan: Plan) -> list[Problem]:
-    """A pattern that matches no function is refused, naming it (DESIGN.md §11)."""
+    """A pattern that matches no function is refused, naming it (docs/grounding.md)."""
     problems: list[Problem] = []
     locations = plan.execution.entry_point_locations if plan.execution else {}
     for name, repo in plan.repositories.items():

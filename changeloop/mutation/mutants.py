@@ -7,7 +7,7 @@ Example::
     [m.kind for m in found]        # ["arithmetic", "return-value"]
     found[0].source                # "def add(a, b):\\n    return a - b"
 
-Operators (DESIGN.md §11): comparison (``<``↔``<=``, ``>``↔``>=``, ``==``↔``!=``,
+Operators (docs/grounding.md): comparison (``<``↔``<=``, ``>``↔``>=``, ``==``↔``!=``,
 ``is``↔``is not``, ``in``↔``not in``), boolean (``and``↔``or``, ``not x`` → ``x``),
 arithmetic (``+``↔``-``, ``*``↔``/``, ``//`` → ``*``, ``%`` → ``//``, ``**`` → ``*``,
 in expressions and augmented assignments), constant (numbers ``n`` → ``n + 1``,

@@ -160,7 +160,7 @@ def _decide(  # noqa: PLR0917 (one caller)
         content.verdict()  # the content's miss is the one said, when it missed too
         raise
     # Only now: laid out while git ran, a run directory cost a miss more than it saved a
-    # hit (its removal waits on the file system's journal; bench/README.md, issue 15 hF).
+    # hit (its removal waits on the file system's journal; bench/README.md).
     ensure_gitignored(root)
     laid = lay_out(state, change_id, doc, run_id)
     write_run(change_id, doc, jobs, laid)

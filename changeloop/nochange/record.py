@@ -295,7 +295,7 @@ def _cached_form(
 
     Built by the same function the run uses to reuse a cached pass
     (:func:`changeloop.run.seal.reused`); the verdict is decided again from those
-    views (no notes: nothing failed to run). tests/test_nochange.py holds the two equal.
+    views (no notes: nothing failed to run). tests/nochange/test_nochange.py holds the two equal.
     """
     from changeloop.records import ProveResult
     from changeloop.run.fold import views

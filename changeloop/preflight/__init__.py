@@ -1,4 +1,4 @@
-"""Refuse a plan before anything runs (DESIGN.md §4), reporting every problem at once.
+"""Refuse a plan before anything runs (docs/scheduling.md), reporting every problem at once.
 
 A user fixing wiring wants the whole list, not one error per attempt, so
 :func:`check` collects everything (sorted by file position) and :func:`enforce`
@@ -36,7 +36,7 @@ def check(plan: Plan) -> list[Problem]:
     if any(repo.entry_points for repo in plan.repositories.values()):
         from changeloop.grounding import entrypoints  # only to read the code they name
 
-        problems += entrypoints.preflight(plan)  # DESIGN.md §11: a pattern matching nothing
+        problems += entrypoints.preflight(plan)  # docs/grounding.md: a pattern matching nothing
 
     for provider in plan.providers.values():
         mine = list(provider_problems(plan, provider, at))

@@ -20,7 +20,7 @@ from changeloop.errors import Problem
 from changeloop.model import Plan
 from changeloop.preflight.locate import Locator
 
-# Keys every adapter accepts (DESIGN.md §2.2 "Common provider keys"), in the docs' order.
+# Keys every adapter accepts (docs/execution-yaml.md), in the docs' order.
 COMMON = (
     "adapter",
     "repository",

@@ -98,7 +98,7 @@ async def end_group(pgid: int, grace_s: float) -> bool:
 
 # -- what a run started, recorded so that a later run can end it ------------
 #
-# Layout (DESIGN.md §5 "Faults"; docs/processes.md):
+# Layout (docs/processes.md):
 #   .changeloop/runs/<run-id>/pgroups/owner.json    {"pid", "start"} of the changeloop process
 #   .changeloop/runs/<run-id>/pgroups/<pgid>.json   {"pgid", "start", "owner", "ownerStart", "argv"}
 # Each file is written atomically; a group's file is removed when the group

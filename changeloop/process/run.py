@@ -3,7 +3,7 @@
 Every command runs as the leader of a new session (so of a new process group),
 and whatever it leaves behind in that group is ended with it: a grandchild that
 ignores SIGTERM and holds the output pipe can neither hang changeloop nor
-outlive the run (DESIGN.md §5).
+outlive the run (docs/processes.md).
 
     result = await run_process(["pytest", "-q"], cwd=repo, env=dict(os.environ),
                                timeout_ms=1_800_000, log_dir=run_dir / "logs",
@@ -133,7 +133,9 @@ async def _spawn(
     env = dict(env)
     for name in GIT_REDIRECTS:
         env.pop(name, None)
-    if run_dir is not None:  # a run's process: marked, so a later run can find it (§5 Faults)
+    if (
+        run_dir is not None
+    ):  # a run's process: marked, so a later run can find it (docs/processes.md)
         env[OWNER_ENV] = owner_marker()
         env[RUN_ENV] = run_dir.name
         # and git in it never climbs out of its sandbox (or above the checkout)

@@ -8,7 +8,7 @@ heavy is imported: until the error boundary arms it a signal is only recorded
 a signal into cancellation of the work instead.
 
 Ctrl-C must end every running process group and write nothing for unfinished
-work (DESIGN.md §4); cancellation does exactly that, because every awaiting
+work (docs/scheduling.md); cancellation does exactly that, because every awaiting
 piece of the engine cleans up in a shielded scope and re-raises. The CLI then
 exits 130.
 

@@ -3,8 +3,7 @@
 A run counts as dead only when its owner (``pgroups/owner.json``, written by
 :mod:`changeloop.process.groups`) is gone, pid reuse included; then its
 recorded groups and every process carrying its owner marker are ended, and
-the temp files whose writer is gone are removed (DESIGN.md §5 "Faults";
-docs/processes.md)::
+the temp files whose writer is gone are removed (docs/processes.md)::
 
     report = sweep(root / ".changeloop")   # report.runs, report.processes, report.removed
 """

@@ -118,7 +118,7 @@ def requirement_lines(path: Path) -> list[str]:
 
 
 class Unreadable:
-    """Directories a scan could not open, relative to the scanned root (issue 18 §5).
+    """Directories a scan could not open, relative to the scanned root.
 
     A root-owned ``0700`` directory (a database volume) is skipped, never fatal:
     detection reports what it could read and says what it could not.

@@ -6,7 +6,7 @@ Example::
     {'changeloop': 'changeloop'}
 
 A receipt binds to a content tree, so the tests must have run that tree's code
-(DESIGN.md §6 "The code proven is the code in the content"). To check where a
+ (docs/bootstrap.md). To check where a
 package was imported from, first know which packages are the project's own:
 
 - declared: flit ``[tool.flit.module] name``; setuptools ``[tool.setuptools]

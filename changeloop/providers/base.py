@@ -37,7 +37,7 @@ class RunContext:
     """Everything an adapter may use while running one provider.
 
     An adapter that runs a command builds it with :meth:`job` and hands it to
-    ``executor`` (DESIGN.md §9); it never starts a process itself.
+    ``executor`` (docs/ARCHITECTURE.md); it never starts a process itself.
     """
 
     plan: Plan
@@ -226,7 +226,7 @@ def read_own_workspace(provider: Provider, plan: Plan) -> tuple[str, ...]:  # no
 def escape_reason(path: str) -> str | None:
     """Why ``path`` leaves its repository on paper (absolute, or climbing with ``..``), or None.
 
-    The one path-escape check (DESIGN §9): preflight, every adapter and the
+    The one path-escape check (docs/ARCHITECTURE.md): preflight, every adapter and the
     contract digest ask it, on POSIX and Windows spellings alike.
     """
     posix, windows = PurePosixPath(path), PureWindowsPath(path)

@@ -12,7 +12,7 @@ key makes it ``ignored``), the receipt schema, who made it — a ``receipt sign`
 sign-off for this capability, or a ``prove`` receipt of a provider in ``accepts``
 whose wiring digest equals this checkout's — then the full verification bound to
 the change, the current content of every repository involved, the claims, the
-issuer and ``maxAge`` (DESIGN.md §3, §2.6). Choosing among the files is
+issuer and ``maxAge`` (docs/adapters). Choosing among the files is
 :mod:`changeloop.providers.external_judge`.
 """
 

@@ -5,7 +5,7 @@ Example::
     judge(provider, root, [Judged(path, "valid", verified=v)])   # [Outcome(status="pass")]
     judge(provider, root, [Judged(path, "ignored")])             # [] — no receipt at all
 
-Rules (DESIGN.md §3): a file nobody can parse or verify (``broken``) fails
+Rules (docs/adapters): a file nobody can parse or verify (``broken``) fails
 closed — it may be the receipt that says FAILED; else a valid receipt whose
 result is not PASSED wins over any PASSED one; else a valid PASSED one passes
 and credits the provider's ``claims``; else, when some were addressed to it

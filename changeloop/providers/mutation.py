@@ -1,4 +1,4 @@
-"""The ``mutation`` adapter: how much do a claim's citing tests check? (DESIGN.md §11)
+"""The ``mutation`` adapter: how much do a claim's citing tests check? (docs/grounding.md)
 
 Example execution.yaml::
 

@@ -6,7 +6,7 @@ A direct ``playwright test`` command (``npx playwright test``, ``npx
 the JSON goes to the ``report`` path through ``PLAYWRIGHT_JSON_OUTPUT_NAME``.
 A wrapper (``npm run e2e``) runs as written and must write ``report`` itself.
 
-Playwright's own output never lands in the user's tree (issue 13, item 9): a
+Playwright's own output never lands in the user's tree: a
 direct command also gets ``--output <run dir>/playwright-output`` at run time
 (unless it names ``--output``), and every command gets
 ``PLAYWRIGHT_LAST_RUN_OUTPUT_FILE`` and ``PLAYWRIGHT_HTML_OUTPUT_DIR`` there

@@ -10,7 +10,7 @@ A test credits a claim through a ``{type: "claim", description: "<id>"}``
 annotation only when it passed (a flaky pass only with ``allowFlaky``); a failing
 citing test marks it ``failed``; browser automation never credits a claim that
 needs ``os-input``. A green run that leaves a needed claim uncredited is
-``inconclusive``, never ``pass`` (DESIGN.md §3, §7).
+``inconclusive``, never ``pass`` (docs/adapters).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def inject(
         plugin_dir.mkdir(parents=True, exist_ok=True)
         imports_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PLUGIN_FILE, plugin_dir / f"{PLUGIN}.py")
-        shutil.copyfile(TRACER_FILE, plugin_dir / "changeloop_grounding.py")  # §11 grounding
+        shutil.copyfile(TRACER_FILE, plugin_dir / "changeloop_grounding.py")  # grounding
     except OSError:
         return Injected(tuple(argv), env, None)
     path = env.get("PYTHONPATH", "")

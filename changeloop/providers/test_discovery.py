@@ -8,7 +8,7 @@ Example execution.yaml::
       report: .changeloop/reports/test.xml     # relative to the repository
       minimum: 1
 
-Rules (DESIGN.md §3, REPORTS.md):
+Rules (docs/adapters):
 
 - ``test`` passes iff the exit code is 0 *and* the report shows no failed test
   and no suite-level failure. A report never outvotes the exit code; exit 0
@@ -122,7 +122,7 @@ def fingerprint_inputs(provider: Provider) -> Mapping[str, Any]:
         "format": provider.format,
         "minimum": provider.minimum,
         "discoveryProvider": provider.discovery_provider,
-        # the repository's entry points decide each citation's grounding (§11)
+        # the repository's entry points decide each citation's grounding (docs/grounding.md)
         **({"entryPoints": sorted(provider.entry_points)} if provider.entry_points else {}),
     }
 
@@ -191,7 +191,9 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
     env = {"PYTHONDONTWRITEBYTECODE": "1", **injected.env}
     collect: tuple[str, ...] = ()
     inputs: tuple[tuple[str, bytes], ...] = ()
-    if injected.imports_dir is not None:  # the plugin is in: it traces citing tests (§11)
+    if (
+        injected.imports_dir is not None
+    ):  # the plugin is in: it traces citing tests (docs/grounding.md)
         env = grounding.configure(ctx.run_dir, repo, workdir, provider.entry_points, env)
         collect = (injected.imports_dir.name, grounding.FOLDER)
         inputs = grounding.shipped(ctx.run_dir)  # travels with the job to a remote worker

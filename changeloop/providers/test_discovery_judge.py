@@ -1,4 +1,4 @@
-"""The ``test`` and ``discovery`` verdicts of a test run (pure; DESIGN.md §3).
+"""The ``test`` and ``discovery`` verdicts of a test run (pure; docs/adapters).
 
 Example::
 

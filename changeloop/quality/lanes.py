@@ -1,4 +1,4 @@
-"""Consumer-quality lanes: ``quality/foundation-quality.json`` (DESIGN.md §12, §13).
+"""Consumer-quality lanes: ``quality/foundation-quality.json`` (docs/verbs/gate.md).
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""``changeloop report``: one self-contained HTML page of a change's evidence (DESIGN.md §12).
+"""``changeloop report``: one self-contained HTML page of a change's evidence (docs/verbs/gate.md).
 
 :mod:`~changeloop.report.collect` gathers (verification is ``gate``'s),
 :mod:`~changeloop.report.model` holds the records, :mod:`~changeloop.report.render`

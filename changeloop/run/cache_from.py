@@ -1,4 +1,4 @@
-"""``prove --cache-from DIR``: the run's view of a shared cache (DESIGN.md §10).
+"""``prove --cache-from DIR``: the run's view of a shared cache (docs/scale-out.md).
 
 A receipt CI signed counts only when its fingerprint equals the one this run
 computes *as that issuer would*: the fingerprint names the issuer, so each

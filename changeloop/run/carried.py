@@ -1,4 +1,4 @@
-"""Inputs digests carried over from the signed no-change record (issue 15).
+"""Inputs digests carried over from the signed no-change record.
 
 A provider's inputs digest (``fingerprint.InputsIndex.digest``) is a function of
 its globs and of the files they match in the repository's content tree: path,

@@ -3,7 +3,7 @@
 The writer hands each provider's files (run directory, ``latest/``, cache entry)
 to :meth:`GroupCommit.submit` and goes on; one worker thread takes whatever has
 queued up and writes it as one batch with :func:`changeloop.fsio.commit` (write
-all, fsync all, rename all, fsync each directory once — DESIGN.md §13). While
+all, fsync all, rename all, fsync each directory once — docs/design.md). While
 it waits on the disk the next processes run, and the groups that queue up
 meanwhile share the next round's fsyncs: a round waits up to :data:`BATCH_S`
 for company after its first group (a kill -9 in that window loses what a kill

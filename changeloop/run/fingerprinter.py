@@ -1,4 +1,4 @@
-"""``Fingerprinter``: what a provider's result depends on, as one digest (DESIGN.md §2.4).
+"""``Fingerprinter``: what a provider's result depends on, as one digest (docs/design.md).
 
 Pure given the repositories' content identities (passed in as a function), the
 environment and the run's HMAC key; it only memoises what it computed itself

@@ -19,7 +19,7 @@ __all__ = ["new_runlog", "record_run", "slots"]
 
 
 def slots(executor: Executor, options: ProveOptions) -> int:
-    """Providers at once: a cluster's worker threads (§10), else ``--jobs``."""
+    """Providers at once: a cluster's worker threads (docs/scale-out.md), else ``--jobs``."""
     return executor.capacity or max(1, options.jobs)
 
 
@@ -46,7 +46,7 @@ def record_run(
             for name, r in reports.items()
         }
     )
-    for name, report in reports.items():  # reused from --cache-from (§10)
+    for name, report in reports.items():  # reused from --cache-from (docs/scale-out.md)
         record = runlog.providers.get(name)
         if record is not None and report.origin == "shared":
             record.origin = "shared"

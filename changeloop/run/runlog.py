@@ -2,8 +2,8 @@
 
 The report's timeline and critical path need what receipts do not say: which
 job slot a provider held, when the scheduler started and finished it, what it
-waited for, and whether its result was made here or reused (DESIGN.md §13,
-"gate, summary, report"). The engine feeds the scheduler's events into a
+waited for, and whether its result was made here or reused (docs/design.md).
+The engine feeds the scheduler's events into a
 :class:`RunLog` and writes it once, atomically, when the run ends.
 
 Slots are assigned as the scheduler fills them: a started job takes the lowest

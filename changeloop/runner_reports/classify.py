@@ -5,7 +5,7 @@ Example::
     findings = classify(timed_out=False, output=stdout + stderr,
                         report=None, report_named="test-results/unit.xml")
 
-Kinds (DESIGN.md §2.5): ``timeout``, ``report-missing``, ``no-tests-collected``,
+Kinds (docs/design.md): ``timeout``, ``report-missing``, ``no-tests-collected``,
 ``pytest-conftest-error``, ``pytest-import-error``, ``pytest-collection-error``
 (the last two only when no report carried them), ``compile-error``.
 """

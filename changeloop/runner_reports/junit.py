@@ -171,7 +171,7 @@ def read(source: Path | bytes) -> ReportResult:
 
 
 def read_citations(el: ET.Element) -> tuple[Citation, ...]:
-    """Citations from a testcase's properties (DESIGN.md §11), in document order."""
+    """Citations from a testcase's properties (docs/grounding.md), in document order."""
     return citations_from_properties(
         (p.get("name") or "", p.get("value") or "") for p in el.iter("property")
     )

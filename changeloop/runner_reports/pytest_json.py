@@ -142,7 +142,7 @@ def _case(raw: Mapping[str, Any]) -> tuple[TestCase, list[Finding]]:
             claims[prop["claim"]] = None
     claims.update(dict.fromkeys(claim_tags(nodeid)))
     duration = sum(float(p.get("duration") or 0) for p in (setup, call, teardown) if p)
-    pairs = [  # user_properties in order: claim, claim-depth, claim-ref, grounding (§11)
+    pairs = [  # user_properties in order: claim, claim-depth, claim-ref, grounding
         (str(k), str(v))
         for prop in raw.get("user_properties") or []
         if isinstance(prop, dict)

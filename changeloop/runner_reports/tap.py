@@ -18,7 +18,7 @@ failing test named by its path. A ``# claim: <id> [depth=…] [ref=…]``
 diagnostic right after a test's result, at its indentation, cites for that test
 (node: ``t.diagnostic("claim: slug depth=unit")``).
 
-The stream must account for itself (issue 12): a plan (``1..N``) whose count
+The stream must account for itself: a plan (``1..N``) whose count
 the results do not reach or exceed, a missing top-level plan, or a ``Bail
 out!`` line make the suite failed with a finding saying which
 (``tap-plan-mismatch``, ``tap-plan-missing``, ``tap-bail-out``), whatever the

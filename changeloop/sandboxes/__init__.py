@@ -1,4 +1,4 @@
-"""Sandboxes: where each repository's providers run (DESIGN.md §5).
+"""Sandboxes: where each repository's providers run (docs/processes.md).
 
 Usage::
 

@@ -31,7 +31,7 @@ class Sandbox(ABC):
     """Where one repository's providers run during one ``prove`` run.
 
     ``identity`` is the content identity of exactly what the sandbox held when
-    it was made (DESIGN.md §2.3); ``path`` is the directory standing for the
+    it was made (docs/receipts.md); ``path`` is the directory standing for the
     repository (for a repository inside a bigger work tree, the subdirectory).
     """
 

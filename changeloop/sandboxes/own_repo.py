@@ -1,4 +1,4 @@
-"""The sandbox's own git repository (DESIGN.md §5 "Isolation", §13 "Sandboxes").
+"""The sandbox's own git repository (docs/processes.md).
 
 A sandbox is a repository of its own, so git in a provider never finds the
 user's: ``<sandbox>/.git`` is where git's discovery stops. Its objects are

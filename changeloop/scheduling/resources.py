@@ -1,6 +1,6 @@
 """Resource bookkeeping for the scheduler: RW locks per repository, mutexes otherwise.
 
-DESIGN.md §4: ``workspace-read:<repo>`` is shared, ``workspace-write:<repo>`` is
+docs/scheduling.md: ``workspace-read:<repo>`` is shared, ``workspace-write:<repo>`` is
 exclusive against every reader and writer of that repository, and any other
 name is a mutex; ``service-port:<n>`` (the users of a service) is a shared
 claim on the lock ``port:<n>`` names. A claim's ``mode`` alone says whether it
@@ -29,8 +29,7 @@ from typing import Literal
 Mode = Literal["read", "write", "mutex"]
 READ_PREFIX = "workspace-read:"
 WRITE_PREFIX = "workspace-write:"
-# The users of a service share its port (DESIGN.md §4: "a service holds
-# port:<n>"); anything naming ``port:<n>`` itself excludes them all.
+# The users of a service share its port; anything naming ``port:<n>`` itself excludes them all.
 SERVICE_PORT_PREFIX = "service-port:"
 
 

@@ -15,8 +15,8 @@ ties go to the job with more transitive dependents, then to listing order.
 
 A job that has a slot but not its resources is parked on the first refused
 lock and woken when that lock is released, so the cost per event is a few
-heap operations, never a rescan of all jobs (issue 3: ≤ 0.3 ms per job).
-Shared and exclusive claims are told apart by their mode alone (issue 12). An
+heap operations, never a rescan of all jobs.
+Shared and exclusive claims are told apart by their mode alone. An
 exclusive waiter holds back new readers only of the lock it is parked on:
 once woken for it and blocked elsewhere it lets go, so waiters never hold
 back each other's readers in a cycle while nothing runs.
@@ -156,7 +156,7 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         # Started jobs not yet taken by a worker, and the workers between two jobs: a
         # worker runs started jobs one after another, so a run has at most ``slots``
-        # tasks instead of one per job (a task costs ~20 µs of the loop; issue 15).
+        # tasks instead of one per job (a task costs ~20 µs of the loop).
         self.queue: deque[int] = deque()
         self.between = 0
 
@@ -221,7 +221,7 @@ class _Run:
     def wake(self, key: str) -> None:
         """Move the jobs that may now take ``key`` back to the ready heap.
 
-        Only the modes of the parked claims decide (issue 12): one exclusive
+        Only the modes of the parked claims decide: one exclusive
         waiter (a writer or a mutex holder) once no reader holds the lock,
         otherwise every parked reader, unless an exclusive waiter is queued.
         A lock may have readers and exclusive holders of either kind: a

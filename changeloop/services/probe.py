@@ -2,7 +2,7 @@
 
 A 200 from *some* server is not enough — the leftover-server trap is exactly
 a 200 from the wrong one — so the probe is satisfied only by the expected body
-substring, body regex, or header name + value (DESIGN.md §2.2, §5).
+substring, body regex, or header name + value (docs/execution-yaml.md).
 
     seen = await probe_once(readiness)
     if seen.ready: ...

@@ -37,12 +37,12 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.signing.jcs import canonicalize
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-MAX_ENVELOPE_BYTES = 4 * 1024 * 1024  # DESIGN.md §2.6: larger envelopes are refused unread
-MAX_DEPTH = 64  # DESIGN.md §2.6: deeper JSON is refused before it is parsed
+MAX_ENVELOPE_BYTES = 4 * 1024 * 1024  # docs/threat-model.md: larger envelopes are refused unread
+MAX_DEPTH = 64  # docs/threat-model.md: deeper JSON is refused before it is parsed
 
 
 class VerificationError(ChangeloopError):
-    """A receipt failed one check of the verification order (DESIGN.md §2.3).
+    """A receipt failed one check of the verification order (docs/receipts.md).
 
     ``check`` names the step (``json``, ``base64``, ``signature``, ``keyid``,
     ``payloadType``, ``payload``, ``statement``, ``change``, ``content``,

@@ -11,7 +11,7 @@ Usage::
     write_atomic(path, sealed.envelope)
 
 The payload is the RFC 8785 form of the statement and the receipt id is the
-sha256 of those exact bytes (DESIGN.md §2.3). ``result`` is ``PASSED`` only for
+sha256 of those exact bytes (docs/receipts.md). ``result`` is ``PASSED`` only for
 ``pass``: a verifier that ignores the extension must never read a refusal or an
 undecided run as an acceptance.
 
@@ -71,7 +71,7 @@ class ReceiptFacts:
     url: str | None = None
     # "sha256:<hex>" of the provider's wiring (changeloop.fingerprints.wiring); None for sign-offs
     wiring: str | None = None
-    # where the command ran: {"kind": "local"} or {"kind": "dask", "worker": addr} (§10)
+    # where the command ran: {"kind": "local"} or {"kind": "dask", "worker": addr}
     executor: Mapping[str, str] | None = None
 
 
@@ -154,7 +154,7 @@ def build_statement(facts: ReceiptFacts, outcome: Outcome) -> dict[str, Any]:
             else None
         ),
     }
-    if outcome.citations:  # DESIGN.md §11, §13
+    if outcome.citations:  # docs/grounding.md
         extension["citations"] = {
             claim: [dict(c) for c in cites] for claim, cites in sorted(outcome.citations.items())
         }
@@ -272,7 +272,7 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     ``durable=False`` skips the fsyncs for copies of bytes already durable
     elsewhere (a cached receipt re-listed in a run); the rename still makes the
     write all-or-nothing. The temporary file is created exclusively, so a
-    symlink planted beside ``path`` is never written through (DESIGN.md §2.6).
+    symlink planted beside ``path`` is never written through (docs/threat-model.md).
     """
     from changeloop import fsio
 

@@ -1,4 +1,4 @@
-"""Receipt verification in the fixed order of DESIGN.md §2.3.
+"""Receipt verification in the fixed order of docs/receipts.md.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Layout of ``.changeloop/`` (DESIGN.md §2.4), in one place, and the rules that keep it ours.
+"""Layout of ``.changeloop/`` (docs/design.md), in one place, and the rules that keep it ours.
 
 ``keys/`` the workspace key; ``cache/`` pass receipts by fingerprint;
 ``runs/<run-id>/`` logs, reports and receipts of one run;
@@ -6,13 +6,13 @@
 ``durations.json`` how long providers took, for critical-path scheduling;
 ``decisions/<change>.json`` the signed no-change record (changeloop.nochange).
 
-A cloned repository must not be able to plant this state (DESIGN.md §2.6): a
+A cloned repository must not be able to plant this state (docs/threat-model.md): a
 committed ``.changeloop -> somewhere`` symlink plus a committed key and cache
 entries sealed with it would make ``prove`` reuse "passes" nothing ran.
 :func:`check_state` refuses that before anything runs (exit 2); it is called
 when a :class:`StateDir` is made, so every verb that opens the state gets it.
 Damaged state that could only be ours (wrong JSON, a directory where a file
-belongs) is ignored and rebuilt instead (DESIGN.md §5 "Faults").
+belongs) is ignored and rebuilt instead (docs/processes.md).
 """
 
 from __future__ import annotations

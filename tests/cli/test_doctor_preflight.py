@@ -1,4 +1,4 @@
-"""``evidence doctor`` sees what a first ``prove`` would refuse (DESIGN.md §6).
+"""``evidence doctor`` sees what a first ``prove`` would refuse (docs/bootstrap.md).
 
 Each case breaks examples/basic one way that ``prove`` refuses before
 anything runs (exit 2); doctor must report it as an unresolved error finding

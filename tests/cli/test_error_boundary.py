@@ -1,4 +1,4 @@
-"""One error boundary for every verb, through ``python -m changeloop`` (DESIGN §9).
+"""One error boundary for every verb, through ``python -m changeloop`` (docs/ARCHITECTURE.md).
 
 A usage error or a refusal under ``--json`` still prints the verb's one JSON
 document, with ``errors``, and exits 2 — never a traceback.

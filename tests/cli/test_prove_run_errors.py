@@ -47,7 +47,7 @@ def test_unidentifiable_content_is_one_prove_shaped_error(tmp_path: Path, capsys
     git(nested, "init", "-q")
     (nested / "x").write_text("x\n")
     code, doc = prove_json(root, "c1", capsys=capsys)
-    assert code == 2  # a git refusal at identity time refuses the run (DESIGN §13)
+    assert code == 2  # a git refusal at identity time refuses the run (docs/design.md)
     assert doc["errors"][0]["code"] == "git_failed"
     assert "sub" in doc["errors"][0]["message"]  # git's own words name the cause
     for key in ("version", "status", "claims", "providers"):
@@ -60,7 +60,7 @@ def test_unidentifiable_content_is_one_prove_shaped_error(tmp_path: Path, capsys
 def test_a_state_path_that_is_not_a_directory_is_refused_naming_it(
     tmp_path: Path, capsys: Any
 ) -> None:
-    # Was a run-time "could not run" (exit 1); DESIGN.md §5 "Faults" and §13 make a
+    # Was a run-time "could not run" (exit 1); docs/processes.md "Faults" makes a
     # state path that is not a directory a refusal before anything runs (exit 2).
     root = _workspace(tmp_path)
     state = root / ".changeloop"

@@ -149,7 +149,7 @@ def test_json_syntax_duplicate_keys_versions_and_types(
     cases = {
         '{\n  "version": 1,\n  "lanes": {,}\n}\n': ("json_syntax", 3),
         '{"version": 1, "version": 1, "lanes": {}}': ("duplicate_key", 1),
-        # the second 'a' of one object, not the 'a' of another object (DESIGN §2.5: line, column)
+        # the second 'a' of one object, not the 'a' of another object (docs/design.md)
         '{"version": 1,\n "lanes": {"a": {"command": ["x"]},\n  "b": {"command": ["y"]},\n'
         '  "a": {"command": ["z"]}}}': ("duplicate_key", 4),
         '{"version": 2, "lanes": {"a": {"command": ["x"]}}}': ("version_newer", 1),

@@ -2,8 +2,7 @@
 
 Both are envelopes signed by a key the verifier does not trust here; the
 answer must be one shape: the failed check, its reason, the Problem in
-``errors``, and one line with control characters escaped (DESIGN.md §12: signed
-strings and the names around them never drive the terminal).
+``errors``, and one line with control characters escaped (docs/verbs/gate.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18 §5: a directory changeloop cannot read must not break any verb.
+"""A directory changeloop cannot read must not break any verb.
 
 A root-owned ``0700`` directory anywhere in the repository (a database
 volume, ignored by git) used to make every verb exit 1 with ``Permission

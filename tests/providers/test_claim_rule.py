@@ -1,4 +1,4 @@
-"""One claim rule for every adapter (DESIGN §9): a failed provider fails the claims it lists.
+"""One claim rule for every adapter (docs/ARCHITECTURE.md): a failed provider fails the claims it lists.
 
 Before the rule lived in one place, a failed ``playwright`` run left its listed
 claims ``uncredited`` (so the claim was merely inconclusive) while a failed

@@ -238,7 +238,7 @@ def test_one_valid_among_invalid_ones_suffices(ws: Path) -> None:
 
 
 def test_an_envelope_nobody_can_parse_fails_closed_naming_the_file(ws: Path) -> None:
-    # DESIGN §13: it may be the receipt that says FAILED, so a valid pass beside it is not enough.
+    # docs/design.md: it may be the receipt that says FAILED, so a valid pass beside it is not enough.
     put(ws, good(ws), "b.json")
     put(ws, b"{}", "c.json")
     [out] = run_external(ws)

@@ -1,4 +1,4 @@
-"""The code proven is the code in the content (issue 20 §1, DESIGN.md §6).
+"""The code proven is the code in the content (docs/bootstrap.md).
 
 A ``src/``-layout package shadowed by a different copy installed in the
 interpreter's site-packages: the tests pass against either copy, so only
@@ -287,7 +287,7 @@ def test_inside_rejects_installed_copies_inside_the_repository(tmp_path: Path) -
 def test_doctor_checks_a_unittest_project_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """unittest has no plugin, so doctor's find_spec check is what catches it (DESIGN §13)."""
+    """unittest has no plugin, so doctor's find_spec check is what catches it (docs/design.md)."""
     import yaml  # an installed package to be shadowed: changeloop's interpreter has it
 
     root = tmp_path / "proj"

@@ -1,7 +1,7 @@
 """playwright_judge.settle on hand-made reports: how a capability's claims are marked.
 
 End to end with a real browser is test_playwright_example.py / test_playwright_adapter.py;
-here each marking rule of DESIGN.md §3 is checked alone, with ``ClaimScope`` and
+here each marking rule of docs/adapters is checked alone, with ``ClaimScope`` and
 ``ReportResult`` records as the adapter's ``read`` hands them over.
 """
 

@@ -1,4 +1,4 @@
-"""Playwright's own output never lands in the user's tree (issue 13, item 9).
+"""Playwright's own output never lands in the user's tree.
 
 `test-results/.last-run.json` at the repository root made the next receipts say
 `dirty: true` and re-ran an unchanged browser provider. Proving examples/web

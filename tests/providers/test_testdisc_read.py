@@ -1,4 +1,4 @@
-"""test-discovery judges from the Job and its JobResult alone (DESIGN.md §9).
+"""test-discovery judges from the Job and its JobResult alone (docs/ARCHITECTURE.md).
 
 The executor hands back the report, the whole output and the claim plugin's
 import and trace records; ``read`` needs nothing else, so it judges the same
@@ -77,7 +77,9 @@ def test_read_needs_only_the_job_and_its_result(tmp_path: Path) -> None:
     status, marks = _statuses(here)["test"]
     assert status == "pass"
     assert marks["c-grounded"] == "credited"
-    assert marks["c-ungrounded"] == "uncredited"  # it ran core directly: ungrounded (§11)
+    assert (
+        marks["c-ungrounded"] == "uncredited"
+    )  # it ran core directly: ungrounded (docs/grounding.md)
     kinds = {f.kind for o in here for f in o.findings}
     assert "ungrounded" in kinds and "imported-from-outside" not in kinds
     assert _statuses(here)["discovery"][0] == "pass"

@@ -1,4 +1,4 @@
-"""A unittest project is proven with unittest, never pytest in its place (issue 20 §2).
+"""A unittest project is proven with unittest, never pytest in its place.
 
 The project's tox.ini runs ``python -m unittest``; its test module adds doctests
 through ``load_tests`` (which pytest would silently skip); pytest configuration

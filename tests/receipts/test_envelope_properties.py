@@ -1,12 +1,12 @@
 """Random mutations of a valid envelope never crash and never verify unless unchanged.
 
-Issue 11 "Done when": mutations of bytes, JSON structure and encoding (UTF-16,
+Mutations of bytes, JSON structure and encoding (UTF-16,
 BOM, re-ordered keys, whitespace, escaped forms, base64 alphabets), including
 payloads re-signed by the trusted key in a non-canonical form, fed to the
 verification API, `receipt verify`, `receipt import` and `prove` (an external
 provider reading a receipts directory).
 
-"Unchanged" (DESIGN.md §13) = the same payload bytes and signature bytes. The
+"Unchanged" (docs/design.md) = the same payload bytes and signature bytes. The
 oracle reads each mutant with a *different, lenient* reader (the standard
 library's ``json.loads`` on bytes, which accepts UTF-16 and BOMs and keeps the
 last of duplicate keys, and base64 in either alphabet): a mutant may verify only

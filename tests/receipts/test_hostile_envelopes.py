@@ -1,4 +1,4 @@
-"""Hostile envelopes are refused, never a crash (DESIGN.md §2.6, issue 11 §4).
+"""Hostile envelopes are refused, never a crash (docs/threat-model.md).
 
 Each file here is read by the real CLI (`receipt verify`, `receipt import`) and
 by `prove` through an `external` provider: too large, nested too deep, not in

@@ -1,4 +1,4 @@
-"""A hostile cache entry is a miss, never a crash (DESIGN.md §2.6 and §5 "Faults").
+"""A hostile cache entry is a miss, never a crash (docs/threat-model.md).
 
 Cache reuse reads envelopes too: an entry nested 100,000 deep, or holding an
 envelope that is, must make `prove` run the provider again — before this, the

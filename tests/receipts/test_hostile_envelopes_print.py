@@ -1,4 +1,4 @@
-"""Signed strings reach the terminal escaped, in `prove` too (DESIGN.md §2.6).
+"""Signed strings reach the terminal escaped, in `prove` too (docs/threat-model.md).
 
 A FAILED external receipt carries a signed `reason`; `prove` quotes it on its
 board. An ANSI sequence in it (clear screen, recolour) or a bidi override must

@@ -1,4 +1,4 @@
-"""Every statement a real ``prove`` writes fits the shipped schema (issue 15).
+"""Every statement a real ``prove`` writes fits the shipped schema.
 
 Sealing no longer runs the JSON Schema on statements changeloop builds from its
 own typed records (``receipts.guard`` checks only what the types cannot say);

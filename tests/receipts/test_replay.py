@@ -1,6 +1,6 @@
 """Replay: a newer FAILED receipt beats an older PASSED one only while both are present.
 
-DESIGN.md §2.6 "Revocation": receipts are files, and whoever can delete a file
+docs/threat-model.md "Revocation": receipts are files, and whoever can delete a file
 in `receipts/` can delete the FAILED one — the older PASSED receipt, still
 validly signed for the same content, then proves the change again. Signatures
 cannot prevent that (nothing is wrong with the old receipt); `maxAge` bounds

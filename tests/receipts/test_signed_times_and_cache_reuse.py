@@ -81,7 +81,7 @@ def test_a_failed_external_receipt_imported_later_is_not_hidden_by_the_cache(
     sign("pass", tmp_path / "pass.json")
     assert main(["prove", *base, "add-review"]) == 0
     # The reviewer withdraws: a FAILED receipt for this very content now exists,
-    # and it wins over the PASSED one (DESIGN.md §3 external) — also on the next run.
+    # and it wins over the PASSED one (docs/adapters) — also on the next run.
     sign("fail", tmp_path / "fail.json")
     assert main(["prove", *base, "add-review"]) == 1
 

@@ -1,4 +1,4 @@
-"""Verification order of DESIGN.md §2.3: every tampered field class fails, naming its check."""
+"""Verification order of docs/receipts.md: every tampered field class fails, naming its check."""
 
 from __future__ import annotations
 

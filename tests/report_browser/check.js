@@ -1,4 +1,4 @@
-// Drives the report page in Debian's Chromium for tests/test_report_browser.py.
+// Drives the report page in Debian's Chromium for tests/report/test_report_browser.py.
 // argv: <page.html> <out.json> [desktop.png] [phone.png]. Playwright comes from
 // examples/web's node_modules (PLAYWRIGHT_DIR), axe-core from this directory's.
 // Visits: light and dark at desktop width, without JavaScript, a phone (390 px wide),

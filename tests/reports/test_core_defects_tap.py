@@ -1,4 +1,4 @@
-"""Issue 12, defect 3: a TAP stream must account for itself (plan, bail-out), exit 0 or not."""
+"""A TAP stream must account for itself (plan, bail-out), exit 0 or not."""
 
 from __future__ import annotations
 

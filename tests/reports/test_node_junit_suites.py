@@ -1,5 +1,5 @@
 """node --test: a test is identified by its suite path, and a describe's `[claim:id]` cites for
-the tests inside it (issue 13, item 4). Fixtures are real node 20 output
+the tests inside it. Fixtures are real node 20 output
 (tests/fixtures/reports/node_suites/make.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Secrets are masked in everything changeloop writes (DESIGN.md §2.6, issue 11 §3).
+"""Secrets are masked in everything changeloop writes (docs/threat-model.md).
 
 A failing pytest run whose test asserts on an ``envFrom`` token puts the token
 into the JUnit report's failure message and into a parametrized test id; after

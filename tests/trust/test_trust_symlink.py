@@ -1,4 +1,4 @@
-"""A tracked symlink that leaves its repository opens the content identity (DESIGN.md §2.6).
+"""A tracked symlink that leaves its repository opens the content identity (docs/threat-model.md).
 
 git hashes a link's text, not its target: a repository whose ``data.txt``
 points at ``../outside/data.txt`` keeps its tree when the target changes. So

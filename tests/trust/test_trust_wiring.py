@@ -1,4 +1,4 @@
-"""Receipts are bound to the wiring that made them (DESIGN.md §2.6, issue 11 §1).
+"""Receipts are bound to the wiring that made them (docs/threat-model.md).
 
 The signing-oracle attack, end to end with real git, real pytest and the real
 CLI: a pull request that only rewires ``test`` as ``command: [true]`` keeps the

@@ -1,7 +1,7 @@
 """``changeloop prove <change>``: run the change's providers and decide it.
 
 Exit 0 when the change is proven, 1 when it is not, 2 when configuration or
-preflight refuses it, 130 when interrupted (DESIGN.md §7).
+preflight refuses it, 130 when interrupted (docs/verbs/prove.md).
 
 This module is the verb: its arguments and the order of its roads. The no-change
 answer's glue is :mod:`~changeloop.cli.prove.nochange`, loading the plan and
@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_SANDBOX", "SANDBOX_MODES", "register", "run"]
 
 # The sandbox modes as the model names them (``model.SandboxMode``, in its order), without
 # importing the model or the sandboxes (a re-prove answered from its record needs neither:
-# ~7 ms of dataclasses); tests/test_nochange.py holds these equal to SandboxMode,
+# ~7 ms of dataclasses); tests/nochange/test_nochange.py holds these equal to SandboxMode,
 # changeloop.sandboxes.MODES and DEFAULT_MODE.
 SANDBOX_MODES: tuple[str, ...] = ("worktree", "copy", "none")
 DEFAULT_SANDBOX = "none"

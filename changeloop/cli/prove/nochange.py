@@ -5,7 +5,7 @@ re-prove (``config_before_plan``, ``answerable``, ``answer_from_record``: the
 same output a full re-prove gives, providers replayed as cached); after a full
 run it asks the record to be written again (``remember``). Imports stay inside
 the functions: this module is on the no-change answer's path, which must stay lean
-(tests/test_nochange_speed.py).
+(tests/nochange/test_nochange_speed.py).
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def dry_run(args: argparse.Namespace, plan: Plan) -> int:
 
 
 def _mutants(plan: Plan, provider: Any) -> dict[str, Any]:
-    """DESIGN.md §11: a mutation provider's mutant count per claim, from the last traced run."""
+    """docs/grounding.md: a mutation provider's mutant count per claim, from the last traced run."""
     if provider.adapter != "mutation":
         return {}
     from changeloop.providers.mutation import dry_run_counts

@@ -2,7 +2,7 @@
 
 - ``sign`` issues a receipt bound to the current content of the change's
   repositories (a reviewer's sign-off, a CI job of another tool);
-- ``verify`` runs the verification order of DESIGN.md §2.3 and names the first
+- ``verify`` runs the verification order of docs/receipts.md and names the first
   failed check (exit 0 valid, 1 invalid);
 - ``import`` copies envelopes into ``openspec/changes/<id>/receipts/`` after
   verifying them with the keys the change's ``external`` providers name (plus

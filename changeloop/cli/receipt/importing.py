@@ -7,9 +7,9 @@ Example::
 Each file is verified with the keys the change's ``external`` providers name (plus
 ``--public-key``; with ``--trust-from REV`` / ``--trust-keyring FILE``, the keys
 those name: :mod:`changeloop.trust`) and bound to the change; one refusal copies
-nothing. The files
-are written all or nothing (write, fsync, rename, fsync the directory; DESIGN.md
-§13), named by receipt id, never through a symlinked ``receipts/`` (§2.6).
+nothing. The files are written all or nothing (write, fsync, rename, fsync the
+directory), named by receipt id, never through a symlinked ``receipts/``
+(docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _import(args: argparse.Namespace, plan: Plan, trust: Trust, target: Path) ->
             exit_code=1,
         ) from exc
     items = [(target / f"{rid.removeprefix('sha256:')}.json", data) for _p, data, rid in accepted]
-    try:  # write all, fsync all, rename all, fsync the directory (DESIGN.md §13)
+    try:  # write all, fsync all, rename all, fsync the directory (docs/design.md)
         write_all(items)
     except OSError as exc:
         raise ChangeloopError(
@@ -124,7 +124,7 @@ def _refuse_symlinked(target: Path, root: Path) -> None:
     """Refuse a ``receipts/`` directory that is, or lies under, a symlink (exit 1, nothing copied).
 
     Writing through it would put verified receipts wherever the link points
-    (DESIGN.md §2.6).
+    (docs/threat-model.md).
     """
     from changeloop.fsio import symlink_under
 

@@ -8,7 +8,7 @@ Example::
 The receipt is bound to the current content (gitTree, ``openspec/`` left out) of
 every repository of the change, as ``prove --sandbox`` would see it. It carries no
 wiring digest: no wiring ran. An ``external`` provider trusting the key's public
-half accepts it for its own capability and that content only (DESIGN.md §3).
+half accepts it for its own capability and that content only (docs/adapters).
 """
 
 from __future__ import annotations

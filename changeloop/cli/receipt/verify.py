@@ -1,4 +1,4 @@
-"""``changeloop receipt verify``: the verification order of DESIGN.md §2.3, first failure named.
+"""``changeloop receipt verify``: the verification order of docs/receipts.md, first failure named.
 
 Example::
 

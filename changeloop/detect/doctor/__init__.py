@@ -8,7 +8,7 @@ Example::
 Findings share one shape ``{kind, message, suggested_action, playbook_command}``
 (plus ``severity``, ``repository``, ``capability`` where they apply;
 :mod:`~changeloop.detect.doctor.finding`). Only ``severity: error`` findings count
-as unresolved; ``no-tests-declared`` is informational (DESIGN.md §6). Doctor reads
+as unresolved; ``no-tests-declared`` is informational (docs/bootstrap.md). Doctor reads
 files and checks PATH; the only thing it runs is a test command's own interpreter
 (never a script of the repository's), asking ``find_spec`` where the project's
 packages would come from — no project code is imported (``detect/imports.py``).

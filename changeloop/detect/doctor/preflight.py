@@ -1,5 +1,4 @@
-"""Preflight's answer as ``evidence doctor`` findings (DESIGN.md §6: doctor checks what a
-first ``prove`` would trip over, and prove's first trip is preflight).
+"""Preflight's answer as ``evidence doctor`` findings (docs/bootstrap.md).
 
 Example::
 
