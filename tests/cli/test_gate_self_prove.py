@@ -101,7 +101,7 @@ def test_the_self_proof_is_cited_grounded_and_signed() -> None:
         timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "change grounded-citations: proven" in proc.stderr
+    assert "change grounded-citations: PROVEN" in proc.stderr
     assert "valid: sha256:" in proc.stderr  # receipt verify, with the signing key
     envelope = json.loads(
         (REPO / ".changeloop/receipts/grounded-citations/test.test.json").read_text()

@@ -361,7 +361,10 @@ def test_ctrl_c_of_changeloop_leaves_no_process_no_port_no_receipt(tmp_path: Pat
         f"""
         version: 1
         providers:
-          test: {{adapter: command, command: ["{PY}", "{tmp_path / "spawn.py"}", "{port}"]}}
+          test:
+            adapter: command
+            command: ["{PY}", "{tmp_path / "spawn.py"}", "{port}"]
+            passEnv: [PIDFILE]
         """,
     )
     env = {**os.environ, "PIDFILE": str(pidfile)}

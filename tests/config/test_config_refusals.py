@@ -55,7 +55,7 @@ CASES: list[tuple[str, str | None, str | None, str, str, int]] = [
         None,
         "version: 1\nservices:\n  web:\n    command: [serve]\n    port: 80\n",
         "unknown_key",
-        "for service 'web' — it defines [command, env, envFrom, readiness, repository]",
+        "for service 'web' — it defines [command, env, envFrom, passEnv, readiness, repository]",
         5,
     ),
     (
