@@ -165,3 +165,20 @@ def test_a_project_word_that_a_provider_produces_is_never_questioned(
     )
     capsys.readouterr()
     assert main(["prove", "c", "--root", str(root)]) == 0
+
+
+@pytest.mark.parametrize("envelope", [True, False])
+def test_a_custom_runner_whose_envelope_cites_is_not_asked_to_list_the_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], envelope: bool
+) -> None:
+    """Its envelope may carry citations: only a run can tell what it checked."""
+    root = make_repo(tmp_path / "ws", {"check.py": "print('{}')\n"})
+    make_change(
+        root,
+        "c",
+        "version: 3\nclaims:\n  links:\n    statement: no dead link\n    requires: [link-check]\n",
+        "version: 1\nproviders:\n  links:\n    adapter: command\n    capability: link-check\n"
+        f"    command: [python3, check.py]\n    envelope: {str(envelope).lower()}\n",
+    )
+    _code, doc = _doctor(root, capsys)
+    assert bool(_kinds(doc, "claim-not-cited")) is not envelope, doc["findings"]

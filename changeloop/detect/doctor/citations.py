@@ -95,6 +95,8 @@ def citation_findings(
                 continue  # nothing provides it (missing-adapter says so), or others credit it
             if any(cid in p.claims for p in mine):
                 continue
+            if any(p.adapter == "command" and p.envelope for p in mine):
+                continue  # a custom runner's envelope cites what it checked: only a run can tell
             uncited = []
             for p in mine:
                 repo = _repo_of(ctx, p)
