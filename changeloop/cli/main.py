@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from changeloop.process.signals import EXIT_INTERRUPTED, SIGNALS
+from changeloop.process.signals import EXIT_INTERRUPTED, HANDLED, SIGNALS
 
 
 def _launched_as_cli() -> bool:
@@ -150,25 +150,26 @@ def _dispatch(raw: list[str], boundary: Boundary) -> int:
 
 
 def entry() -> None:
-    code = main()
-    if SIGNALS.received:  # told to stop while the answer was being given: never swallowed
-        code = EXIT_INTERRUPTED
-    if code == EXIT_INTERRUPTED:
-        _exit_now(code)
-    sys.exit(code)
+    _leave(main())
 
 
-def _exit_now(code: int) -> None:
-    """Leave with ``code`` once the answer is flushed, skipping the interpreter's shutdown.
+def _leave(code: int) -> None:
+    """Exit with ``code`` once the answer is flushed, without the interpreter's shutdown.
 
-    CPython marks a KeyboardInterrupt raised inside ``exec`` of a string (dataclasses and
-    namedtuples build their methods that way, at import) as unhandled even when we caught it,
-    and its shutdown then kills the process with SIGINT instead of exiting 130.
+    Its shutdown puts SIGINT/SIGTERM/SIGHUP back to their defaults, so a signal in its last
+    milliseconds would kill the process instead of making the exit 130; and CPython marks a
+    KeyboardInterrupt raised inside ``exec`` of a string (dataclasses build their methods so,
+    at import) as unhandled even when caught, and kills the process with SIGINT at shutdown.
+    From the block on, a signal can only be pending: it is counted, never lost.
     """
     import contextlib
     import os
+    import signal
 
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody is reading
             stream.flush()
+    signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+    if SIGNALS.received or set(signal.sigpending()) & set(HANDLED):
+        code = EXIT_INTERRUPTED  # told to stop while the answer was being given: never swallowed
     os._exit(code)

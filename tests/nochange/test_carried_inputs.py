@@ -206,8 +206,7 @@ def test_the_provider_that_will_run_is_started_first(
     err = capsys.readouterr().err
     assert code == 0
     started = [line.split("▶ ")[1].split()[0] for line in err.splitlines() if "▶ " in line]
-    assert started[0] == "pc", err
-    assert sorted(started) == sorted(PROVIDERS)
+    assert started == ["pc"], err  # the others are reused, never announced as running
 
 
 @pytest.mark.parametrize("forged", ["adapter external", "predicate not an object"])
