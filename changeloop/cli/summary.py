@@ -93,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
         )
     key = load_private_key(args.sign_key)
     plan, trust = trust_flags.trusted(args, load_plan(args))
-    # The signer's own public half vouches too, as --public-key would: receipts prove signed
-    # with the same key (the CI key) are read, and the summary says it trusted that key.
-    trust = dataclasses.replace(trust, command_line=(*trust.command_line, key.public_key()))
+    # With this checkout's trust (no trust on the command line), the signer's own public half
+    # vouches too, as --public-key would: receipts `prove --sign-key` made with the same key
+    # are read. A trust the command line names is the whole trust, as it is for gate.
+    if trust.source == "checkout":
+        trust = dataclasses.replace(trust, command_line=(*trust.command_line, key.public_key()))
     result = evaluate(plan, trust.command_line, fingerprint=current_fingerprints(plan))
     copied: list[Path] = []
     out = args.out

@@ -61,17 +61,18 @@ def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None
     )
     try:
         git(add, cwd=cwd, env=env)
-    except BaseException:
+        listed = _finish(listing, "ls-files -v")
+        configured = _finish(config, "config", ok=(0, 1))
+    finally:  # whatever failed, neither process nor its pipes outlive this call
         for proc in (listing, config):
-            proc.kill()
-            proc.communicate()
-        raise
-    listed = _finish(listing, "ls-files -v")
+            if proc.returncode is None:
+                proc.kill()
+                proc.communicate()
     flagged = [m.group(2) for m in _FLAGGED.finditer(listed)]
     if flagged:
         _unflag(cwd, env, flagged)
         git(add, cwd=cwd, env=env)
-    settings = dict(_pairs(_finish(config, "config", ok=(0, 1))))
+    settings = dict(_pairs(configured))
     if _converts(cwd, env, listed, settings):
         _hash_raw(cwd, env, every=settings.get("core.autocrlf", "false") in ("true", "input"))
 

@@ -345,6 +345,9 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
             # cut to what the provider may see: the fixed set, its passEnv and envFrom
             # (changeloop.passenv)
             **strict_environ(os.environ, provider.pass_env, provider.env_from),
+            # Python run in place writes no __pycache__ into the content it is bound to
+            # (decision 105); the wiring's own env may say otherwise
+            "PYTHONDONTWRITEBYTECODE": "1",
             **provider.env,
         },
         # Every process inherits the environment, so every envFrom value of the plan

@@ -65,7 +65,7 @@ def test_passed_vsa_has_the_fixed_shape(tmp_path: Path, capsys: pytest.CaptureFi
     assert p["policy"]["digest"] == digests["openspec/changes/c1/evidence.yaml"]
     assert p["policy"]["annotations"]["files"] == digests
     trust = p["policy"]["annotations"]["trust"]
-    # the signing key's own public half is trusted like a --public-key (docs/verbs/summary.md)
+    # with this checkout's trust the signing key's public half vouches (docs/verbs/summary.md)
     signer = keyid(load_public_key_file(pub))
     assert trust["source"] == "checkout" and trust["keys"] == [signer]
     receipts = sorted((root / ".changeloop" / "receipts" / "c1").glob("*.json"))

@@ -299,7 +299,7 @@ def grounding_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     [
         ("traced", "c-grounded", "grounded"),
         ("traced", "c-ungrounded", "ungrounded"),
-        ("traced", "c-inert", "inert"),
+        ("traced", "c-inert", "untouched"),  # it neither ran nor read production code
         ("traced", "c-structural", "inert"),
         ("traced", "c-dispatched", "dispatched"),
         ("untraced", "c-grounded", "not-checked"),
@@ -311,5 +311,6 @@ def test_grounding_labels_say_what_the_receipt_says(
     """Each cell's label is its receipt's ``grounding`` (every one read "grounded" before)."""
     pages = grounding_pages[workspace_name]
     assert pages["receipt"][claim] == grounding  # what the tracer recorded, signed
-    assert pages["labels"][claim] == f"grounding: 1 {grounding}"
+    # what else the citations say follows: "; 1 reached outside entry points"
+    assert pages["labels"][claim].split(";")[0] == f"grounding: 1 {grounding}"
     _no_violation(pages["visit"])

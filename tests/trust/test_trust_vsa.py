@@ -86,7 +86,10 @@ def test_the_vsa_weighs_exactly_what_the_verdict_weighed(
     assert b"s3cret" not in base64.b64decode(json.loads(out.read_bytes())["payload"])
     trust = predicate["policy"]["annotations"]["trust"]
     assert trust["source"] == "checkout"
-    assert trust["keys"] == [keyid(load_public_key_file(ci.pub))]
+    # the checkout's key, and (this checkout's trust) the signer's own, in the order trusted
+    assert sorted(trust["keys"]) == sorted(
+        keyid(load_public_key_file(k)) for k in (ci.pub, signer.pub)
+    )
     code, verified, err = cli(
         capsys, "receipt", "verify", str(out), "--public-key", str(signer.pub), "--change", CHANGE
     )
