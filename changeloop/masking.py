@@ -66,16 +66,31 @@ def env_from_names(plan: Plan) -> tuple[str, ...]:
     return found
 
 
+# The last plan asked about and its passEnv patterns (asked once per job, as above).
+_LAST_PATTERNS: list[tuple[weakref.ref[Plan], tuple[str, ...]] | None] = [None]
+
+
+def _pass_env_patterns(plan: Plan) -> tuple[str, ...]:
+    """Every ``passEnv`` name or glob of the plan's providers and services."""
+    last = _LAST_PATTERNS[0]
+    if last is not None and last[0]() is plan:
+        return last[1]
+    patterns = {g for p in plan.providers.values() for g in p.pass_env}
+    patterns |= {g for s in plan.services.values() for g in s.pass_env}
+    found = tuple(sorted(patterns))
+    _LAST_PATTERNS[0] = (weakref.ref(plan), found)
+    return found
+
+
 def masked_names(plan: Plan, environ: Mapping[str, str]) -> tuple[str, ...]:
     """Every ``envFrom`` name, plus each variable of ``environ`` a ``passEnv`` of the plan
     passes whose name is secret-like (``*TOKEN*``, …): its value is masked too."""
     from changeloop.passenv import passed_names, secret_like
 
-    patterns = {g for p in plan.providers.values() for g in p.pass_env}
-    patterns |= {g for s in plan.services.values() for g in s.pass_env}
+    patterns = _pass_env_patterns(plan)
     if not patterns:
         return env_from_names(plan)
-    passed = passed_names(environ, tuple(sorted(patterns)))
+    passed = passed_names(environ, patterns)
     return tuple(sorted({*env_from_names(plan), *(n for n in passed if secret_like(n))}))
 
 
