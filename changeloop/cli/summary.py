@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from changeloop.cli import common, help_examples, trust_flags
-from changeloop.cli.carry import SUMMARY_NAME, carry_receipts, receipts_dir
 from changeloop.errors import ChangeloopError, Problem
 
 if TYPE_CHECKING:
@@ -74,6 +73,7 @@ def empty(said: Said) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from changeloop import __version__
     from changeloop.cli.argtypes import refuse_out_file
+    from changeloop.cli.carry import SUMMARY_NAME, carry_receipts, receipts_dir
     from changeloop.cli.prove.plan import load_plan
     from changeloop.gate import evaluate
     from changeloop.gate.vsa import EXTENSION, build_vsa, seal_vsa
@@ -160,6 +160,7 @@ def _next_steps(
     plan: Any, verdict: str, out: Path | None, key: Path, *, into: bool
 ) -> list[common.Step]:
     """What to do with the summary (stderr, as every human line: stdout may hold the envelope)."""
+    from changeloop.cli.carry import receipts_dir
     from changeloop.cli.prove.steps import public_key_words
 
     change = plan.change.id
