@@ -159,6 +159,8 @@ class Boundary:
 
     def __enter__(self) -> Boundary:
         self._installed = SIGNALS.install()
+        if self._installed:  # a call in a process whose CLI did not install them: a fresh start
+            SIGNALS.received.clear()
         self._stdout = _Watched(sys.stdout)
         sys.stdout = self._stdout
         return self
@@ -178,7 +180,7 @@ class Boundary:
                 sys.stdout = self._stdout.inner
             if self._installed:
                 SIGNALS.restore()
-            SIGNALS.received.clear()
+        # ``received`` is kept: a signal from here to the exit still makes it 130 (main._leave)
         return exc is not None
 
     # -- the answers -------------------------------------------------------------

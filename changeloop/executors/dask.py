@@ -247,7 +247,10 @@ class DaskExecutor:
             for _ in range(2):
                 ship = [t for t in trees if (address, t) not in self._shipped]
                 contents = {t: await self._archive(trees[t], t) for t in ship}
-                answer = await self._await(replace(wire, contents=contents), address)
+                # a fresh key each time: Dask answers a key it still holds with that
+                # key's old result (this worker's "need") instead of running it again
+                again = replace(wire, contents=contents, token=secrets.token_hex(8))
+                answer = await self._await(again, address)
                 if answer is None or not answer.need:
                     if answer is not None:
                         self._shipped.update((address, t) for t in trees)

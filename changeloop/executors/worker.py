@@ -20,6 +20,7 @@ worker), ``worker_files.py`` (paths re-pointed, the declared files packed) and
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -80,11 +81,17 @@ def cancel(token: str) -> None:
     _cancelled.add(token)
 
 
-def cleanup(session: str, dask_worker: Any = None) -> None:
-    """Remove a finished run's sandboxes (the content cache stays).
+async def cleanup(session: str, dask_worker: Any = None) -> None:
+    """Remove a finished run's sandboxes (the content cache stays), off the worker's loop.
 
-    A prepare still making one finishes first (its lock); none is made after.
+    A coroutine because the coordinator does not wait for it, and Dask runs only a
+    coroutine so (a plain function sent without waiting is refused on the worker).
+    A prepare still making a sandbox finishes first (its lock); none is made after.
     """
+    await asyncio.to_thread(_cleanup, session, dask_worker)
+
+
+def _cleanup(session: str, dask_worker: Any) -> None:
     close_session(session)
     shutil.rmtree(base_dir(dask_worker) / "runs" / session, ignore_errors=True)
     close_processes(session, dask_worker)

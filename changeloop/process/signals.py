@@ -17,7 +17,7 @@ exits 130.
     if stop.signum is not None:
         return stop.exit_code           # 130
 
-The watcher keeps the handlers installed until the cleanup has finished, so a
+The hook stays in place until the cleanup has finished, so a
 second Ctrl-C during cleanup is recorded instead of raising KeyboardInterrupt
 in the middle of ending process groups (cleanup is bounded by the grace
 period followed by SIGKILL). Must be used in the main thread.
@@ -28,6 +28,8 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing is imported after the CLI's handlers are in place
 if TYPE_CHECKING:
     import signal as _signal
+    import socket
+    from collections.abc import Callable
     from types import FrameType
 else:
     import _signal  # the C module: ``signal`` builds its enums first (milliseconds more)
@@ -46,10 +48,14 @@ class Signals:
         self.raised = False
         self.installed = False
         self.previous: dict[int, object] = {}
+        # set while a run's event loop is alive: the signal becomes that run's cancellation
+        self.hook: Callable[[int], None] | None = None
 
     def handler(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 (signal handler signature)
         self.received.append(signum)
-        if self.armed and not self.raised:
+        if self.hook is not None:
+            self.hook(signum)
+        elif self.armed and not self.raised:
             self.raised = True
             raise KeyboardInterrupt
 
@@ -87,14 +93,9 @@ class Signals:
 SIGNALS = Signals()
 
 # -- a run's cancellation: imported with the module, used once a run's event loop is alive
-import signal  # noqa: E402
-from collections.abc import AsyncIterator, Sequence  # noqa: E402
+from collections.abc import AsyncIterator  # noqa: E402
 from contextlib import asynccontextmanager  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
-
-if TYPE_CHECKING:  # anyio is imported where a run starts, not by the CLI's first moment
-    import anyio
-    import anyio.abc
 
 
 @dataclass
@@ -114,45 +115,57 @@ class Interruption:
         return EXIT_INTERRUPTED if self.signum is not None else None
 
 
-async def _watch(
-    work: anyio.CancelScope,
-    state: Interruption,
-    signals: Sequence[signal.Signals],
-    *,
-    task_status: anyio.abc.TaskStatus[None],
-) -> None:
-    import anyio
-
-    with anyio.open_signal_receiver(*signals) as receiver:
-        task_status.started()
-        async for signum in receiver:
-            state.received.append(signum)
-            if state.signum is None:
-                state.signum = signum
-                work.cancel()
-
-
 @asynccontextmanager
-async def cancel_on_signals(
-    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
-) -> AsyncIterator[Interruption]:
-    """Run the body; on the first of ``signals`` cancel it and record the signal.
+async def cancel_on_signals() -> AsyncIterator[Interruption]:
+    """Run the body; on the first SIGINT/SIGTERM/SIGHUP cancel it and record the signal.
 
-    The handlers in place before (the CLI's, installed at its first moment) are
-    put back afterwards: the event loop would otherwise leave SIGTERM at its
-    default, and a SIGTERM while the answer is printed would kill the process.
+    The signal stays with :data:`SIGNALS`' handler for the whole run (a hook turns it
+    into the cancellation), never with the event loop's own signal handling: a signal
+    the loop took in its last iteration was dropped with the loop's handler, and the
+    run answered 0. Every signal is also in ``SIGNALS.received``, which the CLI's exit
+    reads.
     """
+    import asyncio
+    import signal
+    import socket
+
     import anyio
 
+    loop = asyncio.get_running_loop()
     state = Interruption()
-    before = {sig: signal.getsignal(sig) for sig in signals}
+    installed = SIGNALS.install()  # the CLI installed it already; a library caller did not
+    # the C handler writes to this socket, so a loop asleep in its selector wakes up and
+    # the main thread runs SIGNALS' handler even when another thread took the signal
+    wake, woken = socket.socketpair()
+    for end in (wake, woken):
+        end.setblocking(False)
+    before = signal.set_wakeup_fd(woken.fileno(), warn_on_full_buffer=False)
+    loop.add_reader(wake.fileno(), _drain, wake)
     try:
-        async with anyio.create_task_group() as tg:
-            with anyio.CancelScope() as work:
-                await tg.start(_watch, work, state, signals)
-                yield state
-            tg.cancel_scope.cancel()
+        with anyio.CancelScope() as work:
+
+            def cancel(signum: int) -> None:  # in the main thread, between two bytecodes
+                state.received.append(signum)
+                if state.signum is None:
+                    state.signum = signum
+                    loop.call_soon_threadsafe(work.cancel)  # the loop's own queue: safe here
+
+            SIGNALS.hook = cancel
+            yield state
     finally:
-        for sig, handler in before.items():
-            if handler is not None:
-                signal.signal(sig, handler)
+        SIGNALS.hook = None
+        loop.remove_reader(wake.fileno())
+        signal.set_wakeup_fd(before)
+        wake.close()
+        woken.close()
+        if installed:
+            SIGNALS.restore()
+
+
+def _drain(wake: socket.socket) -> None:
+    """Empty the wake-up socket (the signal itself is SIGNALS' handler's to record)."""
+    try:
+        while wake.recv(512):
+            pass
+    except (BlockingIOError, OSError):
+        return

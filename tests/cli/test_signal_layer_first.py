@@ -7,8 +7,13 @@ interrupted answer (exit 130), not Python's default death; so the signal layer,
 
 from __future__ import annotations
 
+import os
+import site
 import subprocess
 import sys
+from pathlib import Path
+
+import changeloop
 
 PROBE = """
 import _signal, runpy, sys
@@ -33,8 +38,16 @@ runpy.run_module("changeloop", run_name="__main__", alter_sys=True)
 
 
 def test_sighup_is_handled_before_typing_is_imported() -> None:
+    # -S: a machine's own start-up hooks (a ``.pth`` that imports certifi, and typing with
+    # it) run before any line of changeloop and are not what this measures.
+    where = [str(Path(changeloop.__file__).resolve().parent.parent), *site.getsitepackages()]
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-S", "-c", PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(where)},
     )
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stdout.splitlines() if line.startswith("handler: ")]

@@ -608,3 +608,28 @@ def test_a_variable_the_wiring_does_not_name_never_reaches_a_command_on_a_worker
         s["predicate"]["changeloop"]["executor"]["kind"] for s in statements(root, "c1").values()
     }
     assert kinds == {"dask"}
+
+
+def test_a_finished_run_leaves_no_sandbox_on_the_workers(
+    tmp_path: Path, cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The coordinator does not wait for the workers' cleanup, but it must happen: a
+    long-lived worker would otherwise keep a copy of the repository per run."""
+    root = make_repo(tmp_path / "ws", {"src/app.py": "x = 12\n"})
+    make_change(
+        root,
+        "c1",
+        EVIDENCE,
+        f"version: 1\nproviders:\n  use: {{adapter: command, command: {py_argv('pass')}, "
+        "claims: [hello]}\n",
+    )
+    code, doc = prove_json(root, "c1", "--no-cache", *dask_args(cluster), capsys=capsys)
+    assert code == 0, doc
+    with dask_client(cluster.scheduler_address) as client:
+        bases = [Path(b) / "runs" for b in client.run(remote.base_dir).values()]
+    deadline = time.monotonic() + 30
+    while any(b.is_dir() and any(b.iterdir()) for b in bases) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [
+        sorted(p.name for p in b.iterdir()) for b in bases if b.is_dir() and any(b.iterdir())
+    ]
