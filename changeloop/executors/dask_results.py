@@ -46,7 +46,7 @@ def _taken(job: Job, answer: WireResult, started: datetime) -> JobResult:
         extract(answer.logs, logs)
         extract(answer.outputs, outputs)
         log_path = copy_file(logs, answer.log_name, log_dir)
-        stdout_path = copy_file(logs, answer.stdout_name, log_dir)
+        stdout_path = copy_file(logs, answer.stdout_name, log_dir) if answer.stdout_name else None
         files: dict[str, bytes] = {}
         for folder in job.collect:  # the job's records (imports, grounding traces)
             directory = logs / folder
@@ -107,7 +107,9 @@ def _report(
     return data, None
 
 
-def _whole(path: Path) -> bytes:
+def _whole(path: Path | None) -> bytes:
+    if path is None:
+        return b""
     try:
         return path.read_bytes()
     except OSError:
@@ -127,7 +129,7 @@ def failed_result(job: Job, started: datetime, failure: Failure, workers: list[s
         spawn_error=None,
         duration_ms=0,
         log_path=log,
-        stdout_path=log,
+        stdout_path=None,
         log_sha256="",
         stdout_tail="",
         stderr_tail="",

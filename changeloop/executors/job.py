@@ -92,7 +92,7 @@ class JobResult:
     spawn_error: str | None
     duration_ms: int
     log_path: Path
-    stdout_path: Path
+    stdout_path: Path | None  # only for a job that asked for its ``output``
     log_sha256: str
     stdout_tail: str
     stderr_tail: str

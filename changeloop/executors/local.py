@@ -48,10 +48,11 @@ class LocalExecutor:
             log_dir=log_dir,
             log_name=job.log_name,
             secrets=secrets,
+            keep_stdout=job.output,
         )
         data, error = read_report(job, report, log_dir, secrets)
         stdout, log = (
-            (whole_bytes(result.stdout_path), whole_bytes(result.log_path))
+            (whole_bytes(result.stdout_path), whole_bytes(result.log_path))  # kept: job.output
             if job.output
             else (None, None)
         )
@@ -103,7 +104,9 @@ def read_report(
         return None, exc.problems[0].message
 
 
-def whole_bytes(path: Path) -> bytes:
+def whole_bytes(path: Path | None) -> bytes:
+    if path is None:
+        return b""
     try:
         return path.read_bytes()
     except OSError:

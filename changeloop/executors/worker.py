@@ -204,7 +204,9 @@ def _run_in(
     _cancelled.discard(wire.token)
     logs = {f"{job.log_name}.log", f"{job.log_name}.stdout"}
     if isinstance(result, ProcessResult):
-        logs |= {relative(result.log_path, jobdir), relative(result.stdout_path, jobdir)}
+        logs.add(relative(result.log_path, jobdir))
+        if result.stdout_path is not None:
+            logs.add(relative(result.stdout_path, jobdir))
     repoint_back(job, sandbox, jobdir, swaps, keep=logs)
     if result is None:
         why = f"cancelled on worker {address}; its process group was ended"
@@ -215,7 +217,7 @@ def _run_in(
     if wire.setup_step is not None:  # what setup leaves is the sandbox's, never a job's output
         setup_done(wire, own, ok=result.exit_code == 0 and not result.timed_out)
     log_name = relative(result.log_path, jobdir)
-    stdout_name = relative(result.stdout_path, jobdir)
+    stdout_name = relative(result.stdout_path, jobdir) if result.stdout_path else ""
     # only what the coordinator reads goes back: the logs, the collected records, the report
     report = [job.report] if job.report and wire.setup_step is None else []
     return WireResult(
@@ -267,6 +269,7 @@ async def _cancellable(
                         log_dir=jobdir,
                         log_name=job.log_name,
                         secrets=job.secrets(os.environ),
+                        keep_stdout=job.output,
                     )
                 )
         tg.cancel_scope.cancel()

@@ -4,6 +4,10 @@ Secret values (``envFrom``) are masked before any byte reaches a file or a
 tail; a trailing fragment that could be the start of a secret is held back
 until the next write decides it.
 
+One copy of the output: the log (stdout and stderr as they came). A separate
+stdout file is written only for a job whose adapter reads its stdout (an
+envelope, libtest text), never for a plain command.
+
 Each file holds at most :func:`log_limit` bytes (``CHANGELOOP_LOG_LIMIT``,
 default 64 MiB; ``512K``, ``16M``, ``1G`` or a byte count): past it the log
 says once that it was truncated, and the rest of the output is still read
@@ -30,9 +34,9 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
 def log_limit() -> int:
-    """Bytes a command's log (and its stdout copy) may hold: ``CHANGELOOP_LOG_LIMIT`` or 64 MiB.
+    """Bytes a log (and a stdout copy, where one is kept) may hold: ``CHANGELOOP_LOG_LIMIT``.
 
-    A value that cannot be read as a size (``64M``, ``512K``, ``1048576``) is the default.
+    A value that cannot be read as a size (``64M``, ``512K``, ``1048576``) is the default, 64 MiB.
     """
     text = os.environ.get(LOG_LIMIT_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
     unit = text[-1:] if text[-1:] in _UNITS else ""
@@ -105,9 +109,12 @@ class Tail:
 class Output:
     """Log files, digest and tails of one process; written only with redacted bytes."""
 
-    def __init__(self, log_dir: Path, log_name: str, secrets: Sequence[str]) -> None:
+    def __init__(
+        self, log_dir: Path, log_name: str, secrets: Sequence[str], *, keep_stdout: bool = False
+    ) -> None:
         self.log_path = log_dir / f"{log_name}.log"
-        self.stdout_path = log_dir / f"{log_name}.stdout"
+        # stdout alone only for a parser of it: a plain command's output is written once
+        self.stdout_path = log_dir / f"{log_name}.stdout" if keep_stdout else None
         # Plain descriptors, not file objects: opening a file object also probes for a
         # terminal and seeks (three syscalls more per log), and output arrives in pipe-sized
         # chunks that need no second buffer.
@@ -116,17 +123,19 @@ class Output:
         except FileNotFoundError:  # the directory is made on first use only (one syscall less)
             log_dir.mkdir(parents=True, exist_ok=True)
             self._log = os.open(self.log_path, _LOG_FLAGS, 0o644)
-        try:
-            self._out = os.open(self.stdout_path, _LOG_FLAGS, 0o644)
-        except BaseException:
-            os.close(self._log)
-            raise
+        self._out: int | None = None
+        if self.stdout_path is not None:
+            try:
+                self._out = os.open(self.stdout_path, _LOG_FLAGS, 0o644)
+            except BaseException:
+                os.close(self._log)
+                raise
         self._closed = False
         self._sha = hashlib.sha256()
         self._redact = {"stdout": Redactor(secrets), "stderr": Redactor(secrets)}
         self.tails = {"stdout": Tail(), "stderr": Tail(), "log": Tail()}
         self._limit = log_limit()
-        self._room = {self._log: self._limit, self._out: self._limit}  # bytes each may still take
+        self._room = {fd: self._limit for fd in (self._log, self._out) if fd is not None}
         self.truncated = False  # output was dropped past the limit
 
     def write(self, stream: str, data: bytes, *, final: bool = False) -> None:
@@ -137,7 +146,7 @@ class Output:
         self._bounded(self._log, clean)
         self.tails["log"].add(clean)
         self.tails[stream].add(clean)
-        if stream == "stdout":
+        if stream == "stdout" and self._out is not None:
             self._bounded(self._out, clean)
 
     def _bounded(self, fd: int, data: bytes) -> None:
@@ -181,7 +190,8 @@ class Output:
         finally:
             self._closed = True
             os.close(self._log)
-            os.close(self._out)
+            if self._out is not None:
+                os.close(self._out)
 
     @property
     def sha256(self) -> str:

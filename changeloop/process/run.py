@@ -73,7 +73,7 @@ class ProcessResult:
     spawn_error: str | None  # e.g. "executable not found: npx"
     duration_ms: int
     log_path: Path  # stdout and stderr interleaved, secrets redacted
-    stdout_path: Path  # stdout alone, secrets redacted (for parsers)
+    stdout_path: Path | None  # stdout alone, redacted: kept only for a job that parses it
     log_sha256: str
     stdout_tail: str
     stderr_tail: str
@@ -122,8 +122,9 @@ async def _spawn(
     log_dir: Path,
     log_name: str,
     secrets: Sequence[str],
+    keep_stdout: bool = False,
 ) -> RunningProcess:
-    output = Output(log_dir, log_name, secrets)
+    output = Output(log_dir, log_name, secrets, keep_stdout=keep_stdout)
     if not argv:
         output.close()
         raise SpawnError("empty command")
@@ -203,9 +204,11 @@ async def run_process(
     log_name: str,
     secrets: Sequence[str] = (),
     grace_s: float = 5.0,
+    keep_stdout: bool = False,
 ) -> ProcessResult:
     """Run one command to completion under the discipline of the module doc.
 
+    ``keep_stdout``: also a file of stdout alone, for a job whose adapter parses it.
     Never raises for a command that cannot start (``spawn_error`` is set);
     cancellation ends the group (TERM, grace, KILL) in a shielded cleanup and
     propagates.
@@ -213,7 +216,13 @@ async def run_process(
     started = time.monotonic()
     try:
         running = await _spawn(
-            argv, cwd=cwd, env=env, log_dir=log_dir, log_name=log_name, secrets=secrets
+            argv,
+            cwd=cwd,
+            env=env,
+            log_dir=log_dir,
+            log_name=log_name,
+            secrets=secrets,
+            keep_stdout=keep_stdout,
         )
     except SpawnError as exc:
         return _not_started(argv, exc.reason, started, log_dir, log_name)
@@ -268,7 +277,7 @@ def _not_started(
         spawn_error=reason,
         duration_ms=int((time.monotonic() - started) * 1000),
         log_path=log_path,
-        stdout_path=log_dir / f"{log_name}.stdout",
+        stdout_path=None,
         log_sha256=hashlib.sha256(data).hexdigest(),
         stdout_tail="",
         stderr_tail="",

@@ -92,7 +92,8 @@ def prepare(ctx: RunContext) -> Job:
     job = ctx.job(argv, repo=provider.repository, env=ctx.env, log_name=provider.name)
     if not provider.envelope:
         return job
-    return replace(job, context=crediting_context(ctx.plan, provider))
+    # the envelope is its stdout: the one job kind here that keeps a stdout copy
+    return replace(job, context=crediting_context(ctx.plan, provider), output=True)
 
 
 def read(job: Job, result: JobResult) -> list[Outcome]:
@@ -249,7 +250,12 @@ def read_envelope(result: ProcessResult | JobResult) -> Envelope:
     from changeloop.schemas import validate_named
 
     try:
-        text = result.stdout_path.read_text(encoding="utf-8").strip()
+        if isinstance(result, JobResult) and result.stdout is not None:
+            text = result.stdout.decode("utf-8").strip()
+        elif result.stdout_path is not None:
+            text = result.stdout_path.read_text(encoding="utf-8").strip()
+        else:
+            text = ""
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"stdout unreadable: {exc}"
     if not text:

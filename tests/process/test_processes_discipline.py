@@ -28,6 +28,7 @@ def run(
     environ: dict[str, str] | None = None,
     timeout_ms: int = 20_000,
     secrets: tuple[str, ...] = (),
+    keep_stdout: bool = False,
 ) -> ProcessResult:
     async def main() -> ProcessResult:
         return await run_process(
@@ -39,6 +40,7 @@ def run(
             log_name="cmd",
             grace_s=GRACE,
             secrets=secrets,
+            keep_stdout=keep_stdout,
         )
 
     return anyio.run(main)
@@ -191,9 +193,11 @@ def test_logs_interleave_redact_and_split_stdout(tmp_path: Path) -> None:
         tmp_path,
         environ={**env(), "TOKEN": secret},
         secrets=(secret,),
+        keep_stdout=True,
     )
     assert result.exit_code == 3
     log = result.log_path.read_text()
+    assert result.stdout_path is not None
     stdout = result.stdout_path.read_text()
     assert secret not in log and secret[:5] + secret[5:] not in stdout
     assert "out *** end" in stdout

@@ -106,6 +106,7 @@ def test_output_as_report_is_read_from_the_result(tmp_path: Path) -> None:
     result = anyio.run(LocalExecutor(dict(os.environ)).run, job)
     assert result.log is not None and b"test_one" in result.log
     result.log_path.unlink()
+    assert result.stdout_path is not None
     result.stdout_path.unlink()
     test, discovery = test_discovery.read(job, result)
     assert (test.status, test.tests and test.tests.passed) == ("pass", 2)

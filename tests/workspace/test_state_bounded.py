@@ -153,5 +153,27 @@ def test_a_loud_provider_writes_at_most_the_log_limit(
     run_dir = root / ".changeloop" / "runs" / doc["runId"] / "test"
     log, stdout = run_dir / "test.log", run_dir / "test.stdout"
     assert log.stat().st_size <= (1 << 20) + 512
-    assert stdout.stat().st_size <= 1 << 20
+    assert not stdout.exists()  # one copy: nothing here parses a plain command's stdout
     assert b"[changeloop] output truncated" in log.read_bytes()[-512:]
+
+
+ENVELOPE = """\
+import json, sys
+sys.stderr.write("noise on stderr\\n")
+print(json.dumps({"exit_code": 0, "passed": True, "findings": []}))
+"""
+
+
+def test_a_provider_whose_stdout_is_read_keeps_a_stdout_copy_beside_its_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The envelope is stdout alone (stderr noise would break its JSON): the one copy more."""
+    root = make_repo(tmp_path / "ws", {"runner.py": ENVELOPE})
+    execution = EXECUTION.replace('[sh, -c, "exit 0"]', f"[{sys.executable}, runner.py]")
+    make_change(root, "c1", EVIDENCE, execution + "    envelope: true\n")
+    commit_all(root, "change")
+    code, doc = prove_json(root, "c1", capsys=capsys)
+    assert code == 0, doc
+    run_dir = root / ".changeloop" / "runs" / doc["runId"] / "test"
+    assert (run_dir / "test.stdout").read_text().startswith('{"exit_code": 0')
+    assert b"noise on stderr" in (run_dir / "test.log").read_bytes()
