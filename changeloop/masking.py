@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from changeloop.model import Plan
+    from changeloop.model import Plan, Provider, Service
     from changeloop.outcome import Finding, Outcome
 
 __all__ = ["MASK", "MIN_LENGTH", "Masker", "env_from_names", "masked_names", "short_values"]
@@ -38,8 +38,11 @@ MIN_LENGTH = 8
 _DIGEST_KEYS = frozenset({"fingerprint", "wiring", "gitTree", "tree", "head", "sha256", "id"})
 
 
-# The last plan asked about and its answer (a one-slot cache; one read of the slot).
-_LAST_NAMES: list[tuple[weakref.ref[Plan], tuple[str, ...]] | None] = [None]
+# The last plan asked about and its answer, one slot per question (a plan is frozen;
+# one read of the slot: another thread may replace it meanwhile).
+_Slot = list["tuple[weakref.ref[Plan], tuple[str, ...]] | None"]
+_LAST_NAMES: _Slot = [None]
+_LAST_PATTERNS: _Slot = [None]
 
 
 def _xml_escape(value: str, entities: Mapping[str, str] | None = None) -> str:
@@ -50,36 +53,28 @@ def _xml_escape(value: str, entities: Mapping[str, str] | None = None) -> str:
     return value
 
 
-def env_from_names(plan: Plan) -> tuple[str, ...]:
-    """Every variable any provider or service of the plan inherits through ``envFrom``.
-
-    Asked once per job, so the answer for the last plan is kept (a plan is
-    frozen): a run of N providers no longer walks all N for each of them.
-    """
-    last = _LAST_NAMES[0]  # one read: another thread may replace it meanwhile
+def _of_plan(
+    slot: _Slot, plan: Plan, names: Callable[[Provider | Service], Iterable[str]]
+) -> tuple[str, ...]:
+    """The sorted union of ``names`` over the plan's providers and services, kept for the
+    last plan asked: asked once per job, a run of N providers does not walk all N each time."""
+    last = slot[0]
     if last is not None and last[0]() is plan:
         return last[1]
-    names = {n for p in plan.providers.values() for n in p.env_from}
-    names |= {n for s in plan.services.values() for n in s.env_from}
-    found = tuple(sorted(names))
-    _LAST_NAMES[0] = (weakref.ref(plan), found)
+    wired: list[Provider | Service] = [*plan.providers.values(), *plan.services.values()]
+    found = tuple(sorted({n for one in wired for n in names(one)}))
+    slot[0] = (weakref.ref(plan), found)
     return found
 
 
-# The last plan asked about and its passEnv patterns (asked once per job, as above).
-_LAST_PATTERNS: list[tuple[weakref.ref[Plan], tuple[str, ...]] | None] = [None]
+def env_from_names(plan: Plan) -> tuple[str, ...]:
+    """Every variable any provider or service of the plan inherits through ``envFrom``."""
+    return _of_plan(_LAST_NAMES, plan, lambda one: one.env_from)
 
 
 def _pass_env_patterns(plan: Plan) -> tuple[str, ...]:
     """Every ``passEnv`` name or glob of the plan's providers and services."""
-    last = _LAST_PATTERNS[0]
-    if last is not None and last[0]() is plan:
-        return last[1]
-    patterns = {g for p in plan.providers.values() for g in p.pass_env}
-    patterns |= {g for s in plan.services.values() for g in s.pass_env}
-    found = tuple(sorted(patterns))
-    _LAST_PATTERNS[0] = (weakref.ref(plan), found)
-    return found
+    return _of_plan(_LAST_PATTERNS, plan, lambda one: one.pass_env)
 
 
 def masked_names(plan: Plan, environ: Mapping[str, str]) -> tuple[str, ...]:

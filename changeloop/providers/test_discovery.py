@@ -186,9 +186,7 @@ def prepare(ctx: RunContext) -> Job | list[Outcome]:
         ]
     packages = project_packages(workdir)
     injected = inject(argv, ctx.env, ctx.run_dir, packages)
-    # no bytecode in the work tree: a run must not change the content it is bound to
-    # (the caller's PYTHONDONTWRITEBYTECODE no longer passes; decision 105)
-    env = {"PYTHONDONTWRITEBYTECODE": "1", **injected.env}
+    env = injected.env  # PYTHONDONTWRITEBYTECODE=1 comes with every provider (decision 105)
     collect: tuple[str, ...] = ()
     inputs: tuple[tuple[str, bytes], ...] = ()
     if (
