@@ -3,9 +3,9 @@
 It is seeded from a copy of the user's index (git's stat cache: unchanged files are
 not hashed again), and then made to follow the bytes of the work tree:
 
-- the user's index flags are dropped: an entry marked ``--assume-unchanged`` or
-  ``--skip-worktree`` is one ``git add`` would not look at, so an edit to it would
-  leave the tree id as it was;
+- an entry the user flagged ``--assume-unchanged`` or ``--skip-worktree`` (one
+  ``git add`` would not look at, so an edit to it would leave the tree id as it
+  was) is dropped and added afresh, hashed: its stat data is not trusted;
 - where git would convert what it hashes (``core.autocrlf``, a ``text``/``eol``/
   ``filter``/``ident``/``working-tree-encoding`` attribute), the files concerned are
   hashed again as they are on disk (``git hash-object --no-filters``): line-ending
@@ -70,7 +70,7 @@ def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None
                 proc.communicate()
     flagged = [m.group(2) for m in _FLAGGED.finditer(listed)]
     if flagged:
-        _unflag(cwd, env, flagged)
+        _add_afresh(cwd, env, flagged)
         git(add, cwd=cwd, env=env)
     settings = dict(_pairs(configured))
     if _converts(cwd, env, listed, settings):
@@ -112,12 +112,24 @@ def _pairs(raw: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def _unflag(cwd: Path, env: Mapping[str, str], paths: Sequence[bytes]) -> None:
-    """Drop assume-unchanged and skip-worktree from ``paths`` (full names) in the index."""
+def _add_afresh(cwd: Path, env: Mapping[str, str], paths: Sequence[bytes]) -> None:
+    """Drop ``paths`` (full names) from the index and add those on disk again, hashed.
+
+    Their stat data was recorded before a flag told git to stop looking: once the
+    flag is dropped, an edit that kept the size within the same second (or restored
+    the mtime) would still match it, and git would keep the old blob.
+    """
     top = _toplevel(cwd, env)
     listing = b"".join(p + b"\0" for p in paths)
-    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):
-        git(["update-index", flag, "-z", "--stdin"], cwd=top, env=env, input_bytes=listing)
+    git(["update-index", "--force-remove", "-z", "--stdin"], cwd=top, env=env, input_bytes=listing)
+    present = [p for p in paths if os.path.lexists(top / os.fsdecode(p))]
+    if present:
+        git(
+            ["add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"],
+            cwd=top,
+            env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+            input_bytes=b"".join(p + b"\0" for p in present),
+        )
 
 
 def _toplevel(cwd: Path, env: Mapping[str, str]) -> Path:

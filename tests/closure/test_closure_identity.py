@@ -8,6 +8,7 @@ check reads change under one tree id.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,23 @@ def test_a_clean_filter_does_not_hide_bytes(tmp_path: Path) -> None:
     git(root, "config", "filter.strip.smudge", "cat")
     assert prove(root, "c")[0] == 0
     (root / "data.txt").write_text("ok\nDEBUG\n")
+    found = answers(root, "c")
+    assert found.clean == "not-proven"
+    assert found.agree(), found.why()
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_flagged_edit_that_keeps_size_and_time_still_counts(tmp_path: Path, flag: str) -> None:
+    """The flagged entry's stat data dates from before the flag: an edit of the same size
+    whose mtime is put back (``cp -p``, ``touch -r``; ctime not trusted) must not match it."""
+    root = _workspace(tmp_path, {"check.sh": "exit 0\n"})
+    git(root, "config", "core.trustctime", "false")
+    assert prove(root, "c")[0] == 0
+    git(root, "update-index", flag, "check.sh")
+    script = root / "check.sh"
+    before = script.stat()
+    script.write_text("exit 1\n")
+    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns))
     found = answers(root, "c")
     assert found.clean == "not-proven"
     assert found.agree(), found.why()
