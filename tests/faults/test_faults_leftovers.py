@@ -23,6 +23,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,15 @@ def test_a_record_write_killed_midway_leaves_no_temp_file_for_long(tmp_path: Pat
     assert not temp.exists()
 
 
+def _hup_in(status: Path, field: str, *, gone: bool) -> bool:
+    """Whether SIGHUP is in the process's ``field`` mask (``gone``: the answer once it exited)."""
+    try:
+        line = next(x for x in status.read_text().splitlines() if x.startswith(field))
+    except (OSError, StopIteration):
+        return gone
+    return bool(int(line.split()[1], 16) & (1 << (signal.SIGHUP - 1)))
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_in_a_re_proves_first_instants_is_never_a_traceback_or_swallowed(
     tmp_path: Path, signum: signal.Signals
@@ -224,27 +234,13 @@ def test_a_signal_in_a_re_proves_first_instants_is_never_a_traceback_or_swallowe
     for _ in range(2):
         code, _doc, err = _done(_cli(root, "prove", "hello"))
         assert code == 0, err
-    hup_bit = 1 << (signal.SIGHUP - 1)
     chances = 0
     for _ in range(6):
         proc = _cli(root, "prove", "hello")
-        caught = Path(f"/proc/{proc.pid}/status")
-
-        def handled(caught: Path = caught) -> bool:
-            try:
-                line = next(x for x in caught.read_text().splitlines() if x.startswith("SigCgt"))
-            except (OSError, StopIteration):
-                return False
-            return bool(int(line.split()[1], 16) & hup_bit)
-
-        def leaving(caught: Path = caught) -> bool:
-            """Its exit code is settled: the CLI blocks the signals just before it leaves."""
-            try:
-                line = next(x for x in caught.read_text().splitlines() if x.startswith("SigBlk"))
-            except (OSError, StopIteration):
-                return True
-            return bool(int(line.split()[1], 16) & hup_bit)
-
+        status = Path(f"/proc/{proc.pid}/status")
+        handled = partial(_hup_in, status, "SigCgt", gone=False)
+        # its exit code is settled: the CLI blocks the signals just before it leaves
+        leaving = partial(_hup_in, status, "SigBlk", gone=True)
         _wait_for(handled, "the handlers", proc)
         time.sleep(random.uniform(0, 0.35))  # through the imports: a signal inside exec(str) too
         if proc.poll() is not None or leaving():  # answered before the signal came
