@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from changeloop.passenv import passed_names, secret_like
+
 if TYPE_CHECKING:
     from changeloop.model import Plan, Provider, Service
     from changeloop.outcome import Finding, Outcome
@@ -80,7 +82,6 @@ def _pass_env_patterns(plan: Plan) -> tuple[str, ...]:
 def masked_names(plan: Plan, environ: Mapping[str, str]) -> tuple[str, ...]:
     """Every ``envFrom`` name, plus each variable of ``environ`` a ``passEnv`` of the plan
     passes whose name is secret-like (``*TOKEN*``, …): its value is masked too."""
-    from changeloop.passenv import passed_names, secret_like
 
     patterns = _pass_env_patterns(plan)
     if not patterns:

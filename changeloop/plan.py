@@ -141,7 +141,7 @@ def _with_resources(provider: Provider, plan: Plan) -> Provider:
 
 
 def _defaults(provider: Provider, plan: Plan) -> tuple[str, ...] | None:
-    from changeloop.providers import registry
+    from changeloop.providers import registry  # noqa: PLC0415 - the registry pulls in every adapter and anyio; only settling providers needs it
 
     adapter = registry.get(provider.adapter)
     if adapter is None:
@@ -204,7 +204,7 @@ def settle(plan: Plan) -> Plan:
     After this the run never asks the adapter registry what a provider's
     repositories, capabilities or effective command are: they travel with it.
     """
-    from changeloop.providers import registry
+    from changeloop.providers import registry  # noqa: PLC0415 - the registry pulls in every adapter and anyio; only settling providers needs it
 
     settled: dict[str, Provider] = {}
     for name, provider in plan.providers.items():

@@ -200,11 +200,11 @@ _TEST_DIRS = frozenset({"tests", "test"})
 
 def _load_tracer() -> Any:
     try:
-        import changeloop_grounding  # type: ignore[import-not-found]  # the copy next to this plugin (see the module doc)
+        import changeloop_grounding  # type: ignore[import-not-found]  # noqa: PLC0415 - the copy next to this plugin, when there is one (see the module doc)
 
         return changeloop_grounding
     except ImportError:
-        from changeloop.grounding import tracer
+        from changeloop.grounding import tracer  # noqa: PLC0415 - the fallback when that copy is absent
 
         return tracer
 

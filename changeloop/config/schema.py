@@ -9,6 +9,7 @@ file's terms — which key, at which line and column, and the one-line fix::
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -139,7 +140,6 @@ def _argv_example(value: Any) -> str:
 
 def _rename_fix(extra: list[str], allowed: list[str]) -> str:
     """``rename timeout to timeoutMs`` for a key one edit or two from a defined one."""
-    import difflib
 
     meant = [difflib.get_close_matches(key, allowed, n=1, cutoff=0.6) for key in extra]
     if not all(meant):
@@ -158,7 +158,7 @@ def _one(error: ValidationError, doc: Document, family: str, version: int) -> Pr
     wanted: Any = error.validator_value
     key = path[-1] if path else None
     if keyword in ("anyOf", "oneOf") and error.context:
-        from jsonschema.exceptions import best_match
+        from jsonschema.exceptions import best_match  # noqa: PLC0415 - jsonschema is heavy; only a failed check needs best_match
 
         deeper = best_match(error.context)
         if deeper is not None and tuple(deeper.absolute_path) != path:

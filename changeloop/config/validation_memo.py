@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from changeloop import fsio, schemas
+from changeloop import __version__, fsio, schemas
 from changeloop.errors import FileRefused
 
 __all__ = ["MEMO_FILE", "lookup", "remember", "validated_memo"]
@@ -41,8 +41,6 @@ _VALID = _Memo()
 
 
 def _memo_key(data: Any, schema_file: str) -> str | None:
-    from changeloop import __version__
-
     try:
         text = json.dumps(
             [__version__, schema_file, schemas.load(schema_file), data],

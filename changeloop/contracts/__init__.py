@@ -209,7 +209,7 @@ def _resolve(
             manifest.parent if manifest.is_file() else None,
         )
     if "pythonModule" in how:
-        from changeloop.fingerprints.environment import python_for, venv_python
+        from changeloop.fingerprints.environment import python_for, venv_python  # noqa: PLC0415 - only a pythonModule tool needs the environment fingerprint
 
         found_venv = venv_python(repo)
         if found_venv is None and own:
@@ -381,8 +381,8 @@ RECORD = Path(".changeloop") / "adapters-check.json"
 
 def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
     """What the last ``adapters check`` found, for ``doctor`` (which runs nothing)."""
-    from changeloop.signing.statement import write_atomic
-    from changeloop.workspace.state import ensure_gitignored
+    from changeloop.signing.statement import write_atomic  # noqa: PLC0415 - statement pulls in cryptography; only saving the record needs it
+    from changeloop.workspace.state import ensure_gitignored  # noqa: PLC0415 - only saving the record needs the workspace state
 
     ensure_gitignored(root)
     doc = {

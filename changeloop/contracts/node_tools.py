@@ -42,7 +42,7 @@ _DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies",
 def declared_packages(repo: Path) -> set[str]:
     """The packages the repository's package.json depends on (none when it is unreadable,
     not a regular file, or over the manifests' size cap: ``detect.manifests.read_json``)."""
-    from changeloop.project.manifests import read_json
+    from changeloop.project.manifests import read_json  # noqa: PLC0415 - manifests pull in tomllib; only package.json reading needs them
 
     manifest = read_json(repo / "package.json") or {}
     names: set[str] = set()

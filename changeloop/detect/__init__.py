@@ -80,7 +80,7 @@ def provider_detection(provider: Provider, version: str | None = None) -> Detect
 
 def candidates(path: Path, unreadable: Unreadable | None = None) -> list[Detection]:
     """Every signal found in the repository itself, before precedence."""
-    from changeloop.detect import javascript, python, rust
+    from changeloop.detect import javascript, python, rust  # noqa: PLC0415 - cycle: changeloop.detect.javascript, .python and .rust import this package
 
     return python.detect(path, unreadable) + javascript.detect(path, unreadable) + rust.detect(path)
 
@@ -142,7 +142,7 @@ def load_context(
     could be derived for this change, every repository's detections stay empty (no
     walk of the tree; ``derived_explained`` finds nothing either way).
     """
-    from changeloop.detect import loading
+    from changeloop.detect import loading  # noqa: PLC0415 - cycle: changeloop.detect.loading imports this package
 
     evidence, execution = loading.load(root, change)
     repos = loading.repositories(root, evidence, execution)
@@ -151,11 +151,11 @@ def load_context(
     unreadable: dict[str, tuple[str, ...]] = {}
     detect = True
     if only_if_derivable:
-        from changeloop.detect.derive import derivation_possible
+        from changeloop.detect.derive import derivation_possible  # noqa: PLC0415 - cycle: changeloop.detect.derive imports this package
 
         detect = derivation_possible(evidence, execution, repos)
     if detect:
-        from changeloop.project.manifests import Unreadable
+        from changeloop.project.manifests import Unreadable  # noqa: PLC0415 - manifests pull in tomllib; kept off a prove that derives nothing
     for name, repo in repos.items() if detect else ():
         skipped = Unreadable()
         detections[name] = detect_repository(
@@ -183,9 +183,9 @@ def derived_for(root: Path, change: ChangeRef) -> dict[str, Provider]:
 
 def derived_explained(ctx: ChangeContext) -> dict[str, tuple[Provider, str]]:
     """Derived providers with their evidence, given the services execution.yaml declares."""
-    from changeloop.detect.derive import attach_services, derive_explained
-    from changeloop.detect.pass_env import runner_pass_env
-    from changeloop.detect.quality_lanes import prefer_quality_lanes
+    from changeloop.detect.derive import attach_services, derive_explained  # noqa: PLC0415 - cycle: changeloop.detect.derive imports this package
+    from changeloop.detect.pass_env import runner_pass_env  # noqa: PLC0415 - kept off a prove that derives nothing
+    from changeloop.detect.quality_lanes import prefer_quality_lanes  # noqa: PLC0415 - cycle: changeloop.detect.quality_lanes imports this package
 
     found = derive_explained(ctx.evidence, ctx.repositories, ctx.detections)
     found = prefer_quality_lanes(ctx, found)  # quality/foundation-quality.json lanes

@@ -22,6 +22,7 @@ Reads files only; runs nothing.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,9 +134,8 @@ _RUSTUP = "curl --proto '=https' -sSf https://sh.rustup.rs | sh -s -- -y"
 
 def install_for(repo: Path, tool: str) -> str | None:
     """The pasteable command that puts ``tool`` on PATH, where one is known."""
-    import shlex
 
-    from changeloop.detect.javascript import package_manager
+    from changeloop.detect.javascript import package_manager  # noqa: PLC0415 - detect.javascript pulls in yaml; only install hints need it
 
     if tool in ("pnpm", "yarn"):
         return f"npm i -g {shlex.quote(package_manager(repo, tool))}"

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
+from changeloop.detect import configured_detection, configured_for
+from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
 from changeloop.detect.types import Detection
 from changeloop.model import Evidence, Execution, Provider, Repository
 
@@ -47,10 +49,9 @@ def derive_explained(
     """Derived providers by name for every capability the change requires, each with the
     evidence (file and key) behind it."""
     # the runners' argv and the project's scripts: imported only when something is derived
-    from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
-    from changeloop.detect.runner_commands import playwright_command, test_command
-    from changeloop.detect.script_providers import from_scripts
-    from changeloop.detect.static_analysis import static_providers
+    from changeloop.detect.runner_commands import playwright_command, test_command  # noqa: PLC0415 - only derivation needs the runner commands (10 modules)
+    from changeloop.detect.script_providers import from_scripts  # noqa: PLC0415 - only derivation needs the script providers (12 modules)
+    from changeloop.detect.static_analysis import static_providers  # noqa: PLC0415 - only derivation needs static analysis (10 modules)
 
     needs = required(evidence, repositories)
     single = len(repositories) == 1
@@ -122,7 +123,7 @@ def static_analysis_files(evidence: Evidence, repositories: Mapping[str, Reposit
     ]
     if not needs:
         return []  # (the linters' readers are not even imported)
-    from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES
+    from changeloop.detect.static_analysis import STATIC_ANALYSIS_FILES  # noqa: PLC0415 - only the no-change record's file list needs static analysis (10 modules)
 
     return [repositories[repo].path / name for repo in needs for name in STATIC_ANALYSIS_FILES]
 
@@ -141,7 +142,6 @@ def derivation_possible(
     static analysis. When False, ``prove`` skips detection (a walk of the tree) and
     the no-change record may key the plan on its configuration alone.
     """
-    from changeloop.detect import configured_detection, configured_for
 
     needs = required(evidence, repositories)
     if static_analysis and needs.get("static-analysis"):

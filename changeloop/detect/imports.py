@@ -125,7 +125,7 @@ def _resolve(repo: Path, command: str) -> Path | None:
 
 def pytest_pythonpath(repo: Path) -> list[str]:
     """Folders pytest's ``pythonpath`` setting puts first on sys.path (absolute)."""
-    from changeloop.detect.python import pytest_settings
+    from changeloop.detect.python import pytest_settings  # noqa: PLC0415 - detect.python pulls in yaml; only pytest's pythonpath needs it
 
     value = pytest_settings(read_toml(repo / "pyproject.toml")).get("pythonpath")
     if value is None:

@@ -65,7 +65,7 @@ def _text(value: str) -> str:
     older CI tools) reads ``yes``, ``on``, ``1_000`` as booleans and numbers: every
     such string is written quoted, so the file means the same to both.
     """
-    from changeloop.config.yaml_core import resolves_to_text
+    from changeloop.config.yaml_core import resolves_to_text  # noqa: PLC0415 - config.yaml_core pulls in yaml; only quoting needs it
 
     if resolves_to_text(value) and resolves_to_text(value, yaml11=True):
         return value

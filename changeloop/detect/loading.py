@@ -14,7 +14,7 @@ from changeloop.workspace.changeref import ChangeRef
 
 
 def load(root: Path, change: ChangeRef) -> tuple[Evidence, Execution | None]:
-    from changeloop.plan import load_change_config
+    from changeloop.plan import load_change_config  # noqa: PLC0415 - plan pulls in yaml and the config loader; only loading needs it
 
     return load_change_config(root, change)
 

@@ -17,6 +17,7 @@ only), Makefile recipes and GitHub workflow ``run:`` steps as text/YAML.
 from __future__ import annotations
 
 import ast
+import configparser
 import re
 import shlex
 from dataclasses import dataclass
@@ -108,8 +109,6 @@ def _tox(repo: Path) -> list[tuple[str, str]]:
                     out.append((f"{name} [{section}] commands", line))
     legacy = dig(read_toml(repo / "pyproject.toml"), "tool", "tox", "legacy_tox_ini")
     if isinstance(legacy, str):
-        import configparser
-
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
             parser.read_string(legacy)

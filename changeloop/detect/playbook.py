@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from changeloop.model import Provider, Repository
-from changeloop.project.manifests import read_toml
+from changeloop.project.manifests import read_json, read_toml
 from changeloop.text import IMPLICIT_REPOSITORY, repository_words
 
 ESLINT = "npm i -D eslint && npm pkg set scripts.lint='eslint .'"
@@ -77,7 +77,7 @@ def suggest(
     words = repository_words(repo.name)
 
     def wire(name: str, provider: Provider) -> FileEdit:
-        from changeloop.detect.init_writer import providers_snippet
+        from changeloop.detect.init_writer import providers_snippet  # noqa: PLC0415 - init_writer pulls in ruamel; only wiring needs it
 
         text = providers_snippet(
             {name: provider},
@@ -201,7 +201,6 @@ def change_dir(root: Path, change_path: Path) -> str:
 
 def _npm_test_script(repo: Repository) -> str | None:
     """package.json's own `test` script, unless it is npm's placeholder."""
-    from changeloop.project.manifests import read_json
 
     package = read_json(repo.path / "package.json")
     scripts = package.get("scripts") if isinstance(package, dict) else None

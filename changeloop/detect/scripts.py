@@ -132,7 +132,7 @@ def runner_calls(pkg_dir: Path) -> ScriptPlan:
 def ci_builds(repo: Path, scripts: dict[str, str]) -> tuple[str, list[str]] | None:
     """(the CI job, the build scripts it runs before the test script), from the first
     GitHub workflow job that runs both."""
-    from changeloop.detect.maintainers import workflow_jobs
+    from changeloop.detect.maintainers import workflow_jobs  # noqa: PLC0415 - detect.maintainers pulls in yaml; only CI builds need it
 
     for evidence, lines in workflow_jobs(repo):
         builds: list[str] = []
@@ -176,7 +176,7 @@ class _Reader:
     def members(self) -> list[tuple[str, str]]:
         """The workspace members of this repository (never of a member itself)."""
         if self._members is None:
-            from changeloop.detect.javascript import packages
+            from changeloop.detect.javascript import packages  # noqa: PLC0415 - detect.javascript pulls in yaml; only workspace members need it
 
             self._members = []
             if self.dir == self.root:

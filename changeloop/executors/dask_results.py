@@ -22,6 +22,7 @@ from changeloop.errors import FileRefused
 from changeloop.executors.job import Job, JobResult
 from changeloop.executors.staging import StagingRefused, copy_file, extract, read_file
 from changeloop.executors.wire import Failure, WireResult
+from changeloop.masking import Masker
 
 REPORT_COPY = "report"  # the masked copy of a job's report in its log directory (as local runs)
 
@@ -89,7 +90,7 @@ def _report(
     job: Job, outputs: Path, log_dir: Path, secrets: tuple[str, ...]
 ) -> tuple[bytes | None, str | None]:
     """The report's bytes from staging (None: not written), and its masked copy for people."""
-    from changeloop.runner_reports import REPORT_LIMIT
+    from changeloop.runner_reports import REPORT_LIMIT  # noqa: PLC0415 - only a written report needs the report parsers (11 modules)
 
     assert job.report is not None
     try:
@@ -97,8 +98,6 @@ def _report(
     except FileRefused as exc:
         return None, exc.problems[0].message
     if data is not None and job.keep_report:
-        from changeloop.masking import Masker
-
         suffix = Path(job.report).suffix or ".txt"
         copy = log_dir / f"{REPORT_COPY}{suffix}"
         tmp = outputs / f".{REPORT_COPY}{suffix}"

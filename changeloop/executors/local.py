@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from changeloop.errors import FileRefused
 from changeloop.executors.job import Job, JobResult
 from changeloop.fsio import read_regular
+from changeloop.masking import Masker
 from changeloop.passenv import strict_environ
 from changeloop.process.run import run_process
 
@@ -90,9 +92,7 @@ def read_report(
     if path is None or not path.is_file():
         return None, None
     # imported only for a job that has a report: the readers' package costs ~35 ms to load
-    from changeloop.errors import FileRefused
-    from changeloop.masking import Masker
-    from changeloop.runner_reports import REPORT_LIMIT
+    from changeloop.runner_reports import REPORT_LIMIT  # noqa: PLC0415 - only a written report needs the report parsers (11 modules)
 
     if job.keep_report:
         with contextlib.suppress(OSError):  # the copy is for people; the reading is what counts

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+from distributed import get_worker
 
 from changeloop.executors.local import fresh_report
 from changeloop.executors.wire import WireJob, WireRepo, WireResult
@@ -48,17 +49,17 @@ from changeloop.executors.worker_sandboxes import (
     sandbox_of,
     setup_done,
 )
+from changeloop.fingerprints.environment import part
 from changeloop.model import Plan, Service
 from changeloop.outcome import Finding
 from changeloop.passenv import strict_environ
 from changeloop.process.run import ProcessResult, run_process
+from changeloop.signing.jcs import canonicalize
 
 _cancelled: set[str] = set()
 
 
 def _worker() -> Any:
-    from distributed import get_worker
-
     return get_worker()
 
 
@@ -104,8 +105,6 @@ def executable_identity(argv0: str) -> str:
     Python's version and installed distributions — as canonical JSON, so the
     coordinator compares workers' answers byte for byte.
     """
-    from changeloop.fingerprints.environment import part
-    from changeloop.signing.jcs import canonicalize
 
     return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
 
@@ -288,7 +287,7 @@ async def _services(
     if not wire.services:
         yield []
         return
-    from changeloop.services import ServiceManager
+    from changeloop.services import ServiceManager  # noqa: PLC0415 - only a job with services needs the service manager
 
     sandbox = workdirs[wire.job.sandbox.repository]
     swaps = ((wire.job.sandbox.path, str(sandbox)),)

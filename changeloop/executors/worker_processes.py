@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 PLUGIN_NAME = "changeloop-sweep-on-start"
@@ -29,8 +30,6 @@ _guard = threading.Lock()
 
 
 def _worker() -> Any:
-    from distributed import get_worker
-
     return get_worker()
 
 
@@ -55,7 +54,7 @@ def sweep_once(dask_worker: Any = None) -> None:
         if os.getpid() in _swept:
             return
         _swept.add(os.getpid())
-    from changeloop.process.sweep import sweep
+    from changeloop.process.sweep import sweep  # noqa: PLC0415 - process.sweep pulls in anyio and sandboxes; only the first job per worker sweeps
 
     state = state_dir(dask_worker)
     report = sweep(state)

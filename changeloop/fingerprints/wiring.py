@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from changeloop.fingerprints.change_inputs import change_inputs_digest
 from changeloop.model import Plan, Provider, Readiness, Service
 from changeloop.signing.jcs import canonicalize
 
@@ -222,8 +223,6 @@ class _Memo:
 
     def change_inputs(self, plan: Plan) -> str:
         if self._inputs is None:
-            from changeloop.fingerprints.change_inputs import change_inputs_digest
-
             self._inputs = change_inputs_digest(
                 plan.root, plan.change.path, receipts_locations(plan)
             )

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.gate.changed import changed_paths
 from changeloop.gate.freshness import committed_expiry, workspace_expiry
 from changeloop.gate.records import Kept, ReadEnvelope, SetAside
@@ -61,7 +62,7 @@ class Trees:
             return {}
         key = (repo, tree)
         if key not in self.links:
-            from changeloop.fingerprints.fingerprint import InputsIndex, external_symlinks
+            from changeloop.fingerprints.fingerprint import InputsIndex, external_symlinks  # noqa: PLC0415 - only the open-links check needs the fingerprint model
 
             links = InputsIndex(repository.path, tree=tree).symlinks()
             self.links[key] = external_symlinks(repository.path, links) if links else {}
@@ -79,7 +80,6 @@ class Trees:
 
 def current_wiring(plan: Plan, provider: Provider) -> str:
     """The wiring digest this checkout's plan gives ``provider`` (docs/threat-model.md)."""
-    from changeloop.fingerprints.wiring import wiring_digest
 
     return wiring_digest(plan, provider)
 

@@ -21,7 +21,7 @@ def local_files(plan: Plan) -> list[Path]:
 
 def committed_files(plan: Plan) -> list[Path]:
     """``openspec/changes/<id>/receipts/*.json`` and every external provider's ``receipts:``."""
-    from changeloop.providers import external
+    from changeloop.providers import external  # noqa: PLC0415 - providers.external pulls in anyio and cryptography; only committed files need it
 
     found: dict[Path, None] = {}
     default = plan.change.path / "receipts"

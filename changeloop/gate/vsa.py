@@ -33,12 +33,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from changeloop.gate import GateResult
 from changeloop.gate.resource_uri import resource_uri
+from changeloop.git.identity import content_identity
 from changeloop.plan import display_path
 from changeloop.signing.dsse import (
     PAYLOAD_TYPE,
     VerificationError,
     loads_strict,
     parse_envelope,
+    sign_envelope,
     verify_signatures,
 )
 from changeloop.signing.jcs import canonicalize
@@ -76,7 +78,6 @@ def subject_trees(result: GateResult) -> dict[str, str]:
     Receipts of one sandbox mode ⇒ that mode's trees; otherwise (none kept, or a
     mix) tracked + untracked files, the default ``prove`` sandbox sees.
     """
-    from changeloop.git.identity import content_identity
 
     modes = {k.verified.extension.get("sandbox") == "worktree" for k in result.kept}
     include_untracked = modes != {True}
@@ -169,8 +170,6 @@ def _set_aside(result: GateResult, weighed: set[str]) -> list[dict[str, Any]]:
 
 
 def seal_vsa(statement: dict[str, Any], key: Ed25519PrivateKey) -> Sealed:
-    from changeloop.signing.dsse import sign_envelope
-
     payload = canonicalize(statement)
     return Sealed(
         id="sha256:" + sha256_hex(payload),

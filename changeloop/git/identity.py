@@ -61,7 +61,7 @@ def identity_from_tree(
     left as it was (a sandbox keeps it as its own index). ``head_prefix`` is
     where the repository sits in HEAD (a copy sandbox holds only the subtree).
     """
-    from changeloop.model import ContentIdentity
+    from changeloop.model import ContentIdentity  # noqa: PLC0415 - kept off the no-change answer's imports
 
     sub, kept = _without_openspec(cwd, env, full_tree, prefix)
     dirty = _differs_from_head(cwd, env, tree=sub, ours=kept, prefix=head_prefix, head=head)
@@ -153,7 +153,7 @@ def _staged_tree(
     no-change decision and the full path must see the same content, submodules
     included (docs/fingerprints.md).
     """
-    from changeloop.git import submodules
+    from changeloop.git import submodules  # noqa: PLC0415 - kept off the no-change answer's imports
 
     seed_index(lay, tmp_index, repo)
     stage(repo, env, include_untracked=include_untracked)
@@ -174,7 +174,7 @@ def identity_of_tree(repo: Path, tree: str) -> ContentIdentity:
         )
     except ChangeloopError as exc:
         raise identity_refusal(exc, repo) from exc
-    from changeloop.model import ContentIdentity
+    from changeloop.model import ContentIdentity  # noqa: PLC0415 - kept off the no-change answer's imports
 
     return ContentIdentity(tree=tree, head=lay.head, dirty=dirty)
 

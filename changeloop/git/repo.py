@@ -9,6 +9,7 @@ repository path sits in its work tree (content identity, sandboxes, submodules).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -163,7 +164,6 @@ def excludes_digest(workdir: Path) -> str:
     """sha256 of the ignore files outside every tree: the repository's ``info/exclude`` and
     the user's global ``git/ignore``. With the content tree unchanged, a path keeps the
     ignore status it had while these keep their bytes (the no-change record checks it)."""
-    import hashlib
 
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     parts: list[str] = []

@@ -146,10 +146,10 @@ class Observed:
 
 def handoff_codes() -> frozenset[CodeType]:
     """Code objects whose start means work leaves the traced thread."""
-    import asyncio.base_events
-    import concurrent.futures
-    import multiprocessing.process
-    import subprocess
+    import asyncio.base_events  # noqa: PLC0415 - imported into the project's test process only when a tracer is made
+    import concurrent.futures  # noqa: PLC0415 - imported into the project's test process only when a tracer is made
+    import multiprocessing.process  # noqa: PLC0415 - imported into the project's test process only when a tracer is made
+    import subprocess  # noqa: PLC0415 - imported into the project's test process only when a tracer is made
 
     funcs: list[Any] = [
         threading.Thread.start,

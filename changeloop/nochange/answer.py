@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from changeloop import fsio
 from changeloop.errors import ChangeloopError, FileRefused
+from changeloop.git.repo import excludes_digest
+from changeloop.masking import Masker
 from changeloop.nochange.content import Content
 from changeloop.nochange.key import (
     RECORD_LIMIT,
@@ -33,6 +35,7 @@ from changeloop.nochange.miss import EXPLAIN, Miss, explain
 from changeloop.nochange.record import substitute
 from changeloop.nochange.signed import read_record, verify_record
 from changeloop.passenv import command_environ
+from changeloop.workspace.state import STATE, StateDir, ensure_gitignored, new_run_id
 
 if TYPE_CHECKING:
     from changeloop.run.carried import KnownInputs
@@ -92,7 +95,6 @@ def _answer(  # noqa: PLR0917 (one caller)
     seen: dict[str, str],
     known: dict[str, KnownInputs],
 ) -> Answer | None:
-    from changeloop.workspace.state import STATE, StateDir
 
     # The content identities (git, ~55 ms for 20,000 files, waiting on processes) run on
     # threads of their own while everything else is checked. The workspace root's starts
@@ -143,7 +145,6 @@ def _decide(  # noqa: PLR0917 (one caller)
     comes first either way (an edited input is the usual miss), and its trees are handed
     on to the full path (``seen``) whatever missed.
     """
-    from changeloop.workspace.state import ensure_gitignored, new_run_id
 
     if doc["key"] != base:
         content.hand_on(seen)
@@ -170,7 +171,7 @@ def _decide(  # noqa: PLR0917 (one caller)
 def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, KnownInputs]:
     """The verified record's inputs digests per checkout path, when this changeloop computes
     digests the way the record's did; a repository with a submodule carries none."""
-    from changeloop.run.carried import KnownInputs
+    from changeloop.run.carried import KnownInputs  # noqa: PLC0415 - kept off the no-change answer's imports
 
     key = doc["key"]
     if (key.get("changeloop"), key.get("fingerprintFormat")) != (
@@ -194,7 +195,7 @@ def _known_inputs(doc: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, 
 
 def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
     """envFrom values, free service ports, cache entries and environment parts as recorded."""
-    from changeloop.fingerprints import environment
+    from changeloop.fingerprints import environment  # noqa: PLC0415 - kept off the no-change answer's imports
 
     names = list(doc["envFrom"])
     if env_from(names, secret_key(seed), os.environ) != doc["envFrom"]:
@@ -203,7 +204,7 @@ def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
         if file_digest(Path(path)) != digest:
             raise Miss(f"{path} changed (it decides derived static analysis)")
     if doc["ports"]:
-        from changeloop.services.ports import port_holder
+        from changeloop.services.ports import port_holder  # noqa: PLC0415 - kept off the no-change answer's imports
 
         if any(port_holder(int(port)) is not None for port in doc["ports"]):
             # the full path reports a leftover server even when cached
@@ -225,8 +226,7 @@ def _still(doc: Mapping[str, Any], state: Path, seed: bytes) -> None:
 
 def _same_inputs(doc: Mapping[str, Any]) -> None:
     """The change inputs under ``openspec/``, and the ignored paths ``inputs`` name."""
-    from changeloop.fingerprints.change_inputs import change_inputs_digest
-    from changeloop.git.repo import excludes_digest
+    from changeloop.fingerprints.change_inputs import change_inputs_digest  # noqa: PLC0415 - kept off the no-change answer's imports
 
     inputs = doc["changeInputs"]
     excluded = [Path(p) for p in inputs["excluded"]]
@@ -238,7 +238,7 @@ def _same_inputs(doc: Mapping[str, Any]) -> None:
         if excludes_digest(path) != repo["excludes"]:
             raise Miss(f"the ignore files of repository {name} changed")
         for key, found in repo["ignored"].items():
-            from changeloop.fingerprints.ignored import walk_digest
+            from changeloop.fingerprints.ignored import walk_digest  # noqa: PLC0415 - kept off the no-change answer's imports
 
             globs = json.loads(key)
             if any(walk_digest(path, p, globs) != d for p, d in found.items()):
@@ -269,8 +269,7 @@ def _prepared(doc: Mapping[str, Any], run_id: str) -> Answer:
     The printed answer goes through a masker of this run's ``envFrom`` values, as
     the full path's does (the run id is new text).
     """
-    from changeloop.masking import Masker
-    from changeloop.run import runlog  # noqa: F401 (imported now, used once the content holds)
+    from changeloop.run import runlog  # noqa: F401, PLC0415 - imported now, used once the content holds
 
     recorded = doc["answer"]
     placeholder = recorded["placeholder"]

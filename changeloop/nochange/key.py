@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from changeloop import __version__, fsio
 from changeloop.errors import FileRefused
+from changeloop.formats import FINGERPRINT_FORMAT, PROVE_DOCUMENT, RECEIPT_SCHEMA
+from changeloop.passenv import passed_names
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -68,8 +70,6 @@ def base_key(
     options: Mapping[str, Any],
     config: Mapping[str, str | None],
 ) -> dict[str, Any]:
-    from changeloop.formats import FINGERPRINT_FORMAT, PROVE_DOCUMENT, RECEIPT_SCHEMA
-
     return {
         "changeloop": __version__,
         "proveDocument": PROVE_DOCUMENT,
@@ -91,7 +91,7 @@ def record_path(state: Path, change_id: str) -> Path | None:
 
 
 def seed(key: Ed25519PrivateKey) -> bytes:
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - cryptography is heavy; kept off the no-change answer's imports
 
     return key.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
@@ -122,7 +122,6 @@ def environ_values(
     """Each variable a command of the plan may get (the fixed set and every ``passEnv``
     pattern of the plan): an HMAC of its value (values never stored). A variable set or
     unset since is a different map."""
-    from changeloop.passenv import passed_names
 
     return {
         name: hmac.new(secret, environ[name].encode("utf-8", "surrogatepass"), "sha256").hexdigest()
@@ -138,7 +137,7 @@ def pass_env_patterns(plan: Any) -> list[str]:
 
 
 def part_digest(part: Mapping[str, Any]) -> str:
-    from changeloop.signing.jcs import canonicalize
+    from changeloop.signing.jcs import canonicalize  # noqa: PLC0415 - kept off the no-change answer's imports
 
     return hashlib.sha256(canonicalize(dict(part))).hexdigest()
 

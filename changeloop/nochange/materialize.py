@@ -51,7 +51,7 @@ def lay_out(state: Any, change_id: str, doc: Mapping[str, Any], run_id: str) -> 
 def write_run(change_id: str, doc: Mapping[str, Any], jobs: int, laid: Laid) -> None:
     """The run's ``run.json`` beside the receipts :func:`lay_out` put there: every provider
     ``cached``, and ``"decision": "no-change"``."""
-    from changeloop.run.runlog import RunLog
+    from changeloop.run.runlog import RunLog  # noqa: PLC0415 - kept off the no-change answer's imports
 
     recorded = doc["answer"]
     log = RunLog(

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from changeloop.config.schema import position
 from changeloop.errors import PreflightError, Problem
+from changeloop.masking import MIN_LENGTH, short_values
 from changeloop.model import Plan
 from changeloop.preflight.adapter_keys import misplaced_keys
 from changeloop.preflight.capabilities import capability_typos
@@ -24,6 +25,7 @@ from changeloop.preflight.locate import Locator
 from changeloop.preflight.providers import provider_problems
 from changeloop.preflight.repositories import repositories
 from changeloop.preflight.services import services
+from changeloop.providers import registry
 
 
 def check(plan: Plan) -> list[Problem]:
@@ -31,10 +33,9 @@ def check(plan: Plan) -> list[Problem]:
     at = Locator(plan)
     problems: list[Problem] = [*repositories(plan, at), *links(plan, at), *services(plan, at)]
     problems += capability_typos(plan, at)
-    from changeloop.providers import registry
 
     if any(repo.entry_points for repo in plan.repositories.values()):
-        from changeloop.grounding import entrypoints  # only to read the code they name
+        from changeloop.grounding import entrypoints  # noqa: PLC0415 - only repositories with entry points need it
 
         problems += entrypoints.preflight(plan)  # docs/grounding.md: a pattern matching nothing
 
@@ -53,7 +54,6 @@ def check(plan: Plan) -> list[Problem]:
 def warnings(plan: Plan, environ: Mapping[str, str] | None = None) -> list[str]:
     """What does not stop a run but weakens it: envFrom values too short to be masked,
     keys the provider's adapter does not read."""
-    from changeloop.masking import MIN_LENGTH, short_values
 
     return [
         f"warning: the value of {name} (envFrom) is shorter than {MIN_LENGTH} characters, too"

@@ -9,12 +9,12 @@ from changeloop.model import Plan, Provider
 from changeloop.plan import MULTI_REPOSITORY_ADAPTERS
 from changeloop.preflight.env import c_strings, secrets
 from changeloop.preflight.locate import Locator
+from changeloop.providers import registry
 from changeloop.providers.base import escapes
 
 
 def provider_problems(plan: Plan, p: Provider, at: Locator) -> Iterable[Problem]:
     """Everything wrong with ``p`` on its own (cross-provider checks are ``links.py``)."""
-    from changeloop.providers import registry
 
     me = (p.name,)
     label = f"provider {p.name!r}"

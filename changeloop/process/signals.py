@@ -125,11 +125,11 @@ async def cancel_on_signals() -> AsyncIterator[Interruption]:
     run answered 0. Every signal is also in ``SIGNALS.received``, which the CLI's exit
     reads.
     """
-    import asyncio
-    import signal
-    import socket
+    import asyncio  # noqa: PLC0415 - the signal layer imports nothing heavy before its handlers
+    import signal  # noqa: PLC0415 - the signal layer imports nothing heavy before its handlers
+    import socket  # noqa: PLC0415 - the signal layer imports nothing heavy before its handlers
 
-    import anyio
+    import anyio  # noqa: PLC0415 - the signal layer imports nothing heavy before its handlers
 
     loop = asyncio.get_running_loop()
     state = Interruption()

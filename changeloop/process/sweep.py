@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from changeloop.errors import ChangeloopError
 from changeloop.fsio import load_state_json
 from changeloop.process.groups import (
     OWNER_ENV,
@@ -32,6 +33,7 @@ from changeloop.process.groups import (
     stat_fields,
     system_tempdir,
 )
+from changeloop.workspace.state import STATE, check_state
 
 SWEEP_GRACE_S = 2.0
 # Temp files of atomic writes name their writer: ``.<name>.<pid>[.<hex>].tmp``
@@ -88,8 +90,8 @@ def sweep(state_dir: Path, *, grace_s: float = SWEEP_GRACE_S, light: bool = Fals
     with contextlib.suppress(OSError):
         report.removed += _stale_tmp_in_recent_runs(state_dir / "runs")
         report.removed += _stale_private_tempdirs()
-    from changeloop import sandboxes as boxes  # not at import: sandboxes import identity
-    from changeloop.sandboxes.place import sandbox_place
+    from changeloop import sandboxes as boxes  # noqa: PLC0415 - kept off the no-change answer's imports
+    from changeloop.sandboxes.place import sandbox_place  # noqa: PLC0415 - kept off the no-change answer's imports
 
     # in the user's cache directory, and where an older changeloop (or the fallback) made them
     for place in (sandbox_place(state_dir.parent).path, state_dir / "sandboxes"):
@@ -106,8 +108,6 @@ def sweep_before_answering(root: Path) -> Sweep | None:
     directories are left to that. Only once the workspace state passed its checks: a planted
     ``.changeloop`` never chooses what gets signalled (the full path refuses it).
     """
-    from changeloop.errors import ChangeloopError
-    from changeloop.workspace.state import STATE, check_state
 
     state_dir = root / STATE
     if not (state_dir / "runs").is_dir():

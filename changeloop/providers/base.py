@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from changeloop.errors import Problem
 from changeloop.executors.job import Executor, Job, JobResult, SandboxSpec, env_delta
 from changeloop.executors.local import LocalExecutor
+from changeloop.masking import masked_names
 from changeloop.model import (
     ClaimScope,
     ContentIdentity,
@@ -135,8 +136,6 @@ class RunContext:
 
 
 def _masked_names(plan: Plan) -> tuple[str, ...]:
-    from changeloop.masking import masked_names  # masking reads this module's records
-
     return masked_names(plan, os.environ)
 
 

@@ -43,6 +43,7 @@ from changeloop.providers.base import (
 )
 from changeloop.quality.lanes import routed_repositories, runs_quality
 from changeloop.runner_reports.model import Citation, ReportResult, TestCase
+from changeloop.schemas import validate_named
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -247,7 +248,6 @@ def _judge_envelope(base: Outcome, result: ProcessResult | JobResult, read: Enve
 
 def read_envelope(result: ProcessResult | JobResult) -> Envelope:
     """Parse and schema-check stdout as a runner envelope; (envelope, None) or (None, why)."""
-    from changeloop.schemas import validate_named
 
     try:
         if isinstance(result, JobResult) and result.stdout is not None:

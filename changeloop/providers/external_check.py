@@ -26,6 +26,7 @@ from typing import Literal
 
 from changeloop.errors import ChangeloopError
 from changeloop.fingerprints.wiring import wiring_digest
+from changeloop.git.identity import content_identity
 from changeloop.model import Plan, Provider
 from changeloop.providers.base import RunContext
 from changeloop.signing.dsse import (
@@ -190,7 +191,6 @@ def _verifies(data: bytes, keys: list[Trusted]) -> bool:
 
 def _trees(ctx: RunContext, repos: Sequence[str]) -> dict[str, str]:
     """Current content of repositories beyond this provider's own (an accepted provider's)."""
-    from changeloop.git.identity import content_identity
 
     out: dict[str, str] = {}
     for repo in repos:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.errors import Problem
+from changeloop.fingerprints.wiring import wiring_digest
 from changeloop.grounding import citations as grounding
 from changeloop.model import ADAPTER_CAPABILITIES, Plan, Provider
 from changeloop.mutation.judge import (
@@ -139,7 +140,6 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 def _seed(ctx: RunContext) -> str:
     """Deterministic per provider wiring and content (the fingerprint's stable parts)."""
-    from changeloop.fingerprints.wiring import wiring_digest
 
     trees = sorted(f"{repo}={ident.tree}" for repo, ident in ctx.identities.items())
     text = "\n".join([wiring_digest(ctx.plan, ctx.provider), *trees])

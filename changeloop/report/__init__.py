@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from changeloop.errors import StateRefused
+from changeloop.git.repo import git
 from changeloop.model import Plan
 from changeloop.report.model import Report
 from changeloop.signing.statement import write_atomic
@@ -40,8 +41,8 @@ def write_report(
     ``trust``: what the receipts were judged with (``plan`` already applies it); its
     ``--public-key`` keys are ``public_keys``.
     """
-    from changeloop.report.collect import collect
-    from changeloop.report.render import render
+    from changeloop.report.collect import collect  # noqa: PLC0415 - cycle: changeloop.report.collect imports this package
+    from changeloop.report.render import render  # noqa: PLC0415 - cycle: changeloop.report.render imports this package
 
     target = (out if out is not None else default_path(plan)).absolute()
     if target.is_dir():  # --out DIR: the page goes inside it, named after the change
@@ -65,7 +66,6 @@ def keep_out_of_content(plan: Plan, page: Path) -> Path | None:
     that repository's local ignore file (``.git/info/exclude``: what one checkout makes and
     no one commits), so it never becomes content the next proof or gate sees. The file
     changed, or None."""
-    from changeloop.git.repo import git
 
     for repo in plan.repositories.values():
         top = repo.path.absolute()

@@ -8,6 +8,7 @@ ended the run sooner.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from html import escape
 
 from changeloop.report.model import Bar, Timeline
@@ -119,7 +120,6 @@ def svg(timeline: Timeline) -> str:
 
 def bars_with_critical(bars: Sequence[Bar], depends_on: Mapping[str, Sequence[str]]) -> list[Bar]:
     """Mark the bars on the critical path."""
-    from dataclasses import replace
 
     durations = {b.provider: max(b.end_s - b.start_s, 0.0) for b in bars}
     chain = set(critical_path(durations, depends_on))

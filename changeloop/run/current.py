@@ -32,7 +32,7 @@ CurrentFingerprint = Callable[[Mapping[str, Any]], str | None]
 def current_fingerprints(plan: Plan) -> CurrentFingerprint | None:
     """A function from a receipt's ``predicate.changeloop`` to its provider's fingerprint
     now; None when the workspace has no key (then it made no receipt either)."""
-    from changeloop.signing.keys import load_private_key
+    from changeloop.signing.keys import load_private_key  # noqa: PLC0415 - signing.keys pulls in cryptography; only the current fingerprints need it
 
     key_path = plan.root / ".changeloop" / "keys" / "local.key"
     if not key_path.is_file():

@@ -226,7 +226,7 @@ def command_environ_spec(provider: Provider) -> Spec:
 
 def hmac_key(key: Any) -> bytes:
     """The fingerprint HMAC key, derived from the signing key (never stored)."""
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - cryptography is heavy; only the HMAC key needs it
 
     raw = key.private_bytes(
         serialization.Encoding.Raw,

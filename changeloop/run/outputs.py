@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
 from changeloop.caching import artifacts
 from changeloop.caching.local import NEVER_CACHED
 from changeloop.model import Plan, Provider
@@ -116,7 +118,6 @@ async def restore(run: RunStages, provider: Provider, workdir: Path) -> bool:
     if not restorable(run, provider):
         return False
     fp = run.fingerprint(provider)
-    import anyio
 
     return await anyio.to_thread.run_sync(
         artifacts.restore, run.state.cache, fp, workdir, run.fingerprinter.hmac

@@ -20,7 +20,7 @@ def load(name: str) -> dict[str, Any]:
 
 @cache
 def validator(name: str) -> Draft202012Validator:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # noqa: PLC0415 - jsonschema is heavy; only a validation needs it
 
     return Draft202012Validator(load(name))
 

@@ -123,9 +123,9 @@ async def _get_http(host: str, port: int, target: str) -> tuple[int, dict[str, s
 
 def _get_urllib(url: str, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
     """HTTPS (or anything not plain http) through urllib, in a worker thread."""
-    import ssl  # with urllib.request (http.client, email): ~10 ms, only for this path
-    import urllib.error
-    import urllib.request
+    import ssl  # noqa: PLC0415 - with urllib.request (http.client, email), only the HTTPS probe needs it
+    import urllib.error  # noqa: PLC0415 - only the HTTPS probe needs it
+    import urllib.request  # noqa: PLC0415 - only the HTTPS probe needs it
 
     request = urllib.request.Request(url, method="GET")  # noqa: S310 - the user's own URL
     context = ssl.create_default_context()

@@ -36,9 +36,11 @@ from typing import Any, NoReturn
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from changeloop import fsio
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.model import ContentIdentity, Plan
 from changeloop.outcome import Outcome
+from changeloop.schemas import validate_named
 from changeloop.signing.dsse import PAYLOAD_TYPE, sign_envelope
 from changeloop.signing.jcs import canonicalize
 from changeloop.signing.keys import signer_keyid
@@ -235,7 +237,6 @@ def guard(statement: Mapping[str, Any]) -> None:
 
 def extension_problem(extension: Any) -> str | None:
     """None when ``extension`` fits schemas/receipt-extension.json, else the first problem."""
-    from changeloop.schemas import validate_named
 
     return validate_named("receipt-extension.json", extension)
 
@@ -274,6 +275,5 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     write all-or-nothing. The temporary file is created exclusively, so a
     symlink planted beside ``path`` is never written through (docs/threat-model.md).
     """
-    from changeloop import fsio
 
     fsio.write_atomic(path, data, durable=durable)

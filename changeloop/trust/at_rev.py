@@ -54,8 +54,8 @@ def read_at_rev(plan: Plan, rev: str) -> AtRev:
     execution = _entry(top, commit, f"{where}/execution.yaml")
     if execution is None:
         return AtRev(rev, commit, where, {})
-    from changeloop.config.execution import execution_from_document
-    from changeloop.config.yamlio import MAX_BYTES, parse_yaml_bytes
+    from changeloop.config.execution import execution_from_document  # noqa: PLC0415 - config pulls in yaml; only reading trust at a revision needs it
+    from changeloop.config.yamlio import MAX_BYTES, parse_yaml_bytes  # noqa: PLC0415 - config pulls in yaml; only reading trust at a revision needs it
 
     shown = f"{rev}:{where}/execution.yaml"
     raw = _blob(top, execution, MAX_BYTES, shown)

@@ -53,8 +53,8 @@ class Keyring:
 
 def load_keyring(path: Path) -> Keyring:
     """Read, validate and load every key of the keyring (ConfigError / KeyRefused: exit 2)."""
-    from changeloop.config.schema import check_version, schema_problems
-    from changeloop.config.yamlio import parse_yaml_bytes
+    from changeloop.config.schema import check_version, schema_problems  # noqa: PLC0415 - config pulls in yaml; only loading a keyring needs it
+    from changeloop.config.yamlio import parse_yaml_bytes  # noqa: PLC0415 - config pulls in yaml; only loading a keyring needs it
 
     shown = str(path)
     try:

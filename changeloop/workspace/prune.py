@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop import fsio
+from changeloop.workspace.state import STATE
 
 __all__ = [
     "CACHE_DAYS",
@@ -348,7 +349,6 @@ def inventory(state: Path, policy: Policy, sandboxes: Path | None = None) -> dic
 def prune_after_prove(root: Path, change: str, *, cache: bool = True) -> Freed:
     """What ``prove`` frees as it goes: its change's old runs, and (``cache``) the cache once
     a day. Never an error: a prune that cannot happen now happens next time."""
-    from changeloop.workspace.state import STATE
 
     state = root / STATE
     policy = Policy.from_env()

@@ -18,7 +18,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from changeloop.detect.javascript import package_manager
+from changeloop.detect.javascript import package_manager, packages
 from changeloop.project.manifests import read_json
 
 __all__ = [
@@ -61,8 +61,6 @@ def node_install(repo: Path, package: str) -> str:
 
 
 def _declared(repo: Path, package: str) -> bool:
-    from changeloop.detect.javascript import packages
-
     for folder in packages(repo) or [repo]:
         data = read_json(folder / "package.json") or {}
         for key in ("devDependencies", "dependencies", "optionalDependencies"):

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from changeloop import preflight
 from changeloop.detect.doctor.finding import DoctorFinding
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.model import Evidence, Execution, Provider
+from changeloop.plan import build_plan
 
 REFUSED = "preflight-refused"
 WARNED = "preflight-warning"
@@ -57,8 +59,6 @@ def preflight_findings(
 ) -> list[DoctorFinding]:
     """Every refusal of prove's preflight, as an unresolved (severity error) finding,
     and each of its located warnings (severity warning, not counted)."""
-    from changeloop import preflight
-    from changeloop.plan import build_plan
 
     try:
         plan = build_plan(root, change, derived=dict(derived), config=(evidence, execution))
