@@ -48,7 +48,7 @@ _LAST_PATTERNS: _Slot = [None]
 
 
 def _xml_escape(value: str, entities: Mapping[str, str] | None = None) -> str:
-    """``xml.sax.saxutils.escape`` (whose module imports urllib.request: ~20 ms at start)."""
+    """``xml.sax.saxutils.escape`` (whose module imports urllib.request, slow at start)."""
     value = value.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
     for char, entity in (entities or {}).items():
         value = value.replace(char, entity)

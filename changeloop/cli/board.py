@@ -178,8 +178,8 @@ class Progress:
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running event loop, if any. asyncio is not imported for it (~14 ms of a
-    no-change re-prove): a running loop means asyncio is imported already."""
+    """The running event loop, if any. asyncio is not imported for it (a cost on
+    the no-change re-prove): a running loop means asyncio is imported already."""
     running = sys.modules.get("asyncio")
     if running is None:
         return None

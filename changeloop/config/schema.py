@@ -20,7 +20,7 @@ from changeloop.config.schema_words import TYPE_WORDS, bound_or_choice
 from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
 
-if TYPE_CHECKING:  # jsonschema is imported only to validate (~30 ms at start-up)
+if TYPE_CHECKING:  # jsonschema is imported only to validate (a slow import at start-up)
     from jsonschema import ValidationError
 
 # Durations past these are a typo, not a plan (docs/processes.md):

@@ -91,7 +91,7 @@ def read_report(
 ) -> tuple[bytes | None, str | None]:
     if path is None or not path.is_file():
         return None, None
-    # imported only for a job that has a report: the readers' package costs ~35 ms to load
+    # imported only for a job that has a report: the readers' package is slow to load
     from changeloop.runner_reports import REPORT_LIMIT  # noqa: PLC0415 - only a written report needs the report parsers (11 modules)
 
     if job.keep_report:

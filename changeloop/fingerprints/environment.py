@@ -244,7 +244,7 @@ def _python(
 ) -> dict[str, Any] | None:
     """The interpreter's executable and distributions: it is asked, no project code runs.
 
-    Asking costs a process (~50 ms); the answer is remembered per process and in
+    Asking costs a process; the answer is remembered per process and in
     ``state``/interpreters.json, keyed by the interpreter's path and identity (device,
     inode, size, mtime_ns, ctime_ns) and the environment it is asked in (a pyenv shim
     picks its Python from it), and valid while every folder of its ``sys.path`` keeps

@@ -30,7 +30,7 @@ from changeloop.errors import ChangeloopError
 from changeloop.git.index import seed_index, stage
 from changeloop.git.repo import GitLayout, git, git_env, layout
 
-if TYPE_CHECKING:  # the model's dataclasses (~7 ms) are not imported for a tree id alone
+if TYPE_CHECKING:  # the model's dataclasses are not imported for a tree id alone
     from changeloop.model import ContentIdentity
 
 __all__ = [

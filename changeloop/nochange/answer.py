@@ -96,7 +96,7 @@ def _answer(  # noqa: PLR0917 (one caller)
     known: dict[str, KnownInputs],
 ) -> Answer | None:
 
-    # The content identities (git, ~55 ms for 20,000 files, waiting on processes) run on
+    # The content identities (git, waiting on processes) run on
     # threads of their own while everything else is checked. The workspace root's starts
     # first, before the state checks, when the record (looked at, not believed) names it:
     # the root is ours, not the record's, and its content is what the full path stages
@@ -122,7 +122,7 @@ def _answer(  # noqa: PLR0917 (one caller)
     try:
         return _decide(root, change_id, state, doc, seed, base, jobs, seen, content)
     except Exception:
-        # Only a miss hands the inputs digests on (run.carried, ~4 ms of imports a hit skips).
+        # Only a miss hands the inputs digests on (run.carried: imports a hit skips).
         known.update(_known_inputs(doc, base))
         raise
 

@@ -1,6 +1,6 @@
 """The content identities of a record's repositories, computed on threads of their own.
 
-git (~55 ms for 20,000 files, waiting on processes) runs in the background while
+git (waiting on processes) runs in the background while
 the calling thread verifies the record and checks the rest of its key
 (changeloop.nochange.answer); the outcome is taken back on the calling thread.
 """

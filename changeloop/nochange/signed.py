@@ -29,8 +29,8 @@ _PEM = re.compile(
 
 
 def workspace_seed(path: Path) -> bytes | None:
-    """The workspace key's seed, read without cryptography's serialization (~10 ms of
-    imports); anything but the PKCS#8 PEM ``keys.py`` writes is None (the full path then
+    """The workspace key's seed, read without cryptography's serialization (imports a
+    re-prove skips); anything but the PKCS#8 PEM ``keys.py`` writes is None (the full path then
     loads, or refuses, the key itself). ``state.check_state`` has checked its mode."""
     try:
         raw = fsio.read_regular_stat(path, limit=64 * 1024, what="key", follow_symlinks=False)[0]
@@ -49,7 +49,7 @@ def read_record(state: Path, change_id: str) -> tuple[bytes, bytes, dict[str, An
     """The record's bytes, payload and parsed payload, *not yet verified* (:func:`verify_record`).
 
     Parsed here with the standard library alone: the DSSE module imports the
-    cryptography it needs to verify (~7 ms), and the content identities start before.
+    cryptography it needs to verify, and the content identities start before.
     """
     path = record_path(state, change_id)
     if path is None:

@@ -3,7 +3,7 @@
 The same keys feed the execution.yaml schema's ``adapter`` enum check and the
 CLI's choices. A module is imported when its adapter is first asked for: a plan
 of ``command`` providers never imports the browser, mutation or report readers
-(~20 ms of a re-prove's start). mypy still checks every module against
+(a cost at every re-prove's start; bench/README.md). mypy still checks every module against
 the ``Adapter`` protocol (the table under ``TYPE_CHECKING``).
 """
 

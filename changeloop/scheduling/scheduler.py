@@ -156,7 +156,7 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         # Started jobs not yet taken by a worker, and the workers between two jobs: a
         # worker runs started jobs one after another, so a run has at most ``slots``
-        # tasks instead of one per job (a task costs ~20 µs of the loop).
+        # tasks instead of one per job (each task is work for the loop).
         self.queue: deque[int] = deque()
         self.between = 0
 

@@ -7,7 +7,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported when a validator is first asked for (~30 ms at start-up)
+if TYPE_CHECKING:  # imported when a validator is first asked for (a slow import at start-up)
     from jsonschema import Draft202012Validator
 
 

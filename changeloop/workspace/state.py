@@ -132,7 +132,7 @@ class StateDir:
 
 
 # Roots already accepted in this CLI invocation (None outside one): a prove asked the same
-# question four times (~2–5 ms each, one `git ls-files` apiece) on its no-change path.
+# question four times (one `git ls-files` apiece) on its no-change path.
 _ACCEPTED: ContextVar[set[str] | None] = ContextVar("changeloop_state_accepted", default=None)
 
 

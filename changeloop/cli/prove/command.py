@@ -26,8 +26,8 @@ from changeloop.errors import ChangeloopError
 __all__ = ["DEFAULT_SANDBOX", "SANDBOX_MODES", "register", "run"]
 
 # The sandbox modes as the model names them (``model.SandboxMode``, in its order), without
-# importing the model or the sandboxes (a re-prove answered from its record needs neither:
-# ~7 ms of dataclasses); tests/nochange/test_nochange.py holds these equal to SandboxMode,
+# importing the model or the sandboxes (a re-prove answered from its record needs neither, nor
+# their dataclasses); tests/nochange/test_nochange.py holds these equal to SandboxMode,
 # changeloop.sandboxes.MODES and DEFAULT_MODE.
 SANDBOX_MODES: tuple[str, ...] = ("worktree", "copy", "none")
 DEFAULT_SANDBOX = "none"

@@ -91,7 +91,7 @@ def prove_full(
     estimates = _estimates(plan)
     progress = Progress(plan, terminal.as_textio(), estimates=estimates)
     board: LiveBoard | None = None
-    if live:  # rich only for a terminal (~15 ms of imports otherwise spent for nothing)
+    if live:  # rich only for a terminal (its imports otherwise spent for nothing)
         from rich.console import Console
 
         from changeloop.cli.live import LiveBoard
