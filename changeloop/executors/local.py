@@ -54,7 +54,7 @@ class LocalExecutor:
         )
         data, error = read_report(job, report, log_dir, secrets)
         stdout, log = (
-            (whole_bytes(result.stdout_path), whole_bytes(result.log_path))  # kept: job.output
+            (whole_bytes(result.stdout_path), whole_bytes(result.log_path))
             if job.output
             else (None, None)
         )
@@ -91,7 +91,6 @@ def read_report(
 ) -> tuple[bytes | None, str | None]:
     if path is None or not path.is_file():
         return None, None
-    # imported only for a job that has a report: the readers' package is slow to load
     from changeloop.runner_reports import REPORT_LIMIT  # noqa: PLC0415 - only a written report needs the report parsers (11 modules)
 
     if job.keep_report:
