@@ -105,7 +105,6 @@ def executable_identity(argv0: str) -> str:
     Python's version and installed distributions — as canonical JSON, so the
     coordinator compares workers' answers byte for byte.
     """
-
     return canonicalize(part([argv0], Path(tempfile.gettempdir()), None)).decode()
 
 
