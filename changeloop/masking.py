@@ -82,7 +82,6 @@ def _pass_env_patterns(plan: Plan) -> tuple[str, ...]:
 def masked_names(plan: Plan, environ: Mapping[str, str]) -> tuple[str, ...]:
     """Every ``envFrom`` name, plus each variable of ``environ`` a ``passEnv`` of the plan
     passes whose name is secret-like (``*TOKEN*``, …): its value is masked too."""
-
     patterns = _pass_env_patterns(plan)
     if not patterns:
         return env_from_names(plan)

@@ -140,7 +140,6 @@ def _argv_example(value: Any) -> str:
 
 def _rename_fix(extra: list[str], allowed: list[str]) -> str:
     """``rename timeout to timeoutMs`` for a key one edit or two from a defined one."""
-
     meant = [difflib.get_close_matches(key, allowed, n=1, cutoff=0.6) for key in extra]
     if not all(meant):
         return f"remove or rename {', '.join(extra)}"

@@ -142,7 +142,6 @@ def derivation_possible(
     static analysis. When False, ``prove`` skips detection (a walk of the tree) and
     the no-change record may key the plan on its configuration alone.
     """
-
     needs = required(evidence, repositories)
     if static_analysis and needs.get("static-analysis"):
         return True  # ``static_analysis=False``: the caller observes STATIC_ANALYSIS_FILES

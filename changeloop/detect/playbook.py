@@ -201,7 +201,6 @@ def change_dir(root: Path, change_path: Path) -> str:
 
 def _npm_test_script(repo: Repository) -> str | None:
     """package.json's own `test` script, unless it is npm's placeholder."""
-
     package = read_json(repo.path / "package.json")
     scripts = package.get("scripts") if isinstance(package, dict) else None
     script = scripts.get("test") if isinstance(scripts, dict) else None

@@ -80,7 +80,6 @@ class Trees:
 
 def current_wiring(plan: Plan, provider: Provider) -> str:
     """The wiring digest this checkout's plan gives ``provider`` (docs/threat-model.md)."""
-
     return wiring_digest(plan, provider)
 
 

@@ -78,7 +78,6 @@ def subject_trees(result: GateResult) -> dict[str, str]:
     Receipts of one sandbox mode ⇒ that mode's trees; otherwise (none kept, or a
     mix) tracked + untracked files, the default ``prove`` sandbox sees.
     """
-
     modes = {k.verified.extension.get("sandbox") == "worktree" for k in result.kept}
     include_untracked = modes != {True}
     known = result.trees.get(include_untracked, {})

@@ -164,7 +164,6 @@ def excludes_digest(workdir: Path) -> str:
     """sha256 of the ignore files outside every tree: the repository's ``info/exclude`` and
     the user's global ``git/ignore``. With the content tree unchanged, a path keeps the
     ignore status it had while these keep their bytes (the no-change record checks it)."""
-
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     parts: list[str] = []
     for path in (common_dir(workdir) / "info" / "exclude", Path(config) / "git" / "ignore"):

@@ -145,7 +145,6 @@ def _decide(  # noqa: PLR0917 (one caller)
     comes first either way (an edited input is the usual miss), and its trees are handed
     on to the full path (``seen``) whatever missed.
     """
-
     if doc["key"] != base:
         content.hand_on(seen)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])

@@ -31,7 +31,6 @@ class Content:
     def start(self, doc: Mapping[str, Any], *, only: Path | None = None) -> None:
         """Start the repositories of ``doc`` not started yet (with ``only``: the one whose
         checkout is that directory, if any)."""
-
         repositories = doc["repositories"]
         if not isinstance(repositories, Mapping) or not all(
             isinstance(r, Mapping) and isinstance(r.get("path"), str) for r in repositories.values()

@@ -122,7 +122,6 @@ def environ_values(
     """Each variable a command of the plan may get (the fixed set and every ``passEnv``
     pattern of the plan): an HMAC of its value (values never stored). A variable set or
     unset since is a different map."""
-
     return {
         name: hmac.new(secret, environ[name].encode("utf-8", "surrogatepass"), "sha256").hexdigest()
         for name in passed_names(environ, patterns)

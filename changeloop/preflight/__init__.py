@@ -54,7 +54,6 @@ def check(plan: Plan) -> list[Problem]:
 def warnings(plan: Plan, environ: Mapping[str, str] | None = None) -> list[str]:
     """What does not stop a run but weakens it: envFrom values too short to be masked,
     keys the provider's adapter does not read."""
-
     return [
         f"warning: the value of {name} (envFrom) is shorter than {MIN_LENGTH} characters, too"
         " short to be a secret: it is not masked in logs, reports or receipts"

@@ -15,7 +15,6 @@ from changeloop.providers.base import escapes
 
 def provider_problems(plan: Plan, p: Provider, at: Locator) -> Iterable[Problem]:
     """Everything wrong with ``p`` on its own (cross-provider checks are ``links.py``)."""
-
     me = (p.name,)
     label = f"provider {p.name!r}"
     adapter = registry.get(p.adapter)

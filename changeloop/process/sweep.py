@@ -108,7 +108,6 @@ def sweep_before_answering(root: Path) -> Sweep | None:
     directories are left to that. Only once the workspace state passed its checks: a planted
     ``.changeloop`` never chooses what gets signalled (the full path refuses it).
     """
-
     state_dir = root / STATE
     if not (state_dir / "runs").is_dir():
         return None

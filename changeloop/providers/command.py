@@ -248,7 +248,6 @@ def _judge_envelope(base: Outcome, result: ProcessResult | JobResult, read: Enve
 
 def read_envelope(result: ProcessResult | JobResult) -> Envelope:
     """Parse and schema-check stdout as a runner envelope; (envelope, None) or (None, why)."""
-
     try:
         if isinstance(result, JobResult) and result.stdout is not None:
             text = result.stdout.decode("utf-8").strip()

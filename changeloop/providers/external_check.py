@@ -191,7 +191,6 @@ def _verifies(data: bytes, keys: list[Trusted]) -> bool:
 
 def _trees(ctx: RunContext, repos: Sequence[str]) -> dict[str, str]:
     """Current content of repositories beyond this provider's own (an accepted provider's)."""
-
     out: dict[str, str] = {}
     for repo in repos:
         ident = ctx.identities.get(repo)

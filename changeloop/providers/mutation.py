@@ -140,7 +140,6 @@ def preflight(provider: Provider, plan: Plan) -> Sequence[Problem]:
 
 def _seed(ctx: RunContext) -> str:
     """Deterministic per provider wiring and content (the fingerprint's stable parts)."""
-
     trees = sorted(f"{repo}={ident.tree}" for repo, ident in ctx.identities.items())
     text = "\n".join([wiring_digest(ctx.plan, ctx.provider), *trees])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -66,7 +66,6 @@ def keep_out_of_content(plan: Plan, page: Path) -> Path | None:
     that repository's local ignore file (``.git/info/exclude``: what one checkout makes and
     no one commits), so it never becomes content the next proof or gate sees. The file
     changed, or None."""
-
     for repo in plan.repositories.values():
         top = repo.path.absolute()
         if not page.is_relative_to(top):

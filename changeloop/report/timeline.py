@@ -120,7 +120,6 @@ def svg(timeline: Timeline) -> str:
 
 def bars_with_critical(bars: Sequence[Bar], depends_on: Mapping[str, Sequence[str]]) -> list[Bar]:
     """Mark the bars on the critical path."""
-
     durations = {b.provider: max(b.end_s - b.start_s, 0.0) for b in bars}
     chain = set(critical_path(durations, depends_on))
     return [replace(b, critical=b.provider in chain) for b in bars]

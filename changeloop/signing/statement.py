@@ -237,7 +237,6 @@ def guard(statement: Mapping[str, Any]) -> None:
 
 def extension_problem(extension: Any) -> str | None:
     """None when ``extension`` fits schemas/receipt-extension.json, else the first problem."""
-
     return validate_named("receipt-extension.json", extension)
 
 
@@ -275,5 +274,4 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     write all-or-nothing. The temporary file is created exclusively, so a
     symlink planted beside ``path`` is never written through (docs/threat-model.md).
     """
-
     fsio.write_atomic(path, data, durable=durable)

@@ -349,7 +349,6 @@ def inventory(state: Path, policy: Policy, sandboxes: Path | None = None) -> dic
 def prune_after_prove(root: Path, change: str, *, cache: bool = True) -> Freed:
     """What ``prove`` frees as it goes: its change's old runs, and (``cache``) the cache once
     a day. Never an error: a prune that cannot happen now happens next time."""
-
     state = root / STATE
     policy = Policy.from_env()
     freed = Freed()

@@ -59,7 +59,6 @@ def preflight_findings(
 ) -> list[DoctorFinding]:
     """Every refusal of prove's preflight, as an unresolved (severity error) finding,
     and each of its located warnings (severity warning, not counted)."""
-
     try:
         plan = build_plan(root, change, derived=dict(derived), config=(evidence, execution))
         problems = preflight.check(plan)
