@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The editable install leaves changeloop's bytecode uncompiled; under PYTHONDONTWRITEBYTECODE
+# every `changeloop` the tests start would compile all of it again (a fifth of a CLI test).
+python3 -m compileall -q changeloop >/dev/null
 
 need_apt=()
 command -v git >/dev/null 2>&1 || need_apt+=(git)

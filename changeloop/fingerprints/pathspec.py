@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Pathspec", "normalize"]
+__all__ = ["Pathspec", "literal_prefix", "normalize"]
 
 _SPECIAL = b"*?[\\"
 _CLASS_TESTS: dict[bytes, Callable[[str], bool]] = {
@@ -177,6 +177,17 @@ def _wild_regex(rest: bytes) -> bytes:
     return b"".join(out)
 
 
+def _first_wildcard(text: bytes) -> int:
+    return min((k for k in (text.find(bytes([c])) for c in _SPECIAL) if k >= 0), default=-1)
+
+
+def literal_prefix(pattern: str) -> bytes | None:
+    """:attr:`Pathspec.prefix` of ``pattern`` when it has wildcards, None when it has none."""
+    text = normalize(pattern)
+    cut = _first_wildcard(text)
+    return None if cut < 0 else text[:cut]
+
+
 @dataclass(frozen=True)
 class Pathspec:
     """One normalised pattern: its literal form and, if it has wildcards, its regex."""
@@ -188,7 +199,7 @@ class Pathspec:
     @classmethod
     def parse(cls, pattern: str) -> Pathspec:
         text = normalize(pattern)
-        cut = min((k for k in (text.find(bytes([c])) for c in _SPECIAL) if k >= 0), default=-1)
+        cut = _first_wildcard(text)
         if cut < 0:
             return cls(text, text, None)
         prefix = text[:cut]
