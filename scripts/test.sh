@@ -48,7 +48,9 @@ python3 -c 'import sys; from importlinter.cli import lint_imports_command as lin
 python3 -m mypy  # files, strictness and the per-module overrides: pyproject.toml [tool.mypy]
 
 # pyproject.toml makes every warning an error and every xfail strict.
-python3 -m pytest "$@"
+# Two workers, one per core (most tests wait on the processes they start); a file's tests
+# stay on one worker, so a module's fixtures are made once.
+python3 -m pytest -n "${CHANGELOOP_TEST_WORKERS:-2}" --dist loadfile "$@"
 
 # changeloop proves itself after the suite (.ci/run sets CHANGELOOP_SELF_PROVE=1):
 # one of its own changes is proven and gated, or CI fails (scripts/self-prove.sh).
