@@ -12,6 +12,9 @@ Every executor applies the same filter where it builds a process environment
 
     strict_environ(os.environ, pass_env=("MODE", "APP_*"), env_from=("DB_URL",))
     # {"PATH": ..., "HOME": ..., "MODE": "ok", "APP_X": "1", "DB_URL": "..."}
+
+A run reads the environment once, when it starts (:class:`Snapshot`): every
+cut of it is made from that one copy, once per distinct wiring.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ import hmac
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 
 __all__ = [
     "ALWAYS",
+    "Snapshot",
     "command_environ",
     "passed_names",
     "passed_values",
@@ -72,6 +77,27 @@ def strict_environ(
     match = _matcher((*ALWAYS, *pass_env)).fullmatch
     named = set(env_from)
     return {k: v for k, v in environ.items() if k in named or match(k) is not None}
+
+
+class Snapshot:
+    """The environment as a run found it when it started, and its cuts, each made once.
+
+    A run's processes all start from this one copy (nothing in changeloop changes the
+    environment during a run); a cut is shared by every provider wired the same way,
+    read-only so that no one of them changes what another gets.
+    """
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ: Mapping[str, str] = MappingProxyType(dict(environ))
+        self._cuts: dict[tuple[tuple[str, ...], tuple[str, ...]], Mapping[str, str]] = {}
+
+    def cut(self, pass_env: Sequence[str] = (), env_from: Sequence[str] = ()) -> Mapping[str, str]:
+        """:func:`strict_environ` of the snapshot for this wiring (the same object each time)."""
+        key = (tuple(pass_env), tuple(env_from))
+        found = self._cuts.get(key)
+        if found is None:
+            found = self._cuts[key] = MappingProxyType(strict_environ(self.environ, *key))
+        return found
 
 
 def passed_values(

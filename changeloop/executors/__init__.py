@@ -21,6 +21,7 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors.job import Executor
 from changeloop.executors.local import LocalExecutor
 from changeloop.model import Plan
+from changeloop.passenv import Snapshot
 from changeloop.records import ProveOptions
 
 SCHEDULER_ENV = "CHANGELOOP_DASK_SCHEDULER"
@@ -77,15 +78,18 @@ def insecure_note(options: ProveOptions) -> str | None:
 
 @asynccontextmanager
 async def open_executor(
-    plan: Plan, options: ProveOptions, state_dir: Path
+    plan: Plan, options: ProveOptions, state_dir: Path, environ: Snapshot | None = None
 ) -> AsyncIterator[Executor]:
     """The run's executor, connected and checked before anything runs (else exit 2).
+
+    ``environ``: the run's snapshot of the environment, which local jobs start from (a
+    Dask worker reads its own machine's).
 
     A Dask executor that lost its scheduler during the run raises
     ``dask_scheduler_lost`` as the run ends (see ``DaskExecutor.lost``).
     """
     if options.executor == "local":
-        yield LocalExecutor()
+        yield LocalExecutor(environ)
         return
     check_dask(options)
     from changeloop.executors.dask import DaskExecutor  # noqa: PLC0415 - cycle: changeloop.executors.dask imports this package; only the Dask path needs distributed

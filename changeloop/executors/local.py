@@ -17,26 +17,27 @@ from changeloop.errors import FileRefused
 from changeloop.executors.job import Job, JobResult
 from changeloop.fsio import read_regular
 from changeloop.masking import Masker
-from changeloop.passenv import strict_environ
+from changeloop.passenv import Snapshot
 from changeloop.process.run import run_process
 
 
 class LocalExecutor:
     """Runs jobs as process groups on this machine (``changeloop.process.run``).
 
-    Jobs start from ``os.environ`` as it is when each one starts (or from the
-    ``environ`` given).
+    Jobs start from ``environ`` (a run hands the :class:`~changeloop.passenv.Snapshot`
+    it took as it started), or without one from ``os.environ`` as it is when each starts.
     """
 
     remote = False
     capacity = None  # this machine's slots are --jobs
     lost = None  # this machine never goes away mid-run
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = environ
+    def __init__(self, environ: Mapping[str, str] | Snapshot | None = None) -> None:
+        self._snapshot = Snapshot(environ) if isinstance(environ, Mapping) else environ
 
     async def run(self, job: Job) -> JobResult:
-        base = dict(os.environ) if self._environ is None else self._environ
+        snapshot = Snapshot(os.environ) if self._snapshot is None else self._snapshot
+        base = snapshot.environ
         secrets = job.secrets(base)
         log_dir = Path(job.log_dir)
         report = fresh_report(job)
@@ -45,7 +46,7 @@ class LocalExecutor:
             list(job.argv),
             cwd=Path(job.sandbox.path) / job.workdir,
             # only the fixed set, passEnv and envFrom of this machine's environment
-            env=job.environment(strict_environ(base, job.provider.pass_env, job.env_from)),
+            env=job.environment(snapshot.cut(job.provider.pass_env, job.env_from)),
             timeout_ms=job.timeout_ms,
             log_dir=log_dir,
             log_name=job.log_name,

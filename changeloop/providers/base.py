@@ -30,7 +30,7 @@ from changeloop.model import (
     SandboxMode,
 )
 from changeloop.outcome import Outcome
-from changeloop.passenv import strict_environ
+from changeloop.passenv import Snapshot
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class RunContext:
     executor: Executor = field(default_factory=LocalExecutor)
     wiring: str = ""  # the provider's wiring digest
     sandbox_mode: SandboxMode = "none"
+    # the run's environment as it started (None: os.environ as it is when a job is built)
+    environ: Snapshot | None = None
 
     def job(
         self,
@@ -71,7 +73,8 @@ class RunContext:
         """
         # Differences from what the executor starts from: its environment cut down to what
         # this provider may see (changeloop.passenv), so nothing else travels as a value.
-        base = strict_environ(os.environ, self.provider.pass_env, self.provider.env_from)
+        snapshot = Snapshot(os.environ) if self.environ is None else self.environ
+        base = snapshot.cut(self.provider.pass_env, self.provider.env_from)
         values, unset = env_delta(env, base, self.provider.env_from)
         identity = self.identities.get(repo)
         return Job(
@@ -87,7 +90,7 @@ class RunContext:
             env=values,
             unset=unset,
             env_from=self.provider.env_from,
-            masked=_masked_names(self.plan),
+            masked=masked_names(self.plan, snapshot.environ),
             services=self.provider.services,
             timeout_ms=self.provider.timeout_ms,
             log_dir=str(self.run_dir),
@@ -133,10 +136,6 @@ class RunContext:
                 continue
             out.append(claim.id)
         return tuple(sorted(out))
-
-
-def _masked_names(plan: Plan) -> tuple[str, ...]:
-    return masked_names(plan, os.environ)
 
 
 class Adapter(Protocol):

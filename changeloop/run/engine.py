@@ -37,7 +37,7 @@ from changeloop.fingerprints.wiring import change_inputs_of
 from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
-from changeloop.passenv import strict_environ
+from changeloop.passenv import Snapshot
 from changeloop.providers import registry
 from changeloop.providers.base import RunContext
 from changeloop.records import (
@@ -78,10 +78,12 @@ async def prove(
 
     ``known``: inputs digests a verified no-change record holds (``run.carried``).
     """
+    # read once: every process and fingerprint of the run starts from this copy
+    environ = Snapshot(os.environ)
     state = StateDir(plan.root)
     ensure_gitignored(plan.root)
     place = sandbox_place(plan.root)  # outside the checkout where the file system allows
-    async with open_executor(plan, options, state.sandboxes) as executor:
+    async with open_executor(plan, options, state.sandboxes, environ) as executor:
         boxes = Sandboxes(
             plan,
             options.sandbox,
@@ -90,7 +92,16 @@ async def prove(
             trees=options.trees,
         )
         async with boxes:
-            run = compose(plan, options, state, boxes, on_event, executor=executor, known=known)
+            run = compose(
+                plan,
+                options,
+                state,
+                boxes,
+                on_event,
+                executor=executor,
+                environ=environ,
+                known=known,
+            )
             try:
                 results = await _schedule(run)
             except BaseException:
@@ -167,7 +178,7 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
         async with ServiceManager(
             plan,
             workdirs=ServiceWorkdirs(plan, run.boxes),
-            env=dict(os.environ),
+            env=run.environ.environ,
             secrets=run.sealer.masker.secrets,
             log_dir=run.run_dir / "services",
             whole_run=True,  # its end is the run's: what the run's processes left goes then
@@ -315,7 +326,7 @@ async def _prepare(run: RunStages, provider: Provider) -> RunContext | list[Outc
         if not await run.boxes.ready(repo, partial(_setup, run)):
             reason = f"setup of repository {repo} failed; see the setup receipt"
             return every_capability(provider, "inconclusive", reason)
-    missing = next((n for n in provider.env_from if n not in os.environ), None)
+    missing = next((n for n in provider.env_from if n not in run.environ.environ), None)
     if missing and not run.executor.remote:  # a remote worker reads envFrom from its own env
         reason = f"environment variable {missing} named in envFrom is not set"
         return every_capability(provider, "fail", reason)
@@ -344,7 +355,7 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         env={
             # cut to what the provider may see: the fixed set, its passEnv and envFrom
             # (changeloop.passenv)
-            **strict_environ(os.environ, provider.pass_env, provider.env_from),
+            **run.environ.cut(provider.pass_env, provider.env_from),
             # Python run in place writes no __pycache__ into the content it is bound to
             # (decision 105); the wiring's own env may say otherwise
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -357,6 +368,7 @@ def _context(run: RunStages, provider: Provider, repos: tuple[str, ...]) -> RunC
         executor=run.executor,
         wiring=run.fingerprinter.wiring(provider),
         sandbox_mode=run.options.sandbox,
+        environ=run.environ,
     )
 
 

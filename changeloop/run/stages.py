@@ -17,6 +17,7 @@ from changeloop.caching.shared import SharedCache
 from changeloop.executors.job import Executor
 from changeloop.masking import Masker
 from changeloop.model import Plan, Provider
+from changeloop.passenv import Snapshot
 from changeloop.records import EventSink, ProveOptions, ProviderReport, RunEvent
 from changeloop.run.cache_from import open_cache_from
 from changeloop.run.carried import KnownInputs
@@ -49,6 +50,7 @@ class RunStages:
     emit: EventSink
     runlog: RunLog  # runs/<id>/run.json: slots and times, from the scheduler's events
     key: Any  # the key that signs this run's receipts
+    environ: Snapshot  # the environment as the run found it when it started
     fingerprints: dict[str, str] = field(default_factory=dict)  # written by fingerprint() only
     shared: SharedCache | None = None  # --cache-from DIR
     # each provider's record as it finishes (the engine's own; folded at the end)
@@ -69,13 +71,15 @@ def compose(
     on_event: EventSink | None,
     *,
     executor: Executor,
+    environ: Snapshot,
     known: Mapping[str, KnownInputs] | None = None,
 ) -> RunStages:
-    """A new run directory and every stage of the run, wired to one another."""
+    """A new run directory and every stage of the run, wired to one another; every stage
+    reads the environment from ``environ``, the one copy the run took as it started."""
     run_id, run_dir = state.new_run_dir()
     key = load_private_key(options.sign_key) if options.sign_key else workspace_key(plan.root)
     # One masker for the run: every string written passes through it.
-    masker = Masker.from_plan(plan)
+    masker = Masker.from_plan(plan, environ.environ)
     fingerprinter = Fingerprinter(
         plan,
         boxes.identity,
@@ -84,6 +88,7 @@ def compose(
         hmac_key=hmac_key(key),
         state_path=state.path,
         known=known,
+        environ=environ.environ,
     )
     view = on_event or (lambda _e: None)
 
@@ -113,6 +118,7 @@ def compose(
         emit,
         new_runlog(plan, options, run_id, slots(executor, options)),
         key,
+        environ,
     )
     if options.cache_from is not None:
         run.shared = open_cache_from(
