@@ -275,8 +275,13 @@ async def _run_provider(
         duration_ms=int((time.monotonic() - clock) * 1000),
         cacheable=not run.fingerprinter.identity_open(provider),
     )
-    if report.cache and isinstance(ctx_or_outcomes, RunContext):
-        # what it made, kept with its cache entry for dependents of a later reuse
+    if (
+        report.cache
+        and isinstance(ctx_or_outcomes, RunContext)
+        and outputs.keeps(run, provider, ctx_or_outcomes.workdirs)
+    ):
+        # what it made, kept with its cache entry for dependents of a later reuse (a thread:
+        # files are read and written; no thread at all for a provider that declares none)
         await anyio.to_thread.run_sync(outputs.keep, run, provider, ctx_or_outcomes.workdirs)
     return fold.with_notes(report, notes)
 

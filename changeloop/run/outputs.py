@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from changeloop.run.stages import RunStages
     from changeloop.services import ServiceManager
 
-__all__ = ["dependents", "keep", "needed", "restore"]
+__all__ = ["dependents", "keep", "keeps", "needed", "restore"]
 
 
 def dependents(plan: Plan) -> dict[str, tuple[str, ...]]:
@@ -124,12 +124,22 @@ async def restore(run: RunStages, provider: Provider, workdir: Path) -> bool:
     )
 
 
+def keeps(run: RunStages, provider: Provider, workdirs: Mapping[str, Path]) -> bool:
+    """Whether :func:`keep` has anything to do: declared ``artifacts``, made on this machine
+    in a repository of ``workdirs`` (the engine hops to a thread only then)."""
+    return (
+        bool(provider.artifacts)
+        and not getattr(run.executor, "remote", False)
+        and provider.repository is not None
+        and provider.repository in workdirs
+    )
+
+
 def keep(run: RunStages, provider: Provider, workdirs: Mapping[str, Path]) -> None:
     """After a pass: store the files ``provider`` declares it makes (this machine only)."""
-    if not provider.artifacts or getattr(run.executor, "remote", False):
+    if not keeps(run, provider, workdirs):
         return
-    if provider.repository is None or provider.repository not in workdirs:
-        return
+    assert provider.repository is not None  # keeps()
     try:
         artifacts.keep(
             run.state.cache,
