@@ -13,6 +13,8 @@ from changeloop.masking import Masker
 from changeloop.model import ContentIdentity, Plan
 from changeloop.outcome import Outcome
 from changeloop.run.seal import Bound, Sealer, Timing, reused
+from changeloop.signing.jcs import canonicalize
+from changeloop.signing.statement import sha256_hex
 from changeloop.signing.verify import Expectation, verify_envelope
 
 EXECUTION = """\
@@ -124,3 +126,29 @@ def test_skipped_and_could_not_run_say_why(tmp_path: Path) -> None:
     assert lost.notes == (
         ("test", "test: provider test could not run: sandbox: no space left on device"),
     )
+
+
+def test_each_receipt_binds_the_digest_of_its_own_command_when_one_sealer_seals_several(
+    tmp_path: Path,
+) -> None:
+    plan, key = _plan(tmp_path), Ed25519PrivateKey.generate()
+    sealer = _sealer(plan, key)
+    provider = plan.providers["test"]
+
+    def command_digest(command: tuple[str, ...]) -> str:
+        outcome = Outcome(capability="test", status="pass", command=command)
+        entry = sealer.seal(provider, outcome, Timing.now(), _bound())
+        verified = verify_envelope(entry.envelope, [key.public_key()], Expectation(change="demo"))
+        ext = verified.statement["predicate"]["changeloop"]
+        assert ext["command"] == list(command)
+        digests = {
+            c["name"]: c["digest"]["sha256"]
+            for c in verified.statement["predicate"]["configuration"]
+        }
+        return str(digests["command"])
+
+    first, other = ("sh", "-c", "exit 0"), ("sh", "-c", "exit 1")
+    assert command_digest(first) == sha256_hex(canonicalize(list(first)))
+    assert command_digest(other) == sha256_hex(canonicalize(list(other)))
+    assert command_digest(first) == sha256_hex(canonicalize(list(first)))  # asked again
+    assert command_digest(first) != command_digest(other)
