@@ -58,6 +58,7 @@ class Fingerprinter:
         self._ignored: dict[str, IgnoredPaths] = {}
         self._passed_values: dict[tuple[str, ...], dict[str, str]] = {}
         self._known = dict(known or {})
+        self._claims = _claims_wiring(plan)  # the plan's claims: the same for every provider
         self._carried: dict[str, Carried | None] = {}
         # repository -> globs_key -> inputs digest, for the next no-change record
         self.inputs: dict[str, dict[str, str]] = {}
@@ -105,7 +106,7 @@ class Fingerprinter:
             **facts.inputs,
             "change": self._plan.change.id,
             "capabilities": list(facts.capabilities),
-            "claims": _claims_wiring(self._plan),
+            "claims": self._claims,
             "providerClaims": sorted(provider.claims),
             "sandbox": self._sandbox,
             "setup": setup,
