@@ -5,9 +5,9 @@ After a full ``prove`` whose every provider ended as a pass the cache holds
 ``.changeloop/decisions/<change>.json``: a DSSE envelope signed with the
 workspace key over what that answer depended on (the *key*) and the answer a
 full re-prove would give (every provider ``cached``). The next ``prove`` of the
-change with the same options calls :func:`answer` before loading the plan: it
-re-observes the key — one read of the record, the configuration files' bytes,
-``envFrom`` values (as HMACs), the environment part of every command, the
+change with the same options calls :func:`~changeloop.nochange.answer.answer` before
+loading the plan: it re-observes the key — one read of the record, the configuration
+files' bytes, ``envFrom`` values (as HMACs), the environment part of every command, the
 cache entries, service ports, ``latest/`` receipts, and one content identity
 per repository — and, when all of it is what the record says, re-lists the
 receipts in a new ``runs/<id>/`` and prints the recorded answer. Anything else
@@ -18,25 +18,53 @@ What the key holds, and why each part is enough, is in docs/nochange.md.
 
 Layout: :mod:`~changeloop.nochange.key` (the key and its digests),
 :mod:`~changeloop.nochange.record` (:func:`remember`) and
-:mod:`~changeloop.nochange.answer` (:func:`answer`, the order of its checks), whose
+:mod:`~changeloop.nochange.answer` (``answer``, the order of its checks), whose
 parts are :mod:`~changeloop.nochange.signed` (reading and verifying the record),
 :mod:`~changeloop.nochange.content` (the content identities on threads of their own),
 :mod:`~changeloop.nochange.materialize` (the answered run's ``runs/<id>/``) and
 :mod:`~changeloop.nochange.miss` (why the record did not answer).
+
+The names below are loaded when first used: ``prove`` starts the workspace root's
+content identity (:func:`~changeloop.nochange.content.begin`) before the rest of the
+decision is imported, so that git runs while Python imports.
 """
 
-from changeloop.nochange.answer import Answer, answer
-from changeloop.nochange.key import config_digests, option_key, record_path
-from changeloop.nochange.miss import EXPLAIN
-from changeloop.nochange.record import eligible_options, remember
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from changeloop.nochange.answer import Answer
+    from changeloop.nochange.key import config_digests, option_key, record_path
+    from changeloop.nochange.miss import EXPLAIN
+    from changeloop.nochange.record import eligible_options, remember
 
 __all__ = [
     "EXPLAIN",
     "Answer",
-    "answer",
     "config_digests",
     "eligible_options",
     "option_key",
     "record_path",
     "remember",
 ]
+
+_HOME = {
+    "EXPLAIN": "miss",
+    "Answer": "answer",
+    "config_digests": "key",
+    "eligible_options": "record",
+    "option_key": "key",
+    "record_path": "key",
+    "remember": "record",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

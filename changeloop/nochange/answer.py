@@ -19,7 +19,7 @@ from changeloop import fsio
 from changeloop.errors import ChangeloopError, FileRefused
 from changeloop.git.repo import excludes_digest
 from changeloop.masking import Masker
-from changeloop.nochange.content import Content
+from changeloop.nochange.content import Content, begin
 from changeloop.nochange.key import (
     RECORD_LIMIT,
     base_key,
@@ -35,7 +35,7 @@ from changeloop.nochange.miss import EXPLAIN, Miss, explain
 from changeloop.nochange.record import substitute
 from changeloop.nochange.signed import read_record, verify_record
 from changeloop.passenv import command_environ
-from changeloop.workspace.state import STATE, StateDir, ensure_gitignored, new_run_id
+from changeloop.workspace.state import StateDir, ensure_gitignored, new_run_id
 
 if TYPE_CHECKING:
     from changeloop.run.carried import KnownInputs
@@ -65,6 +65,7 @@ def answer(
     jobs: int,
     seen: dict[str, str] | None = None,
     known: dict[str, KnownInputs] | None = None,
+    content: Content | None = None,
 ) -> Answer | None:
     """The recorded answer when nothing it depends on changed, else None (run the full path).
 
@@ -74,11 +75,25 @@ def answer(
     way (checkout path -> tree), for the full path to start from; ``known`` learns the
     verified record's inputs digests (checkout path -> ``KnownInputs``), which the full
     path carries over for providers whose inputs did not change (``run.carried``).
+    ``content``: what :func:`~changeloop.nochange.content.begin` began for this root,
+    change and sandbox (else begun here).
     """
-    key = base_key(root, change_id, change_path, options, config)
+    if content is None:
+        content = begin(root, change_id, options["sandbox"])
+    try:
+        key = base_key(root, change_id, change_path, options, config)
+    except BaseException:
+        content.wait()  # nothing it computed is used
+        raise
     try:
         return _answer(
-            root, change_id, key, jobs, {} if seen is None else seen, {} if known is None else known
+            root,
+            change_id,
+            key,
+            jobs,
+            {} if seen is None else seen,
+            {} if known is None else known,
+            content,
         )
     except Miss as miss:
         explain(str(miss))
@@ -94,23 +109,17 @@ def _answer(  # noqa: PLR0917 (one caller)
     jobs: int,
     seen: dict[str, str],
     known: dict[str, KnownInputs],
+    content: Content,
 ) -> Answer | None:
 
-    # The content identities (git, waiting on processes) run on
-    # threads of their own while everything else is checked. The workspace root's starts
-    # first, before the state checks, when the record (looked at, not believed) names it:
-    # the root is ours, not the record's, and its content is what the full path stages
-    # too. The other repositories start once the state checks passed; only their paths
-    # are taken from the record before its signature is checked (git there, with a
-    # temporary index, writes objects and nothing else). No tree computed is used unless
-    # the record verifies.
-    content = Content(base["options"]["sandbox"])
-    early: tuple[bytes, bytes, dict[str, Any]] | None = None
-    try:  # any failure here is said again, in its place, once the state checks passed
-        early = read_record(root / STATE, change_id)
-        content.start(early[2], only=root)
-    except (Miss, ChangeloopError, OSError, ValueError, KeyError, TypeError, RecursionError):
-        early = None
+    # The content identities (git, waiting on processes) run on threads of their own while
+    # everything else is checked. The workspace root's was begun first, before the state
+    # checks, when the record (looked at, not believed) names it: the root is ours, not the
+    # record's, and its content is what the full path stages too. The other repositories
+    # start once the state checks passed; only their paths are taken from the record before
+    # its signature is checked (git there, with a temporary index, writes objects and
+    # nothing else). No tree computed is used unless the record verifies.
+    early = content.record()
     try:
         state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
         raw, payload, doc = early if early is not None else read_record(state.path, change_id)

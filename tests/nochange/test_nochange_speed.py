@@ -330,3 +330,65 @@ def test_without_a_thread_to_be_had_the_check_runs_in_place(
     monkeypatch.setattr(threading.Thread, "start", refuse)
     code, doc, err = _prove_err(ws, capsys)
     assert code == 0 and _decision(ws, doc) == "no-change", err
+
+
+BEGIN = """\
+import argparse, json, sys
+from pathlib import Path
+from changeloop.cli.prove.nochange import config_before_plan
+args = argparse.Namespace(root=Path(sys.argv[2]), change="c", sandbox="none")
+before = config_before_plan(args, answering=True)
+heavy = ("changeloop.nochange.answer", "changeloop.signing.dsse", "cryptography")
+imported = [name for name in heavy if name in sys.modules]
+began = len(before.content._threads)
+before.content.verdict()  # raises the content's miss, if any
+with open(sys.argv[1], "w") as fh:
+    json.dump({"imported": imported, "began": began, "trees": before.content._trees}, fh)
+"""
+
+
+def test_the_roots_git_work_begins_before_the_decision_is_imported(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once the change is known, the root's content identity is already under way on its
+    own thread, while the verification and the rest of the decision are still to import."""
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    out = tmp_path / "begun.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", BEGIN, str(out), str(ws)], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    found = json.loads(out.read_text())
+    assert found["began"] == 1 and found["imported"] == []
+    assert list(found["trees"]) == [str(ws.resolve())]
+
+
+def test_a_record_that_does_not_verify_uses_nothing_the_early_start_computed(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root's git work begins from a record not yet believed; a record signed with
+    another key answers nothing and hands no tree on: the full path stages its own."""
+    code, _ = prove_json(ws, "c", capsys=capsys)
+    assert code == 0
+    record = record_path(ws / ".changeloop", "c")
+    assert record is not None
+    envelope = json.loads(record.read_bytes())
+    envelope["signatures"][0]["sig"] = "A" * 86 + "=="
+    record.write_text(json.dumps(envelope))
+    (ws / "src" / "a" / "mod.py").write_text("A = 3\n")
+    handed: list[dict[str, str]] = []
+    import changeloop.cli.prove.full as full
+
+    real = full.prove_full
+
+    def spy(*args: Any, **kwargs: Any) -> int:
+        handed.append(dict(args[3]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(full, "prove_full", spy)
+    monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
+    code, doc, err = _prove_err(ws, capsys)
+    assert "the record does not verify with the workspace key" in err, err
+    assert handed == [{}]
+    assert {p["name"]: p["state"] for p in doc["providers"]} == {"alpha": "ran", "beta": "cached"}

@@ -170,22 +170,23 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_before_plan(args)
+    answering = answerable(args)
+    before = config_before_plan(args, answering=answering)
     seen: dict[str, str] = {}  # content trees the no-change check computed
     known: dict[str, Any] = {}  # the verified record's inputs digests (run.carried)
-    if config is not None and answerable(args):
-        code = answer_from_record(args, *config, jobs=jobs_wanted(args), seen=seen, known=known)
+    if before is not None and answering:
+        code = answer_from_record(args, before, jobs=jobs_wanted(args), seen=seen, known=known)
         if code is not None:
             from changeloop.workspace.prune import prune_after_prove
 
-            prune_after_prove(config[0], config[1].id, cache=False)  # an answer's run too
+            prune_after_prove(before.root, before.change.id, cache=False)  # an answer's run too
             return code
-    return _plan_and_run(args, config, seen, known)
+    return _plan_and_run(args, before.config if before is not None else None, seen, known)
 
 
 def _plan_and_run(
     args: argparse.Namespace,
-    config: tuple[Path, Any, dict[str, str | None]] | None,
+    config: dict[str, str | None] | None,
     seen: dict[str, str],
     known: dict[str, Any],
 ) -> int:
@@ -202,4 +203,4 @@ def _plan_and_run(
         raise ChangeloopError(nothing, exit_code=1)
     from changeloop.cli.prove.full import prove_full
 
-    return prove_full(args, plan, config[2] if config else None, seen, known, trust=trust)
+    return prove_full(args, plan, config, seen, known, trust=trust)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from changeloop.cli import common
 from changeloop.errors import ChangeloopError
@@ -20,18 +21,28 @@ from changeloop.text import TerminalText
 
 if TYPE_CHECKING:
     import argparse
-    from pathlib import Path
 
     from changeloop.model import Plan
+    from changeloop.nochange.content import Content
     from changeloop.records import RunEvent
 
 
-def config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, str | None]] | None:
-    """(root, change, digests of its configuration files) read before the plan is loaded.
+class Before(NamedTuple):
+    """What ``prove`` reads before the plan is loaded."""
+
+    root: Path
+    change: Any
+    config: dict[str, str | None]  # digests of the change's configuration files
+    content: Content | None  # the no-change check's content identities, begun
+
+
+def config_before_plan(args: argparse.Namespace, *, answering: bool) -> Before | None:
+    """The root, the change and the digests of its configuration files, read before the plan
+    is loaded; with ``answering``, the no-change check's git work is begun first
+    (``nochange.content.begin``), so that it runs while the rest is imported.
 
     None when the root or change cannot be found: loading the plan then says why.
     """
-    from changeloop.nochange import config_digests
     from changeloop.workspace import discovery as workspace
 
     try:
@@ -39,7 +50,14 @@ def config_before_plan(args: argparse.Namespace) -> tuple[Path, Any, dict[str, s
         change = workspace.find_change(root, args.change)
     except ChangeloopError:
         return None
-    return root, change, config_digests(change.path)
+    content = None
+    if answering:
+        from changeloop.nochange.content import begin
+
+        content = begin(root, change.id, args.sandbox)
+    from changeloop.nochange import config_digests
+
+    return Before(root, change, config_digests(change.path), content)
 
 
 def answerable(args: argparse.Namespace) -> bool:
@@ -61,9 +79,7 @@ def answerable(args: argparse.Namespace) -> bool:
 
 def answer_from_record(
     args: argparse.Namespace,
-    root: Path,
-    change: Any,
-    config: dict[str, str | None],
+    before: Before,
     *,
     jobs: int,
     seen: dict[str, str],
@@ -71,21 +87,24 @@ def answer_from_record(
 ) -> int | None:
     """Print what a full re-prove would, from the signed record; None: run the full path."""
     from changeloop import nochange
+    from changeloop.nochange.answer import answer
     from changeloop.process.sweep import sweep_before_answering
 
+    root, change = before.root, before.change
     sweep_before_answering(root)  # a killed run's processes and ports end here too
 
-    found = nochange.answer(
+    found = answer(
         root,
         change.id,
         change.path,
-        config=config,
+        config=before.config,
         options=nochange.option_key(
             sandbox=args.sandbox, issuer=args.issuer, url=args.url, fail_fast=args.fail_fast
         ),
         jobs=jobs,
         seen=seen,
         known=known,
+        content=before.content,
     )
     if found is None:
         return None
