@@ -32,7 +32,7 @@ from changeloop.nochange.key import (
 )
 from changeloop.nochange.materialize import lay_out, write_run
 from changeloop.nochange.miss import EXPLAIN, Miss, explain
-from changeloop.nochange.record import substitute
+from changeloop.nochange.placeholder import substitute
 from changeloop.nochange.signed import read_record, verify_record
 from changeloop.passenv import command_environ
 from changeloop.workspace.state import StateDir, ensure_gitignored, new_run_id

@@ -32,6 +32,7 @@ from changeloop.nochange.key import (
     seed,
     stat_of,
 )
+from changeloop.nochange.placeholder import substitute
 from changeloop.records import Observed, ProveResult
 from changeloop.stamps import utc_stamp
 
@@ -315,16 +316,6 @@ def _cached_form(
     return ProveResult(
         plan, run_id, run_dir, providers, verdict, masker=result.masker, trust=result.trust
     )
-
-
-def substitute(value: Any, old: str, new: str) -> Any:
-    if isinstance(value, str):
-        return value.replace(old, new)
-    if isinstance(value, dict):
-        return {substitute(k, old, new): substitute(v, old, new) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, old, new) for v in value]
-    return value
 
 
 # -- reading it (before the plan is loaded) -------------------------------------------

@@ -28,7 +28,6 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -170,6 +169,8 @@ def format_number(value: float) -> str:
     if value == 0:
         return "0"  # also -0
     sign = "-" if value < 0 else ""
+    from decimal import Decimal  # noqa: PLC0415 - most documents hold no float: kept off their imports
+
     # repr is the shortest string that round-trips, the same digits ES chooses.
     dec = Decimal(repr(abs(value)))
     tup = dec.as_tuple()
