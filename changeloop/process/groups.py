@@ -22,8 +22,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 
 def stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of ``/proc/<pid>/stat`` after the command name (state first); None if gone.
@@ -79,6 +77,8 @@ async def end_group(pgid: int, grace_s: float) -> bool:
     Returns True when something was still there to signal. Polls with a short,
     growing interval so the common case (nothing left) costs one syscall.
     """
+    import anyio  # noqa: PLC0415 - every verb imports this module; few end a group
+
     if not signal_group(pgid, signal.SIGTERM):
         return False
     deadline = time.monotonic() + grace_s

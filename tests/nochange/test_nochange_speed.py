@@ -41,7 +41,10 @@ providers:
 # Imported by a full prove, never needed to answer from the record.
 NOT_ON_THE_FAST_PATH = (
     "asyncio",  # the board's timer needs a running loop, which a no-change answer never has
+    "anyio",  # only ending a process group needs it, which an answer never does
     "anyio._backends._asyncio",
+    "decimal",  # RFC 8785 needs it for floats only; the record holds none
+    "changeloop.records",  # writing a record needs the run's records; answering does not
     "rich",
     "changeloop.run.engine",
     "changeloop.model",  # two dozen dataclasses; finding the change needs only ChangeRef
