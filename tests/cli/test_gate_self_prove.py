@@ -54,7 +54,7 @@ def test_ci_runs_the_self_proof_after_the_suite() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     script = (REPO / "scripts" / "test.sh").read_text()
     assert "CHANGELOOP_SELF_PROVE=1" in ci and "exec bash scripts/test.sh" in ci
-    suite = script.index('python3 -m pytest "$@"')
+    suite = script.index("python3 -m pytest -n")
     assert script.index("scripts/self-prove.sh", suite) > suite
     assert "exec python3 -m pytest" not in script  # the self-proof must run after it
 
