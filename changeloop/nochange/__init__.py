@@ -17,54 +17,15 @@ None and the full path runs: the record is a cache, never an authority.
 What the key holds, and why each part is enough, is in docs/nochange.md.
 
 Layout: :mod:`~changeloop.nochange.key` (the key and its digests),
-:mod:`~changeloop.nochange.record` (:func:`remember`) and
+:mod:`~changeloop.nochange.record` (``remember``) and
 :mod:`~changeloop.nochange.answer` (``answer``, the order of its checks), whose
 parts are :mod:`~changeloop.nochange.signed` (reading and verifying the record),
 :mod:`~changeloop.nochange.content` (the content identities on threads of their own),
 :mod:`~changeloop.nochange.materialize` (the answered run's ``runs/<id>/``) and
 :mod:`~changeloop.nochange.miss` (why the record did not answer).
 
-The names below are loaded when first used: ``prove`` starts the workspace root's
-content identity (:func:`~changeloop.nochange.content.begin`) before the rest of the
-decision is imported, so that git runs while Python imports.
+The package re-exports nothing: callers import the module they need, so that
+``prove`` can start the workspace root's content identity
+(:func:`~changeloop.nochange.content.begin`) before the rest of the decision is
+imported, and git runs while Python imports.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from changeloop.nochange.answer import Answer
-    from changeloop.nochange.key import config_digests, option_key, record_path
-    from changeloop.nochange.miss import EXPLAIN
-    from changeloop.nochange.record import eligible_options, remember
-
-__all__ = [
-    "EXPLAIN",
-    "Answer",
-    "config_digests",
-    "eligible_options",
-    "option_key",
-    "record_path",
-    "remember",
-]
-
-_HOME = {
-    "EXPLAIN": "miss",
-    "Answer": "answer",
-    "config_digests": "key",
-    "eligible_options": "record",
-    "option_key": "key",
-    "record_path": "key",
-    "remember": "record",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value

@@ -137,14 +137,14 @@ def keeps(run: RunStages, provider: Provider, workdirs: Mapping[str, Path]) -> b
 
 def keep(run: RunStages, provider: Provider, workdirs: Mapping[str, Path]) -> None:
     """After a pass: store the files ``provider`` declares it makes (this machine only)."""
-    if not keeps(run, provider, workdirs):
+    repository = provider.repository
+    if repository is None or not keeps(run, provider, workdirs):
         return
-    assert provider.repository is not None  # keeps()
     try:
         artifacts.keep(
             run.state.cache,
             run.fingerprint(provider),
-            workdirs[provider.repository],
+            workdirs[repository],
             provider.artifacts,
             run.fingerprinter.hmac,
         )

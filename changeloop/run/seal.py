@@ -80,8 +80,6 @@ class Sealer:
     url: str | None
     run_rel: str  # the run directory, relative to the workspace root
     config_digests: Mapping[str, str] = field(default_factory=dict)
-    # command -> the sha256 of its RFC 8785 array: providers running one command share it
-    _command_digests: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, plan: Plan, **kwargs: Any) -> Sealer:
@@ -100,7 +98,7 @@ class Sealer:
         command = outcome.command or settled.command
         configuration = dict(self.config_digests)
         if command:
-            configuration["command"] = self._command_digest(tuple(command))
+            configuration["command"] = sha256_hex(canonicalize(list(command)))
         facts = ReceiptFacts(
             change=self.plan.change.id,
             provider=outcome.provider or provider.name,
@@ -120,12 +118,6 @@ class Sealer:
         )
         sealed = seal(self.masker.json(build_statement(facts, outcome)), self.key)
         return _entry(provider, outcome, sealed.id, sealed.envelope, self.run_rel, cached=False)
-
-    def _command_digest(self, command: tuple[str, ...]) -> str:
-        found = self._command_digests.get(command)
-        if found is None:
-            found = self._command_digests[command] = sha256_hex(canonicalize(list(command)))
-        return found
 
     def ran(
         self,

@@ -23,7 +23,7 @@ from prove_helpers import git, make_change, make_repo, prove_json
 from changeloop.cli.main import main
 from changeloop.fingerprints import fingerprint
 from changeloop.fingerprints.fingerprint import InputsIndex, literal_dirs, subtree_entries
-from changeloop.nochange import record_path
+from changeloop.nochange.key import record_path
 
 PROVIDERS = {
     "pa": ["src/a/**"],

@@ -23,7 +23,7 @@ from prove_helpers import git, make_change, make_repo, prove_json, provider_entr
 from changeloop.cli.main import main
 from changeloop.cli.prove import command as prove_cli
 from changeloop.fingerprints import environment
-from changeloop.nochange import record_path
+from changeloop.nochange.key import record_path
 from changeloop.signing.keys import generate_private_key, private_pem
 
 TOOL = "#!/bin/sh\nexit 0\n"

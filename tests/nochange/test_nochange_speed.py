@@ -23,7 +23,7 @@ from prove_helpers import git, make_change, make_repo, prove_json
 
 from changeloop.cli.board import FLUSH_S, Progress
 from changeloop.cli.main import main
-from changeloop.nochange import record_path
+from changeloop.nochange.key import record_path
 
 EXECUTION = """\
 version: 1

@@ -340,7 +340,7 @@ def test_a_re_prove_with_a_trust_of_its_own_is_never_answered_from_the_record(
     `--trust-from` runs in full, and leaves no record a plain re-prove could replay."""
     from gate_helpers import workspace
 
-    from changeloop.nochange import record_path
+    from changeloop.nochange.key import record_path
 
     root = workspace(tmp_path)
     plain = ["prove", "c1", "--root", str(root)]

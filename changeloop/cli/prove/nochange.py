@@ -55,7 +55,7 @@ def config_before_plan(args: argparse.Namespace, *, answering: bool) -> Before |
         from changeloop.nochange.content import begin
 
         content = begin(root, change.id, args.sandbox)
-    from changeloop.nochange import config_digests
+    from changeloop.nochange.key import config_digests
 
     return Before(root, change, config_digests(change.path), content)
 
@@ -86,8 +86,8 @@ def answer_from_record(
     known: dict[str, Any],
 ) -> int | None:
     """Print what a full re-prove would, from the signed record; None: run the full path."""
-    from changeloop import nochange
     from changeloop.nochange.answer import answer
+    from changeloop.nochange.key import option_key
     from changeloop.process.sweep import sweep_before_answering
 
     root, change = before.root, before.change
@@ -98,7 +98,7 @@ def answer_from_record(
         change.id,
         change.path,
         config=before.config,
-        options=nochange.option_key(
+        options=option_key(
             sandbox=args.sandbox, issuer=args.issuer, url=args.url, fail_fast=args.fail_fast
         ),
         jobs=jobs,
@@ -170,8 +170,9 @@ def remember(
     made that way too), filled in when it is replayed (``common.replayed``).
     """
 
-    from changeloop import nochange, preflight
+    from changeloop import preflight
     from changeloop.cli.board import render_board, to_json
+    from changeloop.nochange import record
 
     def render(shown: Any) -> tuple[dict[str, Any], str]:
         buffer = io.StringIO()
@@ -180,7 +181,7 @@ def remember(
         return to_json(shown), buffer.getvalue()
 
     try:
-        nochange.remember(
+        record.remember(
             plan,
             options,
             result,
