@@ -34,7 +34,6 @@ from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
 from changeloop.executors.job import JobResult
 from changeloop.fingerprints.wiring import change_inputs_of
-from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
 from changeloop.passenv import Snapshot
@@ -421,6 +420,8 @@ async def _adapter_work(run: RunStages, ctx: RunContext) -> tuple[list[Outcome],
         reason = "; ".join(p.message for p in exc.problems)
         return every_capability(provider, "inconclusive", reason), None
     if result.files:  # grounding's trace records: mutation and --dry-run read them later
+        from changeloop.grounding.citations import records_of, remember  # noqa: PLC0415 - only a traced job needs grounding (and the report readers it imports)
+
         traced = records_of(result.files)
         if traced:
             remember(run.plan.root, run.plan.change.id, prepared.sandbox.repository, traced)
