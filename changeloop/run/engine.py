@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 
 from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
@@ -167,7 +168,11 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
     # repository git cannot identify refuses the run before anything starts.
     # abandoned on a signal: git's work is not worth keeping an interrupted run waiting
     await anyio.to_thread.run_sync(_identify_all, run, abandon_on_cancel=True)
-    hits = likely_cached(plan, run.state.cache, run.fingerprint) if options.use_cache else set()
+    hits = (
+        likely_cached(plan, run.state.cache, run.fingerprint, run.fingerprinter.inputs_unchanged)
+        if options.use_cache
+        else set()
+    )
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
         for p in plan.providers.values()
@@ -241,6 +246,9 @@ async def _run_provider(
     run: RunStages, provider: Provider, services: ServiceManager
 ) -> ProviderReport:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
+    # A reuse never waits on anything: without this turn, one worker would reuse every
+    # cached pass before a provider that runs got as far as starting its process.
+    await anyio.lowlevel.checkpoint()
     cached = await _cached(run, provider, services)
     if cached is not None:
         services.release_unused(provider.services)
