@@ -35,6 +35,7 @@ from changeloop.nochange.miss import EXPLAIN, Miss, explain
 from changeloop.nochange.placeholder import substitute
 from changeloop.nochange.signed import read_record, verify_record
 from changeloop.passenv import command_environ
+from changeloop.workspace.prune import make_room
 from changeloop.workspace.state import StateDir, ensure_gitignored, new_run_id
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ def _decide(  # noqa: PLR0917 (one caller)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
         run_id = new_run_id()
         found = _prepared(doc, run_id)  # what to print, made while git runs
+        make_room(state.path, change_id)  # hit or miss, a run comes: the oldest goes now
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
         content.hand_on(seen)
