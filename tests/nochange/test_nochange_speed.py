@@ -85,6 +85,21 @@ def _prove_err(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dic
     return code, json.loads(captured.out), captured.err
 
 
+def _handed_trees(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The content trees each full path is handed by the no-change check, as they come."""
+    import changeloop.cli.prove.full as full
+
+    handed: list[dict[str, str]] = []
+    real = full.prove_full
+
+    def spy(*args: Any, **kwargs: Any) -> int:
+        handed.append(dict(args[3]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(full, "prove_full", spy)
+    return handed
+
+
 def _decision(root: Path, doc: dict[str, Any]) -> str | None:
     run = json.loads((root / ".changeloop" / "runs" / doc["runId"] / "run.json").read_text())
     found: str | None = run.get("decision")
@@ -314,16 +329,7 @@ def test_a_forged_record_of_any_shape_is_a_quiet_miss(
             }
         )
     )
-    handed: list[dict[str, str]] = []
-    import changeloop.cli.prove.full as full
-
-    real = full.prove_full
-
-    def spy(*args: Any, **kwargs: Any) -> int:
-        handed.append(dict(args[3]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(full, "prove_full", spy)
+    handed = _handed_trees(monkeypatch)
     monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
     code, doc, err = _prove_err(ws, capsys)
     assert "no-change record not used:" in err, err
@@ -397,16 +403,7 @@ def test_a_record_that_does_not_verify_hands_on_only_the_roots_own_tree(
     envelope["signatures"][0]["sig"] = "A" * 86 + "=="
     record.write_text(json.dumps(envelope))
     (ws / "src" / "a" / "mod.py").write_text("A = 3\n")
-    handed: list[dict[str, str]] = []
-    import changeloop.cli.prove.full as full
-
-    real = full.prove_full
-
-    def spy(*args: Any, **kwargs: Any) -> int:
-        handed.append(dict(args[3]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(full, "prove_full", spy)
+    handed = _handed_trees(monkeypatch)
     monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
     code, doc, err = _prove_err(ws, capsys)
     assert "the record does not verify with the workspace key" in err, err
