@@ -20,8 +20,9 @@ def begin(root: Path, sandbox: str) -> Content:
     its own, before any record is read. ``prove`` calls this as soon as it knows the change, so
     that git runs while the rest of the decision is imported and the record is read.
 
-    The root is ours, not the record's, and its content is what the full path stages too;
-    nothing computed is used unless the record verifies (changeloop.nochange.answer).
+    The root is ours, not the record's, and its content is what the full path stages too:
+    its tree is handed to the full path on any miss, while nothing computed decides an
+    answer unless the record verifies (changeloop.nochange.answer).
     """
     content = Content(sandbox)
     content.begin(root)
