@@ -30,11 +30,17 @@ from changeloop.git.repo import GitLayout, common_dir, git, git_env
 
 __all__ = ["seed_index", "stage", "virtualenv_excludes"]
 
-# `git ls-files -v` tags: lower case = assume-unchanged, "S" = skip-worktree.
-_FLAGGED = re.compile(rb"(?:^|\0)([a-zS]) ([^\0]*)")
+# `git ls-files -v` tags: lower case = assume-unchanged, "S" = skip-worktree. The patterns
+# read the listing with a NUL before its first entry and after its last, so each starts
+# with a literal (which `re` scans for) instead of an `^` alternative tried at every byte.
+_FLAGGED = re.compile(rb"\0([a-zS]) ([^\0]*)")
 _SETTINGS = r"^core\.(autocrlf|attributesfile)$"  # what decides conversion outside the tree
 _ATTRS = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
-_ATTRIBUTES_FILE = re.compile(rb"(?:^|\0)[A-Za-z?] (?:[^\0]*/)?\.gitattributes(?=\0|$)")
+# a `.gitattributes` entry: at the top (after its tag) or in a directory
+_ATTRIBUTES_FILE = (
+    re.compile(rb"\0[A-Za-z?] \.gitattributes\0"),
+    re.compile(rb"/\.gitattributes\0"),
+)
 
 
 def seed_index(lay: GitLayout, tmp_index: Path, cwd: Path) -> None:
@@ -56,12 +62,10 @@ def stage(cwd: Path, env: Mapping[str, str], *, include_untracked: bool) -> None
     add = ["-c", "advice.addEmbeddedRepo=false", "add", mode, "--", *spec]
     # read before `git add` rewrites the index (it renames a new one into place)
     listing = _start(["ls-files", "-v", "-z", "--full-name"], cwd, env)
-    config = _start(
-        ["config", "-z", "--get-regexp", r"^core\.(autocrlf|attributesfile)$"], cwd, env
-    )
+    config = _start(["config", "-z", "--get-regexp", _SETTINGS], cwd, env)
     try:
         git(add, cwd=cwd, env=env)
-        listed = _finish(listing, "ls-files -v")
+        listed = b"\0" + _finish(listing, "ls-files -v") + b"\0"  # NUL-framed, as above
         configured = _finish(config, "config", ok=(0, 1))
     finally:  # whatever failed, neither process nor its pipes outlive this call
         for proc in (listing, config):
@@ -143,7 +147,7 @@ def _converts(
     """Whether ``git add`` may have hashed something other than the bytes on disk."""
     if settings.get("core.autocrlf", "false") in ("true", "input"):
         return True
-    if _ATTRIBUTES_FILE.search(listed) or (cwd / ".gitattributes").is_file():
+    if any(p.search(listed) for p in _ATTRIBUTES_FILE) or (cwd / ".gitattributes").is_file():
         return True
     global_file = settings.get("core.attributesfile")
     candidates = [Path(global_file).expanduser()] if global_file else [_xdg_attributes()]

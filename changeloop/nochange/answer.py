@@ -35,6 +35,7 @@ from changeloop.nochange.miss import EXPLAIN, Miss, explain
 from changeloop.nochange.placeholder import substitute
 from changeloop.nochange.signed import read_record, verify_record
 from changeloop.passenv import command_environ
+from changeloop.workspace.prune import make_room
 from changeloop.workspace.state import StateDir, ensure_gitignored, new_run_id
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def answer(
     change and sandbox (else begun here).
     """
     if content is None:
-        content = begin(root, change_id, options["sandbox"])
+        content = begin(root, options["sandbox"])
     try:
         key = base_key(root, change_id, change_path, options, config)
     except BaseException:
@@ -114,19 +115,18 @@ def _answer(  # noqa: PLR0917 (one caller)
 
     # The content identities (git, waiting on processes) run on threads of their own while
     # everything else is checked. The workspace root's was begun first, before the state
-    # checks, when the record (looked at, not believed) names it: the root is ours, not the
-    # record's, and its content is what the full path stages too. The other repositories
-    # start once the state checks passed; only their paths are taken from the record before
-    # its signature is checked (git there, with a temporary index, writes objects and
-    # nothing else). No tree computed is used unless the record verifies.
-    early = content.record()
+    # checks and before any record was read: the root is ours, not the record's, and its
+    # content is what the full path stages too. The other repositories start once the
+    # state checks passed; only their paths are taken from the record before its signature
+    # is checked (git there, with a temporary index, writes objects and nothing else). No
+    # tree computed is used unless the record verifies.
     try:
         state = StateDir(root)  # the state checks every verb makes (a refusal: full path says it)
-        raw, payload, doc = early if early is not None else read_record(state.path, change_id)
+        raw, payload, doc = read_record(state.path, change_id)
         content.start(doc)
         seed = verify_record(state.path, raw, payload)
     except Exception:
-        content.wait()  # nothing it computed is used
+        content.hand_on(seen, verified=False)  # the root's tree only: it is ours
         raise
     try:
         return _decide(root, change_id, state, doc, seed, base, jobs, seen, content)
@@ -155,7 +155,7 @@ def _decide(  # noqa: PLR0917 (one caller)
     on to the full path (``seen``) whatever missed.
     """
     if doc["key"] != base:
-        content.hand_on(seen)
+        content.hand_on(seen, verified=True)
         changed = sorted(k for k in base if doc["key"].get(k) != base[k])
         raise Miss(f"{', '.join(changed)} changed")
     try:
@@ -163,9 +163,10 @@ def _decide(  # noqa: PLR0917 (one caller)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
         run_id = new_run_id()
         found = _prepared(doc, run_id)  # what to print, made while git runs
+        make_room(state.path, change_id)  # hit or miss, a run comes: the oldest goes now
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
-        content.hand_on(seen)
+        content.hand_on(seen, verified=True)
         content.verdict()  # the content's miss is the one said, when it missed too
         raise
     # Only now: laid out while git ran, a run directory cost a miss more than it saved a

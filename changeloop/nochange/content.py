@@ -1,8 +1,8 @@
 """The content identities of a record's repositories, computed on threads of their own.
 
-git (waiting on processes) runs in the background while
-the calling thread verifies the record and checks the rest of its key
-(changeloop.nochange.answer); the outcome is taken back on the calling thread.
+git (waiting on processes) runs in the background while the calling thread reads and
+verifies the record and checks the rest of its key (changeloop.nochange.answer); the
+outcome is taken back on the calling thread, in the record's order of repositories.
 """
 
 from __future__ import annotations
@@ -15,102 +15,80 @@ from typing import Any
 from changeloop.nochange.miss import Miss
 
 
-def begin(root: Path, change_id: str, sandbox: str) -> Content:
-    """The content identities, begun: on a thread of its own, the record is read (not
-    believed) and, when it names the workspace root as a repository, the root's content
-    identity is computed at once. ``prove`` calls this as soon as it knows the change, so
-    that git runs while the rest of the decision is imported and checked.
+def begin(root: Path, sandbox: str) -> Content:
+    """The content identities, begun: the workspace root's is computed at once, on a thread of
+    its own, before any record is read. ``prove`` calls this as soon as it knows the change, so
+    that git runs while the rest of the decision is imported and the record is read.
 
-    The root is ours, not the record's, and its content is what the full path stages too;
-    nothing computed is used unless the record verifies (changeloop.nochange.answer).
+    The root is ours, not the record's, and its content is what the full path stages too:
+    its tree is handed to the full path on any miss, while nothing computed decides an
+    answer unless the record verifies (changeloop.nochange.answer).
     """
     content = Content(sandbox)
-    content.begin(root, change_id)
+    content.begin(root)
     return content
 
 
 class Content:
     """The content identities of a record's repositories, computed on threads of their own
-    (:meth:`start`); their outcome is taken on the calling thread (:meth:`verdict`,
-    :meth:`hand_on`), in the record's order of repositories."""
+    (:meth:`begin`, :meth:`start`); their outcome is taken on the calling thread
+    (:meth:`verdict`, :meth:`hand_on`), in the record's order of repositories."""
 
     def __init__(self, sandbox: str) -> None:
         self._untracked = sandbox != "worktree"
-        self._order: list[str] = []  # repository names in the record's order
-        self._started: set[str] = set()
-        self._trees: dict[str, str] = {}  # checkout path -> tree computed
-        self._errors: dict[str, BaseException] = {}  # name -> its miss or error
+        self._root: Path | None = None
+        self._repositories: list[tuple[str, Mapping[str, Any], str]] = []  # name, entry, key
+        self._trees: dict[str, str] = {}  # key (checkout path) -> tree computed
+        self._errors: dict[str, BaseException] = {}  # key -> the error computing its tree
         self._threads: list[Any] = []
-        # the record as :func:`begin` read it (bytes, payload, parsed payload), not verified
-        self.early: tuple[bytes, bytes, dict[str, Any]] | None = None
-        self._read = threading.Event()  # set once :meth:`begin`'s thread read the record
-        self._read.set()
 
-    def begin(self, root: Path, change_id: str) -> None:
-        """Read the record and start the root's content identity, on a thread of its own."""
-        self._read.clear()
-        self._spawn(self._begun, root, change_id)
+    def begin(self, root: Path) -> None:
+        """Start the root's content identity, on a thread of its own."""
+        self._root = root
+        self._spawn([_key(root)])
 
-    def _begun(self, root: Path, change_id: str) -> None:
-        from changeloop.nochange.signed import read_record  # noqa: PLC0415 - on this thread, while the caller imports the rest
-        from changeloop.workspace.state import STATE  # noqa: PLC0415 - on this thread, while the caller imports the rest
-
-        todo: list[tuple[str, Any]] = []
-        try:  # any failure here is said again, in its place, once the state checks passed
-            self.early = read_record(root / STATE, change_id)
-            todo = self._claim(self.early[2], only=root)
-        except Exception:  # read again on the calling thread, which says why
-            self.early = None
-        finally:
-            self._read.set()
-        self._run(todo)
-
-    def record(self) -> tuple[bytes, bytes, dict[str, Any]] | None:
-        """The record :meth:`begin` read, not verified (None: none, or unreadable); waits for
-        that read only, not for git."""
-        self._read.wait()
-        return self.early
-
-    def start(self, doc: Mapping[str, Any], *, only: Path | None = None) -> None:
-        """Start the repositories of ``doc`` not started yet (with ``only``: the one whose
-        checkout is that directory, if any)."""
-        todo = self._claim(doc, only=only)
-        if todo:
-            self._spawn(self._run, todo)
-
-    def _claim(self, doc: Mapping[str, Any], *, only: Path | None) -> list[tuple[str, Any]]:
-        """The repositories of ``doc`` to start now, marked started."""
+    def start(self, doc: Mapping[str, Any]) -> None:
+        """Take the repositories of the record ``doc`` (read, not yet verified) and start those
+        not begun: only their paths are taken before its signature is checked (git there,
+        with a temporary index, writes objects and nothing else)."""
         repositories = doc["repositories"]
         if not isinstance(repositories, Mapping) or not all(
             isinstance(r, Mapping) and isinstance(r.get("path"), str) for r in repositories.values()
         ):
             raise TypeError("the record's repositories are not what this changeloop writes")
-        self._order = list(repositories)
-        todo = []
-        for name, repo in repositories.items():
-            if name in self._started:
-                continue
-            if only is not None and not _same_dir(repo["path"], only):
-                continue
-            self._started.add(name)
-            todo.append((name, repo))
-        return todo
+        self._repositories = [
+            (name, repo, self._key_of(repo["path"])) for name, repo in repositories.items()
+        ]
+        begun = _key(self._root) if self._root is not None else None
+        todo = [key for _name, _repo, key in self._repositories if key != begun]
+        if todo:
+            self._spawn(todo)
 
-    def _spawn(self, target: Any, *args: Any) -> None:
-        worker = threading.Thread(target=target, args=args, name="changeloop-content", daemon=True)
+    def _key_of(self, recorded: str) -> str:
+        """The key of a recorded checkout path: the root's when it is the root."""
+        if self._root is not None and _same_dir(recorded, self._root):
+            return _key(self._root)
+        return recorded
+
+    def _spawn(self, paths: list[str]) -> None:
+        worker = threading.Thread(
+            target=self._compute, args=(paths,), name="changeloop-content", daemon=True
+        )
         try:
             worker.start()
         except RuntimeError:  # no thread to be had: the same work, here and now
-            target(*args)
+            self._compute(paths)
             return
         self._threads.append(worker)
 
-    def _run(self, todo: list[tuple[str, Any]]) -> None:
-        for name, repo in todo:
+    def _compute(self, paths: list[str]) -> None:
+        from changeloop.git.identity import content_tree  # noqa: PLC0415 - on this thread, while the caller imports the rest
+
+        for path in paths:
             try:
-                _same_content(name, repo, self._untracked, self._trees)
+                self._trees[path] = content_tree(Path(path), include_untracked=self._untracked)
             except BaseException as exc:  # re-raised on the joining thread
-                self._errors[name] = exc
+                self._errors[path] = exc
                 return  # the next ones are not needed: this one decided
 
     def wait(self) -> None:
@@ -120,14 +98,31 @@ class Content:
     def verdict(self) -> None:
         """Wait; the first repository's miss or error (in the record's order), raised here."""
         self.wait()
-        for name in self._order:
-            if name in self._errors:
-                raise self._errors[name]
+        for name, repo, key in self._repositories:
+            if key in self._errors:
+                raise self._errors[key]
+            if key not in self._trees:
+                raise Miss(f"the content of repository {name} was not identified")
+            if self._trees[key] != repo["tree"]:
+                raise Miss(f"the content of repository {name} changed")
+            if repo["symlinks"] and _links_leave(Path(repo["path"]), repo["symlinks"]):
+                raise Miss(f"a link of repository {name} now leaves it")
 
-    def hand_on(self, seen: dict[str, str]) -> None:
-        """Wait; the trees computed, for the full path to start from (a miss)."""
+    def hand_on(self, seen: dict[str, str], *, verified: bool) -> None:
+        """Wait; the trees computed, for the full path to start from (a miss): the root's
+        always (the root is ours, not the record's), by its checkout path; the record's
+        repositories' only once it ``verified``, by their recorded checkout paths."""
         self.wait()
-        seen.update(self._trees)
+        if self._root is not None and _key(self._root) in self._trees:
+            seen[_key(self._root)] = self._trees[_key(self._root)]
+        if verified:
+            for _name, repo, key in self._repositories:
+                if key in self._trees:
+                    seen[repo["path"]] = self._trees[key]
+
+
+def _key(root: Path) -> str:
+    return str(root.resolve())
 
 
 def _same_dir(recorded: Any, directory: Path) -> bool:
@@ -136,21 +131,6 @@ def _same_dir(recorded: Any, directory: Path) -> bool:
         return Path(recorded).samefile(directory)
     except (OSError, TypeError, ValueError):
         return False
-
-
-def _same_content(
-    name: str, repo: Mapping[str, Any], untracked: bool, seen: dict[str, str]
-) -> None:
-    """The repository's content identity (into ``seen``), and no link in it leaving it."""
-    from changeloop.git.identity import content_tree  # noqa: PLC0415 - kept off the no-change answer's imports
-
-    path = Path(repo["path"])
-    tree = content_tree(path, include_untracked=untracked)
-    seen[str(path)] = tree
-    if tree != repo["tree"]:
-        raise Miss(f"the content of repository {name} changed")
-    if repo["symlinks"] and _links_leave(path, repo["symlinks"]):
-        raise Miss(f"a link of repository {name} now leaves it")
 
 
 def _links_leave(path: Path, links: Sequence[str]) -> bool:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
-SCHEMA = "changeloop/no-change@1"
+SCHEMA = "changeloop/no-change@2"
 PAYLOAD_TYPE = "application/vnd.changeloop.no-change+json"
 DECISIONS = "decisions"
 RECORD_LIMIT = 4 * fsio.MIB  # the DSSE bound every envelope read obeys

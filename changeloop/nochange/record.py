@@ -17,7 +17,6 @@ from changeloop.errors import FileRefused
 from changeloop.git.repo import excludes_digest
 from changeloop.masking import env_from_names
 from changeloop.nochange.key import (
-    PAYLOAD_TYPE,
     RECORD_LIMIT,
     SCHEMA,
     base_key,
@@ -32,7 +31,9 @@ from changeloop.nochange.key import (
     seed,
 )
 from changeloop.nochange.placeholder import substitute
+from changeloop.nochange.signed import seal_record
 from changeloop.records import Observed, ProveResult
+from changeloop.signing.jcs import canonicalize
 from changeloop.stamps import utc_stamp
 
 if TYPE_CHECKING:
@@ -81,10 +82,7 @@ def remember(
     if doc is None:
         _forget(target)
         return None
-    from changeloop.signing.dsse import sign_envelope  # noqa: PLC0415 - kept off the no-change answer's imports
-    from changeloop.signing.jcs import canonicalize  # noqa: PLC0415 - kept off the no-change answer's imports
-
-    envelope = sign_envelope(canonicalize(doc), PAYLOAD_TYPE, observed.key)
+    envelope = seal_record(canonicalize(doc), observed.key.private_bytes_raw())
     if len(envelope) > RECORD_LIMIT:
         _forget(target)
         return None

@@ -1,14 +1,23 @@
-"""The no-change record read with the standard library, then verified with the workspace key.
+"""The no-change record sealed and verified with the workspace key's secret, read with the
+standard library.
+
+The record is a DSSE envelope whose one signature is an HMAC-SHA256 of the DSSE
+pre-authentication encoding, keyed by a key derived from the workspace key's seed: only
+the holder of that seed makes it, and only the holder checks it (the same process,
+later), so a public-key signature would prove nothing more and cost a re-prove the
+import of the cryptography (docs/decisions/201-the-no-change-record-is-sealed-with-a-mac.md).
 
 Reading (:func:`read_record`) comes before believing (:func:`verify_record`):
 the content identities start from the record's repository paths while its
-signature is still being checked, and nothing they compute is used unless it
+seal is still being checked, and nothing they compute is used unless it
 verifies (changeloop.nochange.answer).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -17,6 +26,8 @@ from changeloop import fsio
 from changeloop.errors import FileRefused
 from changeloop.nochange.key import PAYLOAD_TYPE, RECORD_LIMIT, SCHEMA, record_path
 from changeloop.nochange.miss import Miss
+from changeloop.signing.dsse import pae, parse_envelope
+from changeloop.signing.jcs import canonicalize
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -70,26 +81,34 @@ def read_record(state: Path, change_id: str) -> tuple[bytes, bytes, dict[str, An
     return raw, payload, doc
 
 
+def seal_record(payload: bytes, seed: bytes) -> bytes:
+    """The record's envelope (RFC 8785 bytes plus a newline): ``payload`` with its MAC."""
+    envelope = {
+        "payload": base64.b64encode(payload).decode("ascii"),
+        "payloadType": PAYLOAD_TYPE,
+        "signatures": [{"keyid": KEYID, "sig": base64.b64encode(_mac(payload, seed)).decode()}],
+    }
+    return canonicalize(envelope) + b"\n"
+
+
 def verify_record(state: Path, raw: bytes, payload: bytes) -> bytes:
     """The workspace key's seed, when the envelope ``raw`` (whose payload :func:`read_record`
-    parsed as ``payload``) verifies with it; else a ``Miss``."""
-    from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - cryptography is heavy; kept off the no-change answer's imports
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: PLC0415 - cryptography is heavy; kept off the no-change answer's imports
-
-    from changeloop.signing.dsse import pae, parse_envelope  # noqa: PLC0415 - kept off the no-change answer's imports
-
+    parsed as ``payload``) carries the MAC that seed gives; else a ``Miss``."""
     seed = workspace_seed(state / "keys" / "local.key")
     if seed is None:
         raise Miss("no workspace key in the form this changeloop writes")
     envelope = parse_envelope(raw)  # strict: one reading of the bytes, or a refusal
     if envelope.payload_type != PAYLOAD_TYPE or envelope.payload != payload:
         raise Miss("the record reads two ways")
-    public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
-    message = pae(envelope.payload_type, envelope.payload)
-    for signature in envelope.signatures:
-        try:
-            public.verify(signature.sig, message)
-        except InvalidSignature:
-            continue
+    expected = _mac(envelope.payload, seed)
+    if any(hmac.compare_digest(s.sig, expected) for s in envelope.signatures):
         return seed
     raise Miss("the record does not verify with the workspace key")
+
+
+KEYID = "hmac-sha256"  # says how the one signature was made, not whose key: there is one
+
+
+def _mac(payload: bytes, seed: bytes) -> bytes:
+    key = hashlib.sha256(b"changeloop no-change record\0" + seed).digest()
+    return hmac.digest(key, pae(PAYLOAD_TYPE, payload), "sha256")

@@ -35,7 +35,7 @@ import re
 import shutil
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "Freed",
     "Policy",
     "inventory",
+    "make_room",
     "prune_cache",
     "prune_cache_daily",
     "prune_runs",
@@ -344,6 +345,16 @@ def inventory(state: Path, policy: Policy, sandboxes: Path | None = None) -> dic
         files, size = _measure(sandboxes) if sandboxes.is_dir() else (0, 0)
         out["sandboxes"] = {"path": str(sandboxes), "files": files, "bytes": size}
     return out
+
+
+def make_room(state: Path, change: str) -> None:
+    """Before ``prove`` adds a run of ``change``: its runs beyond the policy's count less one,
+    so that the new one keeps the count (an answer from the no-change record removes them
+    while git computes its content identity, not after it answered). Never an error."""
+    policy = Policy.from_env()
+    room = replace(policy, keep_runs=policy.keep_runs - 1)
+    with contextlib.suppress(OSError):
+        prune_runs(state, change, room)
 
 
 def prune_after_prove(root: Path, change: str, *, cache: bool = True) -> Freed:

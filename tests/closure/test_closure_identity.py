@@ -51,6 +51,21 @@ def test_line_endings_normalised_by_attributes_still_count(tmp_path: Path, sandb
     assert found.agree(), found.why()
 
 
+def test_line_endings_normalised_by_a_nested_attributes_file_still_count(tmp_path: Path) -> None:
+    # only a directory's own .gitattributes asks for normalisation: the identity must find it
+    # in the index listing, not only at the top of the work tree
+    check = NO_CR.replace("data.txt", "sub/data.txt")
+    root = _workspace(
+        tmp_path,
+        {"sub/.gitattributes": "* text=auto\n", "sub/data.txt": "a\nb\n", "check.sh": check},
+    )
+    assert prove(root, "c")[0] == 0
+    (root / "sub" / "data.txt").write_bytes(b"a\r\nb\r\n")  # normalised, the blob is the same
+    found = answers(root, "c")
+    assert found.clean == "not-proven"
+    assert found.agree(), found.why()
+
+
 def test_line_endings_normalised_by_autocrlf_still_count(tmp_path: Path) -> None:
     root = _workspace(tmp_path, {"data.txt": "a\nb\n", "check.sh": NO_CR})
     git(root, "config", "core.autocrlf", "input")

@@ -332,6 +332,39 @@ def test_a_tampered_record_is_ignored(ws: Path, capsys: pytest.CaptureFixture[st
     assert code == 0 and _decision(ws, doc) is None
 
 
+def test_the_record_is_sealed_with_the_workspace_keys_secret(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The seal, recomputed here from the key file with the standard library and
+    cryptography's own reading of the key: HMAC-SHA256 of DSSE's PAE, keyed by a hash of
+    the seed. A seal made with any other key (or none) answers nothing."""
+    import base64
+    import hashlib
+    import hmac
+
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    _prove(ws, capsys)
+    envelope = json.loads(_record(ws).read_bytes())
+    payload = base64.b64decode(envelope["payload"])
+    kind = envelope["payloadType"].encode()
+    pae = b"DSSEv1 %d %b %d %b" % (len(kind), kind, len(payload), payload)
+    key = load_pem_private_key((ws / ".changeloop" / "keys" / "local.key").read_bytes(), None)
+    seed = key.private_bytes_raw()  # type: ignore[union-attr]
+    mac_key = hashlib.sha256(b"changeloop no-change record\0" + seed).digest()
+    (signature,) = envelope["signatures"]
+    assert base64.b64decode(signature["sig"]) == hmac.digest(mac_key, pae, "sha256")
+    for other in (hashlib.sha256(b"another").digest(), seed):  # another key; the bare seed
+        signature["sig"] = base64.b64encode(hmac.digest(other, pae, "sha256")).decode()
+        _record(ws).write_text(json.dumps(envelope))
+        code, doc = _prove(ws, capsys)
+        assert code == 0 and _decision(ws, doc) is None
+        code, doc = _prove(ws, capsys)  # the full path wrote a record of its own again
+        assert code == 0 and _decision(ws, doc) == "no-change"
+        envelope = json.loads(_record(ws).read_bytes())
+        (signature,) = envelope["signatures"]
+
+
 def test_a_record_signed_by_another_key_is_ignored(
     ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

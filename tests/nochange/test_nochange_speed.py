@@ -54,6 +54,7 @@ NOT_ON_THE_FAST_PATH = (
     "changeloop.run.carried",  # the inputs digests are handed on only on a miss
     "changeloop.cli.evidence",  # other verbs' parsers
     "jsonschema",
+    "cryptography",  # the record's seal is an HMAC of the workspace key's seed
 )
 
 DRIVER = """\
@@ -82,6 +83,21 @@ def _prove_err(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dic
     code = main(["prove", "c", "--root", str(root), "--json"])
     captured = capsys.readouterr()
     return code, json.loads(captured.out), captured.err
+
+
+def _handed_trees(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The content trees each full path is handed by the no-change check, as they come."""
+    import changeloop.cli.prove.full as full
+
+    handed: list[dict[str, str]] = []
+    real = full.prove_full
+
+    def spy(*args: Any, **kwargs: Any) -> int:
+        handed.append(dict(args[3]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(full, "prove_full", spy)
+    return handed
 
 
 def _decision(root: Path, doc: dict[str, Any]) -> str | None:
@@ -280,6 +296,7 @@ def test_two_repositories_each_miss_is_named_and_the_record_answers_again(
         {"self": {"path": "ROOT"}},  # no tree
         {"self": {"path": "ROOT", "tree": "0" * 40, "symlinks": []}},  # forged, unsigned
         {"self": {"path": "/nonexistent/elsewhere", "tree": "0" * 40, "symlinks": []}},
+        {"other": {"path": "OTHER", "tree": "0" * 40, "symlinks": []}},  # a real repository
     ],
 )
 def test_a_forged_record_of_any_shape_is_a_quiet_miss(
@@ -298,7 +315,10 @@ def test_a_forged_record_of_any_shape_is_a_quiet_miss(
     assert code == 0
     record = record_path(ws / ".changeloop", "c")
     assert record is not None
-    shape = json.loads(json.dumps(repositories).replace("ROOT", str(ws)))
+    other = make_repo(ws.parent / "other", {"x.txt": "x\n"})
+    shape = json.loads(
+        json.dumps(repositories).replace("ROOT", str(ws)).replace("OTHER", str(other))
+    )
     payload = json.dumps({"schema": SCHEMA, "repositories": shape}).encode()
     record.write_text(
         json.dumps(
@@ -309,11 +329,13 @@ def test_a_forged_record_of_any_shape_is_a_quiet_miss(
             }
         )
     )
+    handed = _handed_trees(monkeypatch)
     monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
     code, doc, err = _prove_err(ws, capsys)
     assert "no-change record not used:" in err, err
     assert "Traceback" not in err and "unexpected error" not in err
     assert code == 0 and _decision(ws, doc) is None
+    assert [set(trees) - {str(ws.resolve())} for trees in handed] == [set()]  # the root's only
     assert {p["state"] for p in doc["providers"]} == {"cached"}
 
 
@@ -367,11 +389,12 @@ def test_the_roots_git_work_begins_before_the_decision_is_imported(
     assert list(found["trees"]) == [str(ws.resolve())]
 
 
-def test_a_record_that_does_not_verify_uses_nothing_the_early_start_computed(
+def test_a_record_that_does_not_verify_hands_on_only_the_roots_own_tree(
     ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The root's git work begins from a record not yet believed; a record signed with
-    another key answers nothing and hands no tree on: the full path stages its own."""
+    """The root's git work begins before any record is read: the root is ours, so its tree
+    is handed to the full path; a record signed with another key answers nothing and hands
+    on nothing of its own (its repository paths were never believed)."""
     code, _ = prove_json(ws, "c", capsys=capsys)
     assert code == 0
     record = record_path(ws / ".changeloop", "c")
@@ -380,18 +403,9 @@ def test_a_record_that_does_not_verify_uses_nothing_the_early_start_computed(
     envelope["signatures"][0]["sig"] = "A" * 86 + "=="
     record.write_text(json.dumps(envelope))
     (ws / "src" / "a" / "mod.py").write_text("A = 3\n")
-    handed: list[dict[str, str]] = []
-    import changeloop.cli.prove.full as full
-
-    real = full.prove_full
-
-    def spy(*args: Any, **kwargs: Any) -> int:
-        handed.append(dict(args[3]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(full, "prove_full", spy)
+    handed = _handed_trees(monkeypatch)
     monkeypatch.setenv("CHANGELOOP_EXPLAIN_NOCHANGE", "1")
     code, doc, err = _prove_err(ws, capsys)
     assert "the record does not verify with the workspace key" in err, err
-    assert handed == [{}]
+    assert [list(trees) for trees in handed] == [[str(ws.resolve())]]
     assert {p["name"]: p["state"] for p in doc["providers"]} == {"alpha": "ran", "beta": "cached"}

@@ -69,6 +69,27 @@ def test_prove_keeps_the_last_runs_of_its_change_and_no_more(
     assert _runs_of(root, "c2") == {other["runId"]}  # another change's runs are its own
 
 
+def test_answers_from_the_record_keep_the_count_of_runs_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an answer makes room for its run before it knows it holds: hit or miss, the count stays
+    monkeypatch.setenv("CHANGELOOP_KEEP_RUNS", "2")
+    root = _workspace(tmp_path)
+    seen: list[str] = []
+    decisions: list[str | None] = []
+    for n in range(6):
+        if n == 4:
+            (root / "app.txt").write_text("v2\n")  # a miss: the full path runs and prunes
+        code, doc = prove_json(root, "c1", capsys=capsys)
+        assert code == 0, doc
+        seen.append(doc["runId"])
+        run = json.loads((root / ".changeloop" / "runs" / doc["runId"] / "run.json").read_text())
+        decisions.append(run.get("decision"))
+        assert _runs_of(root, "c1") == set(seen[-2:])
+    assert decisions[2:4] == ["no-change", "no-change"], decisions
+    assert decisions[4] != "no-change", decisions
+
+
 def _age(path: Path, days: float) -> None:
     then = time.time() - days * 86400
     os.utime(path, (then, then))

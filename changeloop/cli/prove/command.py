@@ -177,10 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if before is not None and answering:
         code = answer_from_record(args, before, jobs=jobs_wanted(args), seen=seen, known=known)
         if code is not None:
-            from changeloop.workspace.prune import prune_after_prove
-
-            prune_after_prove(before.root, before.change.id, cache=False)  # an answer's run too
-            return code
+            return code  # the answer made room for its run (nochange.answer)
     return _plan_and_run(args, before.config if before is not None else None, seen, known)
 
 

@@ -54,7 +54,7 @@ def config_before_plan(args: argparse.Namespace, *, answering: bool) -> Before |
     if answering:
         from changeloop.nochange.content import begin
 
-        content = begin(root, change.id, args.sandbox)
+        content = begin(root, args.sandbox)
     from changeloop.nochange.key import config_digests
 
     return Before(root, change, config_digests(change.path), content)
