@@ -173,6 +173,9 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
         if options.use_cache
         else set()
     )
+    run.expected = {name for name in plan.providers if name not in hits}
+    if not run.expected:
+        run.writer.hurry()  # every provider is likely reused: no fsync to share
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
         for p in plan.providers.values()
@@ -230,6 +233,10 @@ def _keep(run: RunStages, report: ProviderReport) -> None:
     """A provider's record, kept for the fold and handed to the writer at once."""
     run.reports[report.name] = report
     run.writer.write(report, run.fingerprints.get(report.name))
+    if report.name in run.expected:
+        run.expected.discard(report.name)
+        if not run.expected:  # the last that runs is written: the reuses have no fsync
+            run.writer.hurry()
 
 
 def _bound(run: RunStages, provider: Provider) -> Bound:
