@@ -5,9 +5,12 @@ to :meth:`GroupCommit.submit` and goes on; one worker thread takes whatever has
 queued up and writes it as one batch with :func:`changeloop.fsio.commit` (write
 all, fsync all, rename all, fsync each directory once — docs/design.md). While
 it waits on the disk the next processes run, and the groups that queue up
-meanwhile share the next round's fsyncs: a round waits up to :data:`BATCH_S`
-for company after its first group (a kill -9 in that window loses what a kill
-a moment earlier would have: receipts of providers that had not been written).
+meanwhile share the next round's fsyncs: a round with a file to fsync waits up
+to :data:`BATCH_S` for company after its first group (a kill -9 in that window
+loses what a kill a moment earlier would have: receipts of providers that had
+not been written). A round with nothing to fsync (a reused receipt's copies) has
+nothing to share and goes at once, and so does every round once the engine says
+no provider that runs is left (:meth:`GroupCommit.hurry`).
 
 Nothing reads as written before its round is done: a kill -9 at any instant
 leaves each name with its old file or its new one, never half of one, and
