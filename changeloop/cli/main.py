@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(raw: list[str], boundary: Boundary) -> int:
     """Parse and run the verb; a failure is raised to the boundary, which answers it."""
     from changeloop.process.groups import private_tempdir
-    from changeloop.workspace.state import one_check_per_invocation
+    from changeloop.workspace.accepted import one_check_per_invocation
 
     common.forget_root()
     said = boundary.said

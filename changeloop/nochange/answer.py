@@ -83,7 +83,7 @@ def answer(
         content = begin(root, options["sandbox"])
     try:
         key = base_key(root, change_id, change_path, options, config)
-    except BaseException:
+    except Exception:  # an interruption does not wait for git: the process is leaving
         content.wait()  # nothing it computed is used
         raise
     try:

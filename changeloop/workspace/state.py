@@ -25,14 +25,13 @@ import secrets
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from changeloop import fsio
 from changeloop.errors import StateRefused, filesystem_cause
+from changeloop.workspace.accepted import ACCEPTED
 
 STATE = ".changeloop"
 SUBDIRS = ("keys", "cache", "runs", "receipts", "sandboxes", "decisions")
@@ -131,30 +130,10 @@ class StateDir:
             return
 
 
-# Roots already accepted in this CLI invocation (None outside one): a prove asked the same
-# question four times (one `git ls-files` apiece) on its no-change path.
-_ACCEPTED: ContextVar[set[str] | None] = ContextVar("changeloop_state_accepted", default=None)
-
-
 def new_run_id() -> str:
     """A run's id: the UTC second it started and six random hex digits."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{secrets.token_hex(3)}"
-
-
-@contextlib.contextmanager
-def one_check_per_invocation() -> Iterator[None]:
-    """Within the block, :func:`check_state` checks each root once.
-
-    The CLI wraps one verb in it: between its checks only changeloop itself writes
-    ``.changeloop/`` (through ``fsio``, never following a link), so asking again adds
-    nothing. Outside the block — library callers, tests — every call checks.
-    """
-    token = _ACCEPTED.set(set())
-    try:
-        yield
-    finally:
-        _ACCEPTED.reset(token)
 
 
 def check_state(root: Path) -> None:
@@ -166,7 +145,7 @@ def check_state(root: Path) -> None:
     workspace key, when present, must be a regular file with no group or other
     permission bits.
     """
-    accepted = _ACCEPTED.get()
+    accepted = ACCEPTED.get()
     key = str(root.absolute())
     if accepted is not None and key in accepted:
         return

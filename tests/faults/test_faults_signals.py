@@ -83,11 +83,14 @@ def _caught(pid: int) -> int:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
+    """The children of every thread of ``pid`` (git may be started on a thread of its own)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:

@@ -23,6 +23,7 @@ from receipts_helpers import make_workspace
 
 import changeloop.fingerprints.fingerprint
 import changeloop.signing.keys
+import changeloop.workspace.accepted
 import changeloop.workspace.state
 from changeloop.cli.main import main
 from changeloop.errors import StateRefused
@@ -403,14 +404,14 @@ def test_the_state_is_checked_once_per_invocation_and_afresh_by_the_next(
         real(where)
 
     monkeypatch.setattr(changeloop.workspace.state, "_check_tracked", counted)
-    with changeloop.workspace.state.one_check_per_invocation():
+    with changeloop.workspace.accepted.one_check_per_invocation():
         for _ in range(4):
             changeloop.workspace.state.check_state(root)
     assert len(seen) == 1
 
     shutil.rmtree(root / ".changeloop" / "cache")
     (root / ".changeloop" / "cache").symlink_to(tmp_path)
-    with changeloop.workspace.state.one_check_per_invocation(), pytest.raises(StateRefused):
+    with changeloop.workspace.accepted.one_check_per_invocation(), pytest.raises(StateRefused):
         changeloop.workspace.state.check_state(root)
     with pytest.raises(StateRefused):
         changeloop.workspace.state.check_state(root)  # outside an invocation: every call checks
