@@ -26,7 +26,7 @@ from changeloop import fsio
 from changeloop.errors import FileRefused
 from changeloop.workspace.state import clear_non_file
 
-__all__ = ["entry", "entry_path", "load", "load_unchecked", "store"]
+__all__ = ["decode", "entry", "entry_path", "load", "load_unchecked", "reusable", "store"]
 
 _FINGERPRINT = re.compile(r"^sha256:([0-9a-f]{64})$")
 # Adapters whose verdict depends on files outside every fingerprint (the change's
@@ -110,6 +110,11 @@ def load(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
     too big, too deeply nested) is a miss, never an error.
     """
     envelopes = load_unchecked(cache_dir, fingerprint)
+    return reusable(envelopes)
+
+
+def reusable(envelopes: list[bytes] | None) -> list[bytes] | None:
+    """``envelopes`` when every one is a pass of an adapter that may be cached; else None."""
     if envelopes is None or not all(_reusable(e) for e in envelopes):
         return None
     return envelopes
@@ -126,11 +131,19 @@ def load_unchecked(cache_dir: Path, fingerprint: str) -> list[bytes] | None:
             what="cache entry",
             follow_symlinks=False,
         )
+    except FileRefused:
+        return None
+    return decode(raw, fingerprint)
+
+
+def decode(raw: bytes, fingerprint: str) -> list[bytes] | None:
+    """The envelopes an entry's bytes hold for ``fingerprint``, unchecked; None: a miss."""
+    try:
         doc = json.loads(raw)
         if doc.get("fingerprint") != fingerprint:
             return None
         envelopes = [base64.b64decode(e, validate=True) for e in doc["envelopes"]]
-    except (FileRefused, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return envelopes or None
 

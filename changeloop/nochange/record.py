@@ -29,7 +29,6 @@ from changeloop.nochange.key import (
     record_path,
     secret_key,
     seed,
-    stat_of,
 )
 from changeloop.nochange.placeholder import substitute
 from changeloop.nochange.signed import seal_record
@@ -135,7 +134,7 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
     render: Render,
 ) -> dict[str, Any] | None:
     """The record's document, or None when this run's answer is not one to repeat."""
-    from changeloop.caching.local import NEVER_CACHED, entry_path, load  # noqa: PLC0415 - kept off the no-change answer's imports
+    from changeloop.caching.local import NEVER_CACHED  # noqa: PLC0415 - kept off the no-change answer's imports
 
     derivation = _derivation_files(plan)
     if derivation is None or set(observed.trees) != set(plan.repositories):
@@ -153,21 +152,14 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
             return None
         if report.state == "cached" and report.origin != "local":
             return None
-        files = []
-        for entry in report.receipts:
-            if entry.status != "pass":
-                return None
-            try:
-                data = fsio.read_regular(plan.root / entry.path, limit=RECORD_LIMIT, what="receipt")
-            except FileRefused:
-                return None
-            files.append((Path(entry.path).name, data))
-        if load(cache_dir, fp) != [data for _, data in files]:
-            return None  # the cache does not hold exactly these: a re-prove would run it
-        stat = stat_of(entry_path(cache_dir, fp))
-        if stat is None:
+        if any(entry.status != "pass" for entry in report.receipts):
             return None
-        cache_stats[entry_path(cache_dir, fp).name] = stat
+        # The bytes this run wrote (a receipt it could not write was withdrawn by the run)
+        files = [(Path(entry.path).name, entry.envelope) for entry in report.receipts]
+        held = _cache_holds(cache_dir, fp, [data for _, data in files])
+        if held is None:
+            return None  # the cache does not hold exactly these: a re-prove would run it
+        cache_stats[held[0]] = held[1]
         receipts[name] = files
     placeholder = f"@@run-{secrets.token_hex(8)}@@"
     cached = _cached_form(plan, result, receipts, placeholder)
@@ -268,6 +260,31 @@ def _record(  # noqa: PLR0917 (one caller, all of it needed)
             ],
         },
     }
+
+
+def _cache_holds(cache_dir: Path, fp: str, envelopes: list[bytes]) -> tuple[str, str] | None:
+    """The entry's name and status when ``fp``'s cache entry holds exactly ``envelopes``.
+
+    One read: the status is the opened file's, so it names the bytes compared. An entry
+    written the way this run's writer writes it is compared byte for byte; any other
+    is decoded and compared envelope by envelope (the same answer, more work).
+    """
+    from changeloop.caching import local  # noqa: PLC0415 - kept off the no-change answer's imports
+
+    if not envelopes:
+        return None
+    path = local.entry_path(cache_dir, fp)
+    try:
+        raw, info = fsio.read_regular_stat(
+            path, limit=local.ENTRY_LIMIT, what="cache entry", follow_symlinks=False
+        )
+    except FileRefused:
+        return None
+    written = local.entry_of_passes(cache_dir, fp, envelopes)[1]
+    if raw != written and local.reusable(local.decode(raw, fp)) != envelopes:
+        return None
+    # key.stat_of's form, of the file these bytes were read from (not of a later one)
+    return path.name, f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def _service_ports(plan: Plan) -> list[int]:

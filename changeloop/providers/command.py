@@ -21,17 +21,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from changeloop.errors import Problem
 from changeloop.executors.job import Job, JobResult
 from changeloop.fingerprints.environment import resolve_argv
-from changeloop.grounding.citations import (
-    check_depths,
-    claim_marks,
-    crediting_context,
-    receipt_citations,
-)
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Observer, Outcome
 from changeloop.process.run import ProcessResult
@@ -42,8 +36,10 @@ from changeloop.providers.base import (
     read_own_workspace,
 )
 from changeloop.quality.lanes import routed_repositories, runs_quality
-from changeloop.runner_reports.model import Citation, ReportResult, TestCase
 from changeloop.schemas import validate_named
+
+if TYPE_CHECKING:
+    from changeloop.runner_reports.model import ReportResult
 
 NAME = "command"
 DEFAULT_CAPABILITY = "command"  # plan.py uses the provider's name instead
@@ -93,6 +89,8 @@ def prepare(ctx: RunContext) -> Job:
     job = ctx.job(argv, repo=provider.repository, env=ctx.env, log_name=provider.name)
     if not provider.envelope:
         return job
+    from changeloop.grounding.citations import crediting_context  # noqa: PLC0415 - only an envelope's citations need grounding (and the report readers it imports)
+
     # the envelope is its stdout: the one job kind here that keeps a stdout copy
     return replace(job, context=crediting_context(ctx.plan, provider), output=True)
 
@@ -109,6 +107,8 @@ def read(job: Job, result: JobResult) -> list[Outcome]:
 
 def cite(job: Job, outcome: Outcome, report: ReportResult) -> Outcome:
     """The envelope's citations judged like any test's: depths, results, crediting."""
+    from changeloop.grounding.citations import check_depths, claim_marks, receipt_citations  # noqa: PLC0415 - only an envelope's citations need grounding
+
     checked, depths = check_depths(report, entry_points=bool(job.context.get("entryPoints")))
     report = checked or report
     status, reason = outcome.status, outcome.reason
@@ -139,6 +139,8 @@ def envelope_report(raw: Any) -> ReportResult | None:
     """The envelope's citations as a report: one test per name, its citations in order."""
     if not isinstance(raw, list) or not raw:
         return None
+    from changeloop.runner_reports.model import Citation, ReportResult, TestCase  # noqa: PLC0415 - only an envelope's citations need the report model (and its readers)
+
     rank = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
     tests: dict[str, TestCase] = {}
     for item in raw:

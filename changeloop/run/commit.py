@@ -5,9 +5,12 @@ to :meth:`GroupCommit.submit` and goes on; one worker thread takes whatever has
 queued up and writes it as one batch with :func:`changeloop.fsio.commit` (write
 all, fsync all, rename all, fsync each directory once — docs/design.md). While
 it waits on the disk the next processes run, and the groups that queue up
-meanwhile share the next round's fsyncs: a round waits up to :data:`BATCH_S`
-for company after its first group (a kill -9 in that window loses what a kill
-a moment earlier would have: receipts of providers that had not been written).
+meanwhile share the next round's fsyncs: a round with a file to fsync waits up
+to :data:`BATCH_S` for company after its first group (a kill -9 in that window
+loses what a kill a moment earlier would have: receipts of providers that had
+not been written). A round with nothing to fsync (a reused receipt's copies) has
+nothing to share and goes at once, and so does every round once the engine says
+no provider that runs is left (:meth:`GroupCommit.hurry`).
 
 Nothing reads as written before its round is done: a kill -9 at any instant
 leaves each name with its old file or its new one, never half of one, and
@@ -57,6 +60,8 @@ class GroupCommit:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._queue: list[_Group] = []
+        self._durable = False  # a queued group holds a file to fsync: its round waits for company
+        self._hurried = False  # no company is coming (hurry): every round goes at once
         self._pending = 0  # submitted and not yet committed
         self._failed: list[tuple[str, OSError]] = []
         self._made: set[str] = set()  # directories known to exist (touched by the thread only)
@@ -74,6 +79,7 @@ class GroupCommit:
             if self._closed:
                 raise RuntimeError("group commit already closed")
             self._queue.append(_Group(tag, tuple(files)))
+            self._durable = self._durable or any(f.durable for f in files)
             self._pending += 1
             if self._thread is None:
                 # A daemon: if the process dies without wait(), what is left is what a
@@ -92,6 +98,13 @@ class GroupCommit:
             # cost the event loop a futex round trip and the writer the GIL each time.
             if len(self._queue) == 1 or len(self._queue) >= BATCH_GROUPS:
                 self._cond.notify_all()
+
+    def hurry(self) -> None:
+        """No group worth waiting for is coming: the round filling up, and every later one,
+        is written at once (its files are as durable; only the wait for company ends)."""
+        with self._cond:
+            self._hurried = True
+            self._cond.notify_all()
 
     def wait(self) -> list[tuple[str, OSError]]:
         """Block until every group submitted so far is on disk; the failures since last asked."""
@@ -157,15 +170,22 @@ class GroupCommit:
                 if not self._queue:
                     self._thread = None
                     return
-                # Let a round fill up: one wake-up, one fsync round and one fsync per
-                # directory for every group submitted meanwhile (unless someone waits).
+                # Let a round with files to fsync fill up: one wake-up, one fsync round and
+                # one fsync per directory for every group submitted meanwhile (unless someone
+                # waits). A round of files that are not fsynced has nothing to share: it goes
+                # at once, so a run's reused receipts are on disk by the time it ends.
                 deadline = time.monotonic() + BATCH_S
-                while not (self._waiting or self._closed) and len(self._queue) < BATCH_GROUPS:
+                while (
+                    self._durable
+                    and not (self._waiting or self._closed or self._hurried)
+                    and len(self._queue) < BATCH_GROUPS
+                ):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
                     self._cond.wait(left)
                 batch, self._queue = self._queue, []
+                self._durable = False
             try:
                 errors: list[OSError | None] = commit([g.files for g in batch], made=self._made)
             except Exception as exc:  # a bug must not hang the run's end: every group failed
@@ -179,6 +199,7 @@ class GroupCommit:
     def _fail_queued(self, error: OSError) -> None:
         """Every queued group fails with ``error`` (called holding the condition)."""
         batch, self._queue = self._queue, []
+        self._durable = False
         self._failed += [(g.tag, error) for g in batch]
         self._pending -= len(batch)
         self._settle()

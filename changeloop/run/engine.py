@@ -28,13 +28,13 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 
 from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
 from changeloop.executors import open_executor
 from changeloop.executors.job import JobResult
 from changeloop.fingerprints.wiring import change_inputs_of
-from changeloop.grounding.citations import records_of, remember
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome
 from changeloop.passenv import Snapshot
@@ -168,7 +168,14 @@ async def _schedule(run: RunStages) -> dict[str, TaskResult]:
     # repository git cannot identify refuses the run before anything starts.
     # abandoned on a signal: git's work is not worth keeping an interrupted run waiting
     await anyio.to_thread.run_sync(_identify_all, run, abandon_on_cancel=True)
-    hits = likely_cached(plan, run.state.cache, run.fingerprint) if options.use_cache else set()
+    hits = (
+        likely_cached(plan, run.state.cache, run.fingerprint, run.fingerprinter.inputs_unchanged)
+        if options.use_cache
+        else set()
+    )
+    run.expected = {name for name in plan.providers if name not in hits}
+    if not run.expected:
+        run.writer.hurry()  # every provider is likely reused: no fsync to share
     tasks = [
         Task(p.name, p.depends_on, p.resources, 0.0 if p.name in hits else estimates.get(p.name))
         for p in plan.providers.values()
@@ -226,6 +233,10 @@ def _keep(run: RunStages, report: ProviderReport) -> None:
     """A provider's record, kept for the fold and handed to the writer at once."""
     run.reports[report.name] = report
     run.writer.write(report, run.fingerprints.get(report.name))
+    if report.name in run.expected:
+        run.expected.discard(report.name)
+        if not run.expected:  # the last that runs is written: the reuses have no fsync
+            run.writer.hurry()
 
 
 def _bound(run: RunStages, provider: Provider) -> Bound:
@@ -242,6 +253,9 @@ async def _run_provider(
     run: RunStages, provider: Provider, services: ServiceManager
 ) -> ProviderReport:
     """One provider: reuse a cached pass, or make ready, lease, run, seal. Counts its services."""
+    # A reuse never waits on anything: without this turn, one worker would reuse every
+    # cached pass before a provider that runs got as far as starting its process.
+    await anyio.lowlevel.checkpoint()
     cached = await _cached(run, provider, services)
     if cached is not None:
         services.release_unused(provider.services)
@@ -421,6 +435,8 @@ async def _adapter_work(run: RunStages, ctx: RunContext) -> tuple[list[Outcome],
         reason = "; ".join(p.message for p in exc.problems)
         return every_capability(provider, "inconclusive", reason), None
     if result.files:  # grounding's trace records: mutation and --dry-run read them later
+        from changeloop.grounding.citations import records_of, remember  # noqa: PLC0415 - only a traced job needs grounding (and the report readers it imports)
+
         traced = records_of(result.files)
         if traced:
             remember(run.plan.root, run.plan.change.id, prepared.sandbox.repository, traced)

@@ -142,6 +142,15 @@ class Fingerprinter:
         self.inputs.setdefault(repo, {})[globs_key(globs)] = digest
         return digest
 
+    def inputs_unchanged(self, provider: Provider) -> bool:
+        """True when the verified no-change record carries the provider's inputs digest: no
+        changed path is matched by its globs. A scheduling hint (``run.order``), never a
+        reason to reuse anything."""
+        if not provider.inputs or not provider.repository:
+            return False
+        carried = self._carry(provider.repository)
+        return carried is not None and carried.digest(provider.inputs) is not None
+
     def ignored_inputs(self, repo: str, globs: Sequence[str]) -> dict[str, str] | None:
         """Digests of the ignored paths ``globs`` name (``fingerprints.ignored``): one
         ``git check-ignore`` per repository for every provider's patterns, then a walk of

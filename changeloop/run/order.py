@@ -18,13 +18,20 @@ from changeloop.model import Plan, Provider
 __all__ = ["likely_cached"]
 
 
-def likely_cached(plan: Plan, cache_dir: Path, fingerprint: Callable[[Provider], str]) -> set[str]:
-    """Providers with a cache entry for their fingerprint.
+def likely_cached(
+    plan: Plan,
+    cache_dir: Path,
+    fingerprint: Callable[[Provider], str],
+    unchanged: Callable[[Provider], bool] | None = None,
+) -> set[str]:
+    """Providers with a cache entry for their fingerprint, or ``unchanged`` ones.
 
     Only providers without dependencies are looked at (a fingerprint names its
     upstream's), and only in repositories without ``setup`` (whose commands may
     install a tool the environment part resolves: such fingerprints keep being
-    computed where they were).
+    computed where they were). A provider ``unchanged`` says is unchanged since the
+    verified no-change record (``Fingerprinter.inputs_unchanged``) counts without its
+    fingerprint: those are computed while the providers that run are running.
     """
     hits = set()
     for provider in plan.providers.values():
@@ -32,6 +39,9 @@ def likely_cached(plan: Plan, cache_dir: Path, fingerprint: Callable[[Provider],
             continue
         repos = provider.settled.repositories
         if any(plan.repositories[r].setup for r in repos):
+            continue
+        if unchanged is not None and unchanged(provider):
+            hits.add(provider.name)
             continue
         try:
             fp = fingerprint(provider)

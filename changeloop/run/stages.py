@@ -55,6 +55,8 @@ class RunStages:
     shared: SharedCache | None = None  # --cache-from DIR
     # each provider's record as it finishes (the engine's own; folded at the end)
     reports: dict[str, ProviderReport] = field(default_factory=dict)
+    # the providers expected to run (not hinted as reused) that have not finished yet
+    expected: set[str] = field(default_factory=set)
 
     def fingerprint(self, provider: Provider) -> str:
         if provider.name not in self.fingerprints:

@@ -68,6 +68,11 @@ class ReceiptWriter:
         entry = Pending(target, data, durable=False, displace_dir=True)
         self._commits.submit(_CACHE + report.name, [entry])
 
+    def hurry(self) -> None:
+        """Every provider that runs has been written: what is staged goes to disk at once,
+        without waiting for others to share its fsyncs (the rest are reuses: no fsync)."""
+        self._commits.hurry()
+
     async def drain(self) -> dict[str, OSError]:
         """Wait until everything staged is on disk; the providers that failed.
 

@@ -60,3 +60,14 @@ def test_a_prove_that_derives_nothing_imports_no_reader_it_does_not_use(tmp_path
 def test_a_prove_that_derives_still_reads_the_manifests(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "version: 3\nrequires: [test]\n", "version: 1\n")
     assert "changeloop.project.manifests" in modules and "tomllib" in modules, code
+
+
+def test_a_plain_command_run_imports_no_report_reader_and_no_grounding(tmp_path: Path) -> None:
+    """A ``command`` provider without ``envelope`` reads no runner report and cites nothing:
+    the report readers (xml included) and grounding stay unimported on the full path."""
+    execution = 'version: 1\nproviders:\n  a:\n    command: ["true"]\n    capability: ok\n'
+    code, modules = _modules(tmp_path, "version: 3\nrequires: [ok]\n", execution)
+    assert code == 0
+    assert "changeloop.providers.command" in modules  # the command did run
+    unused = ("changeloop.runner_reports", "changeloop.grounding.citations", "xml.etree")
+    assert [name for name in unused if name in modules] == []

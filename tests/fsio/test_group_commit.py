@@ -141,3 +141,47 @@ def test_the_writer_thread_ends_when_idle_and_a_new_one_takes_over(tmp_path: Pat
     commits.submit("b", [Pending(tmp_path / "b.json", b"b")])  # a new writer
     assert commits.close() == []
     assert (tmp_path / "b.json").read_bytes() == b"b"
+
+
+def _lands(path: Path, data: bytes, within: float = 20.0) -> bool:
+    """Whether ``path`` comes to hold ``data`` (polled: nobody waits on the commits)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_bytes() == data:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_round_with_nothing_to_fsync_does_not_wait_for_company(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files that are not fsynced (a reused receipt's copies) share no fsync: their round
+    goes at once, even with the window for company set to an hour and nobody waiting."""
+    from changeloop.run import commit
+
+    monkeypatch.setattr(commit, "BATCH_S", 3600.0)
+    commits = GroupCommit()
+    commits.submit("reused", [Pending(tmp_path / "r.json", b"r", durable=False)])
+    assert _lands(tmp_path / "r.json", b"r")
+    assert commits.close() == []
+
+
+def test_hurry_ends_the_wait_for_company_of_a_round_to_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round with files to fsync waits for company; ``hurry`` (nothing worth waiting for
+    is coming) has it written at once, as durable as ever, and every later one too."""
+    from changeloop.run import commit
+
+    monkeypatch.setattr(commit, "BATCH_S", 3600.0)
+    commits = GroupCommit()
+    commits.submit("ran", [Pending(tmp_path / "a.json", b"a")])
+    commits.hurry()
+    assert _lands(tmp_path / "a.json", b"a")
+    commits.submit("later", [Pending(tmp_path / "b.json", b"b")])
+    assert _lands(tmp_path / "b.json", b"b")
+    assert commits.close() == []
+    assert _temporaries(tmp_path) == []
