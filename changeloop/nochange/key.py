@@ -150,6 +150,11 @@ def stat_of(path: Path) -> str | None:
         info = os.lstat(path)
     except OSError:
         return None
+    return stat_text(info)
+
+
+def stat_text(info: os.stat_result) -> str:
+    """:func:`stat_of`'s form of a status already taken (of the file that was read)."""
     return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
 
 

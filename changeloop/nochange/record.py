@@ -29,6 +29,7 @@ from changeloop.nochange.key import (
     record_path,
     secret_key,
     seed,
+    stat_text,
 )
 from changeloop.nochange.placeholder import substitute
 from changeloop.nochange.signed import seal_record
@@ -283,8 +284,7 @@ def _cache_holds(cache_dir: Path, fp: str, envelopes: list[bytes]) -> tuple[str,
     written = local.entry_of_passes(cache_dir, fp, envelopes)[1]
     if raw != written and local.reusable(local.decode(raw, fp)) != envelopes:
         return None
-    # key.stat_of's form, of the file these bytes were read from (not of a later one)
-    return path.name, f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+    return path.name, stat_text(info)  # of the file these bytes were read from
 
 
 def _service_ports(plan: Plan) -> list[int]:
