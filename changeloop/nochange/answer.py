@@ -163,7 +163,7 @@ def _decide(  # noqa: PLR0917 (one caller)
         _same_latest(state.latest(change_id), change_id, doc["answer"])
         run_id = new_run_id()
         found = _prepared(doc, run_id)  # what to print, made while git runs
-        make_room(state.path, change_id)  # hit or miss, a run comes: the oldest goes now
+        spare = make_room(state.path, change_id)  # hit or miss, a run comes: room made now
         content.verdict()
     except Exception:  # not an interruption: that one ends the run at once
         content.hand_on(seen, verified=True)
@@ -172,7 +172,7 @@ def _decide(  # noqa: PLR0917 (one caller)
     # Only now: laid out while git ran, a run directory cost a miss more than it saved a
     # hit (its removal waits on the file system's journal; bench/README.md).
     ensure_gitignored(root)
-    laid = lay_out(state, change_id, doc, run_id)
+    laid = lay_out(state, change_id, doc, run_id, spare)
     write_run(change_id, doc, jobs, laid)
     return found
 

@@ -26,14 +26,20 @@ class Laid(NamedTuple):
     paths: dict[str, list[str]]  # provider -> its receipts, relative to the workspace root
 
 
-def lay_out(state: Any, change_id: str, doc: Mapping[str, Any], run_id: str) -> Laid:
+def lay_out(
+    state: Any, change_id: str, doc: Mapping[str, Any], run_id: str, spare: Path | None = None
+) -> Laid:
     """A new ``runs/<id>/<provider>/`` per provider holding its receipts (hard links of
-    ``latest/``'s identical bytes); removed again if that fails (the full path runs)."""
-    run_id, run_dir = state.new_run_dir(run_id)
+    ``latest/``'s identical bytes); removed again if that fails (the full path runs).
+    ``spare``: an old run to lay it out in, its provider folders kept (``make_room``)."""
+    providers = doc["answer"]["providers"]
+    run_id, run_dir = state.new_run_dir(
+        run_id, spare=spare, folders=[p["name"] for p in providers]
+    )
     try:
         latest = state.latest(change_id)
         paths: dict[str, list[str]] = {}
-        for p in doc["answer"]["providers"]:
+        for p in providers:
             name = p["name"]
             folder = run_dir / name
             folder.mkdir(parents=True, exist_ok=True)

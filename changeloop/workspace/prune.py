@@ -173,6 +173,14 @@ def prune_runs(state: Path, change: str | None, policy: Policy, *, count: bool =
     ``count``: measure what is removed (files, bytes) for a report.
     """
     freed = Freed()
+    for run in _due(state, change, policy, freed, count):
+        _remove(run, freed, count)
+    return freed
+
+
+def _due(state: Path, change: str | None, policy: Policy, freed: Freed, count: bool) -> list[Path]:
+    """The runs of ``change`` (None: of every change) beyond the policy, oldest first; old
+    orphans are removed on the way."""
     by_change: dict[str, list[Path]] = {}
     now = time.time()
     for run in _runs(state):
@@ -185,10 +193,9 @@ def prune_runs(state: Path, change: str | None, policy: Policy, *, count: bool =
             continue
         if change is None or owner == change:
             by_change.setdefault(owner, []).append(run)
-    for runs in by_change.values():
-        for run in runs[: max(0, len(runs) - policy.keep_runs)]:
-            _remove(run, freed, count)
-    return freed
+    return [
+        run for runs in by_change.values() for run in runs[: max(0, len(runs) - policy.keep_runs)]
+    ]
 
 
 def _age(path: Path, now: float) -> float:
@@ -347,14 +354,25 @@ def inventory(state: Path, policy: Policy, sandboxes: Path | None = None) -> dic
     return out
 
 
-def make_room(state: Path, change: str) -> None:
-    """Before ``prove`` adds a run of ``change``: its runs beyond the policy's count less one,
-    so that the new one keeps the count (an answer from the no-change record removes them
-    while git computes its content identity, not after it answered). Never an error."""
+def make_room(state: Path, change: str) -> Path | None:
+    """Before ``prove`` adds a run of ``change``: its runs beyond the policy's count less one
+    go, so that the new one keeps the count; the newest of them is left in place and handed
+    back, for an answer from the no-change record to lay its run out in
+    (``StateDir.new_run_dir``'s ``spare``). Making a hundred directories right after
+    removing as many is slow where the file system does not reuse a freed inode at once
+    (ext4 skips those freed in the last minute). A spare nobody takes is an old run the
+    next prune removes. Never an error: None when no run is due or it could not be listed.
+    """
     policy = Policy.from_env()
     room = replace(policy, keep_runs=policy.keep_runs - 1)
-    with contextlib.suppress(OSError):
-        prune_runs(state, change, room)
+    freed = Freed()
+    try:
+        due = _due(state, change, room, freed, False)
+        for run in due[:-1]:
+            _remove(run, freed, False)
+    except OSError:
+        return None
+    return due[-1] if due else None
 
 
 def prune_after_prove(root: Path, change: str, *, cache: bool = True) -> Freed:

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import stat
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,12 +79,22 @@ class StateDir:
                 path.unlink()
         return path
 
-    def new_run_dir(self, run_id: str | None = None) -> tuple[str, Path]:
+    def new_run_dir(
+        self, run_id: str | None = None, *, spare: Path | None = None, folders: Collection[str] = ()
+    ) -> tuple[str, Path]:
         """A fresh ``runs/<run-id>/`` (``run_id``: one :func:`new_run_id` gave earlier);
-        damaged leftovers of earlier runs are cleared first."""
+        damaged leftovers of earlier runs are cleared first.
+
+        ``spare``: an old run ``prune.make_room`` left for this one; it becomes the new run,
+        emptied but for its folders named in ``folders``, kept empty (no directory is made or
+        removed for them). A spare that cannot be taken over is removed, and a new
+        directory made.
+        """
         _repair_receipts(self.path / "receipts")
         run_id = run_id or new_run_id()
         path = self.runs / run_id
+        if spare is not None and _take_over(spare, path, frozenset(folders)):
+            return run_id, path
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
@@ -302,6 +313,33 @@ def clear_non_file(path: Path) -> None:
         return
     if stat.S_ISDIR(info.st_mode):
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _take_over(spare: Path, path: Path, folders: frozenset[str]) -> bool:
+    """``spare`` renamed to ``path`` and emptied, its ``folders`` kept (emptied too); False
+    when it could not be (what is left of it is removed)."""
+    try:
+        spare.rename(path)
+    except OSError:  # gone (another prove took it, or pruned it): a new directory then
+        return False
+    try:
+        for entry in os.scandir(path):
+            if entry.name in folders and entry.is_dir(follow_symlinks=False):
+                for inner in os.scandir(entry.path):
+                    _remove_entry(inner)
+            else:
+                _remove_entry(entry)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        return False
+    return True
+
+
+def _remove_entry(entry: os.DirEntry[str]) -> None:
+    if entry.is_dir(follow_symlinks=False):
+        shutil.rmtree(entry.path)
+    else:
+        Path(entry.path).unlink()
 
 
 def _repair_receipts(receipts: Path) -> None:

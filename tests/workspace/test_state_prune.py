@@ -90,6 +90,37 @@ def test_answers_from_the_record_keep_the_count_of_runs_too(
     assert decisions[4] != "no-change", decisions
 
 
+def test_an_answer_laid_out_in_a_run_due_for_removal_holds_only_its_own_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the oldest run (a full one: logs, a report, its receipts) is due when the answer comes;
+    # the answer takes its directory over: nothing of the old run may be left in it
+    monkeypatch.setenv("CHANGELOOP_KEEP_RUNS", "2")
+    root = _workspace(tmp_path)
+    runs = root / ".changeloop" / "runs"
+    code, first = prove_json(root, "c1", "--no-cache", capsys=capsys)
+    assert code == 0
+    old = {p.relative_to(runs / first["runId"]) for p in (runs / first["runId"]).rglob("*")}
+    assert any(p.suffix == ".log" for p in old), old  # a full run's files are there to leave
+    (runs / first["runId"] / "test" / "stray.txt").write_text("left by someone\n")
+    (runs / first["runId"] / "elsewhere").mkdir()
+    folder = (runs / first["runId"] / "test").stat().st_ino
+    assert prove_json(root, "c1", "--no-cache", capsys=capsys)[0] == 0
+    code, doc = prove_json(root, "c1", capsys=capsys)
+    assert code == 0
+    run = runs / doc["runId"]
+    assert json.loads((run / "run.json").read_text()).get("decision") == "no-change"
+    assert not (runs / first["runId"]).exists()
+    assert (run / "test").stat().st_ino == folder  # taken over: no directory made anew
+    held = {str(p.relative_to(root)) for p in run.rglob("*") if p.is_file()}
+    receipts = {r["path"] for entry in doc["providers"] for r in entry["receipts"]}
+    assert held == receipts | {str((run / "run.json").relative_to(root))}
+    assert {p.name for p in run.iterdir() if p.is_dir()} == {e["name"] for e in doc["providers"]}
+    latest = root / ".changeloop" / "receipts" / "c1"
+    for path in receipts:
+        assert (root / path).read_bytes() == (latest / Path(path).name).read_bytes()
+
+
 def _age(path: Path, days: float) -> None:
     then = time.time() - days * 86400
     os.utime(path, (then, then))
