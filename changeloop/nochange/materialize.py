@@ -33,9 +33,7 @@ def lay_out(
     ``latest/``'s identical bytes); removed again if that fails (the full path runs).
     ``spare``: an old run to lay it out in, its provider folders kept (``make_room``)."""
     providers = doc["answer"]["providers"]
-    run_id, run_dir = state.new_run_dir(
-        run_id, spare=spare, folders=[p["name"] for p in providers]
-    )
+    run_id, run_dir = state.new_run_dir(run_id, spare=spare, folders=[p["name"] for p in providers])
     try:
         latest = state.latest(change_id)
         paths: dict[str, list[str]] = {}
