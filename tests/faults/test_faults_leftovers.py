@@ -234,17 +234,22 @@ def test_a_signal_in_a_re_proves_first_instants_is_never_a_traceback_or_swallowe
 ) -> None:
     root, _flag, _pids = _tree_workspace(tmp_path, free_port())
     for _ in range(2):
+        began = time.monotonic()
         code, _doc, err = _done(_cli(root, "prove", "hello"))
         assert code == 0, err
+    lifetime = time.monotonic() - began  # a re-prove's whole life on this machine, now
     chances = 0
-    for _ in range(6):
+    for _ in range(24):  # until six signals landed: a fast answer often ends before one
+        if chances == 6:
+            break
         proc = _cli(root, "prove", "hello")
         status = Path(f"/proc/{proc.pid}/status")
         handled = partial(_hup_in, status, "SigCgt", gone=False)
         # its exit code is settled: the CLI blocks the signals just before it leaves
         leaving = partial(_hup_in, status, "SigBlk", gone=True)
         _wait_for(handled, "the handlers", proc)
-        time.sleep(random.uniform(0, 0.35))  # through the imports: a signal inside exec(str) too
+        # anywhere in its life: through the imports (a signal inside exec(str) too), git, the answer
+        time.sleep(random.uniform(0, lifetime))
         if proc.poll() is not None or leaving():  # answered before the signal came
             proc.communicate()
             continue
@@ -254,4 +259,4 @@ def test_a_signal_in_a_re_proves_first_instants_is_never_a_traceback_or_swallowe
         assert proc.returncode == 130, (proc.returncode, out, err)
         assert "Traceback" not in err, err
         json.loads(out)  # exactly one document
-    assert chances >= 1
+    assert chances >= 3, chances
