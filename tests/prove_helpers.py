@@ -35,6 +35,20 @@ def make_change(root: Path, change: str, evidence: str, execution: str | None = 
     return directory
 
 
+def inputs_change(root: Path, change: str, providers: dict[str, list[str]]) -> None:
+    """A committed change whose ``command`` providers each pass and read ``inputs`` globs."""
+    lines = ["version: 1", "providers:"]
+    for name, globs in providers.items():
+        lines += [
+            f"  {name}:",
+            "    adapter: command",
+            '    command: [sh, -c, "exit 0"]',
+            f"    inputs: {json.dumps(globs)}",
+        ]
+    make_change(root, change, f"version: 3\nrequires: [{', '.join(providers)}]\n", "\n".join(lines))
+    repo_helpers.commit_all(root, "change")
+
+
 def prove_json(root: Path, change: str, *extra: str, capsys: Any) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
     code = main(["prove", change, "--root", str(root), "--json", *extra])

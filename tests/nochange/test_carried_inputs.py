@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prove_helpers import git, make_change, make_repo, prove_json
+from prove_helpers import git, inputs_change, make_repo, prove_json
 
 from changeloop.cli.main import main
 from changeloop.fingerprints import fingerprint
@@ -51,17 +51,7 @@ FILES = {
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = make_repo(tmp_path / "ws", FILES)
-    lines = ["version: 1", "providers:"]
-    for name, globs in PROVIDERS.items():
-        lines += [
-            f"  {name}:",
-            "    adapter: command",
-            '    command: [sh, -c, "exit 0"]',
-            f"    inputs: {json.dumps(globs)}",
-        ]
-    make_change(root, "c", f"version: 3\nrequires: [{', '.join(PROVIDERS)}]\n", "\n".join(lines))
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
+    inputs_change(root, "c", PROVIDERS)
     return root
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prove_helpers import git, make_change, make_repo, prove_json
+from prove_helpers import make_change, make_repo, prove_json
+from repo_helpers import commit_all
 
 from changeloop.caching import local as cache
 from changeloop.cli.prove import full, nochange
@@ -45,8 +46,7 @@ def ws(tmp_path: Path) -> Path:
         {"src/a/m.py": "A = 1\n", "src/b/m.py": "B = 1\n", ".gitignore": ".changeloop/\n"},
     )
     make_change(root, "c", "version: 3\nrequires: [a, b]\n", EXECUTION)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
+    commit_all(root, "change")
     return root
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prove_helpers import git, make_change, make_repo, prove_json
+from prove_helpers import inputs_change, make_repo, prove_json
 
 from changeloop.cli.main import main
 
@@ -24,17 +24,7 @@ PROVIDERS = {"pa": "src/a/**", "pb": "src/b/**", "pc": "src/c/**"}
 def ws(tmp_path: Path) -> Path:
     files = {f"src/{n[1]}/m.py": f"{n} = 1\n" for n in PROVIDERS}
     root = make_repo(tmp_path / "ws", {**files, ".gitignore": ".changeloop/\n"})
-    lines = ["version: 1", "providers:"]
-    for name, glob in PROVIDERS.items():
-        lines += [
-            f"  {name}:",
-            "    adapter: command",
-            '    command: [sh, -c, "exit 0"]',
-            f"    inputs: {json.dumps([glob])}",
-        ]
-    make_change(root, "c", f"version: 3\nrequires: [{', '.join(PROVIDERS)}]\n", "\n".join(lines))
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
+    inputs_change(root, "c", {name: [glob] for name, glob in PROVIDERS.items()})
     return root
 
 
