@@ -8,7 +8,7 @@ outcome is taken back on the calling thread, in the record's order of repositori
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,19 +71,21 @@ class Content:
         return recorded
 
     def _spawn(self, paths: list[str]) -> None:
+        content_tree = _git_side()
         worker = threading.Thread(
-            target=self._compute, args=(paths,), name="changeloop-content", daemon=True
+            target=self._compute,
+            args=(content_tree, paths),
+            name="changeloop-content",
+            daemon=True,
         )
         try:
             worker.start()
         except RuntimeError:  # no thread to be had: the same work, here and now
-            self._compute(paths)
+            self._compute(content_tree, paths)
             return
         self._threads.append(worker)
 
-    def _compute(self, paths: list[str]) -> None:
-        from changeloop.git.identity import content_tree  # noqa: PLC0415 - on this thread, while the caller imports the rest
-
+    def _compute(self, content_tree: Callable[..., str], paths: list[str]) -> None:
         for path in paths:
             try:
                 self._trees[path] = content_tree(Path(path), include_untracked=self._untracked)
@@ -119,6 +121,20 @@ class Content:
             for _name, repo, key in self._repositories:
                 if key in self._trees:
                     seen[repo["path"]] = self._trees[key]
+
+
+def _git_side() -> Callable[..., str]:
+    """The content identity's code, imported here on the calling thread, never on the
+    content thread: while one thread imports, the other waits for the import lock inside a
+    module lock's weakref callback, and a signal whose handler raises there is swallowed
+    ("Exception ignored in"), so an interrupt would be lost. (A repository without an
+    index file, staged from HEAD, still imports the model there: rare, and only then.)"""
+    import atexit  # noqa: F401, PLC0415 - weakref.finalize (a TemporaryDirectory) imports it at first use
+
+    from changeloop.git import submodules  # noqa: F401, PLC0415 - kept off the imports until the check begins
+    from changeloop.git.identity import content_tree  # noqa: PLC0415 - kept off the imports until the check begins
+
+    return content_tree
 
 
 def _key(root: Path) -> str:

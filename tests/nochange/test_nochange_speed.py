@@ -389,6 +389,38 @@ def test_the_roots_git_work_begins_before_the_decision_is_imported(
     assert list(found["trees"]) == [str(ws.resolve())]
 
 
+QUIET_THREAD = """\
+import argparse, json, sys, threading
+from pathlib import Path
+
+class Seen:  # every import that reaches the finders, with the thread that asked
+    found = []
+    def find_spec(self, name, path=None, target=None):
+        self.found.append((threading.current_thread().name, name))
+        return None
+
+sys.meta_path.insert(0, Seen())
+from changeloop.cli.prove.nochange import config_before_plan
+args = argparse.Namespace(root=Path(sys.argv[2]), change="c", sandbox="none")
+before = config_before_plan(args, answering=True)
+before.content.verdict()
+with open(sys.argv[1], "w") as fh:
+    json.dump([name for thread, name in Seen.found if thread == "changeloop-content"], fh)
+"""
+
+
+def test_the_content_thread_imports_nothing(ws: Path, tmp_path: Path) -> None:
+    """Its code is imported before it starts: an import on it makes the main thread wait for
+    the import lock inside a lock's weakref callback, where a signal's KeyboardInterrupt is
+    swallowed ("Exception ignored in") and the interrupt lost."""
+    out = tmp_path / "imports.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", QUIET_THREAD, str(out), str(ws)], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert json.loads(out.read_text()) == []
+
+
 def test_a_record_that_does_not_verify_hands_on_only_the_roots_own_tree(
     ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
