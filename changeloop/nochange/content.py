@@ -37,6 +37,7 @@ class Content:
     def __init__(self, sandbox: str) -> None:
         self._untracked = sandbox != "worktree"
         self._root: Path | None = None
+        self._root_key: str | None = None  # the root's resolved path: its tree's key
         self._repositories: list[tuple[str, Mapping[str, Any], str]] = []  # name, entry, key
         self._trees: dict[str, str] = {}  # key (checkout path) -> tree computed
         self._errors: dict[str, BaseException] = {}  # key -> the error computing its tree
@@ -44,8 +45,8 @@ class Content:
 
     def begin(self, root: Path) -> None:
         """Start the root's content identity, on a thread of its own."""
-        self._root = root
-        self._spawn([_key(root)])
+        self._root, self._root_key = root, str(root.resolve())
+        self._spawn([self._root_key])
 
     def start(self, doc: Mapping[str, Any]) -> None:
         """Take the repositories of the record ``doc`` (read, not yet verified) and start those
@@ -59,15 +60,14 @@ class Content:
         self._repositories = [
             (name, repo, self._key_of(repo["path"])) for name, repo in repositories.items()
         ]
-        begun = _key(self._root) if self._root is not None else None
-        todo = [key for _name, _repo, key in self._repositories if key != begun]
+        todo = [key for _name, _repo, key in self._repositories if key != self._root_key]
         if todo:
             self._spawn(todo)
 
     def _key_of(self, recorded: str) -> str:
         """The key of a recorded checkout path: the root's when it is the root."""
-        if self._root is not None and _same_dir(recorded, self._root):
-            return _key(self._root)
+        if self._root is not None and self._root_key and _same_dir(recorded, self._root):
+            return self._root_key
         return recorded
 
     def _spawn(self, paths: list[str]) -> None:
@@ -115,8 +115,8 @@ class Content:
         always (the root is ours, not the record's), by its checkout path; the record's
         repositories' only once it ``verified``, by their recorded checkout paths."""
         self.wait()
-        if self._root is not None and _key(self._root) in self._trees:
-            seen[_key(self._root)] = self._trees[_key(self._root)]
+        if self._root_key in self._trees:
+            seen[self._root_key] = self._trees[self._root_key]
         if verified:
             for _name, repo, key in self._repositories:
                 if key in self._trees:
@@ -135,10 +135,6 @@ def _git_side() -> Callable[..., str]:
     from changeloop.git.identity import content_tree  # noqa: PLC0415 - kept off the imports until the check begins
 
     return content_tree
-
-
-def _key(root: Path) -> str:
-    return str(root.resolve())
 
 
 def _same_dir(recorded: Any, directory: Path) -> bool:

@@ -83,7 +83,7 @@ def remember(
     if doc is None:
         _forget(target)
         return None
-    envelope = seal_record(canonicalize(doc), observed.key.private_bytes_raw())
+    envelope = seal_record(canonicalize(doc), seed(observed.key))
     if len(envelope) > RECORD_LIMIT:
         _forget(target)
         return None

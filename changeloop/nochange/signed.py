@@ -32,6 +32,8 @@ from changeloop.signing.jcs import canonicalize
 if TYPE_CHECKING:
     from pathlib import Path
 
+KEYID = "hmac-sha256"  # says how the record's one signature was made: there is one key
+
 # PKCS#8 DER of an Ed25519 private key is this prefix and the 32-byte seed (RFC 8410).
 _PKCS8_ED25519 = bytes.fromhex("302e020100300506032b657004220420")
 _PEM = re.compile(
@@ -104,9 +106,6 @@ def verify_record(state: Path, raw: bytes, payload: bytes) -> bytes:
     if any(hmac.compare_digest(s.sig, expected) for s in envelope.signatures):
         return seed
     raise Miss("the record does not verify with the workspace key")
-
-
-KEYID = "hmac-sha256"  # says how the one signature was made, not whose key: there is one
 
 
 def _mac(payload: bytes, seed: bytes) -> bytes:
