@@ -360,7 +360,8 @@ def make_room(state: Path, change: str) -> Path | None:
     back, for an answer from the no-change record to lay its run out in
     (``StateDir.new_run_dir``'s ``spare``). Making a hundred directories right after
     removing as many is slow where the file system does not reuse a freed inode at once
-    (ext4 skips those freed in the last minute). A spare nobody takes is an old run the
+    (ext4 skips those freed in the last minute): the target it holds is a re-prove with
+    nothing changed (bench/incremental.py). A spare nobody takes is an old run the
     next prune removes. Never an error: None when no run is due or it could not be listed.
     """
     policy = Policy.from_env()
