@@ -419,7 +419,7 @@ def to_json(result: ProveResult) -> dict[str, Any]:
 
 def detection(result: ProveResult, report: ProviderReport) -> dict[str, Any] | None:
     """The framework a provider ran: where it was detected and the version the run saw."""
-    from changeloop.detect import provider_detection
+    from changeloop.detect.repository import provider_detection
 
     provider = result.plan.providers.get(report.name)
     if provider is None:

@@ -67,7 +67,7 @@ def empty(said: Said) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from changeloop.detect import load_context
+    from changeloop.detect.context import load_context
     from changeloop.workspace import discovery as workspace
 
     verb = getattr(args, "evidence_verb", "detect")
@@ -130,7 +130,7 @@ def _detect(args: argparse.Namespace, ctx: Any) -> int:
 
 
 def _init(args: argparse.Namespace, ctx: Any) -> int:
-    from changeloop.detect import derived_explained
+    from changeloop.detect.context import derived_explained
     from changeloop.detect.coverage import effective, unresolved
     from changeloop.detect.derive import required
     from changeloop.detect.init_writer import plan_init, write_atomic
@@ -289,7 +289,7 @@ def _preflight(ctx: Any, derived: dict[str, Any]) -> list[Any]:
 
 def doctor_findings(ctx: Any) -> list[Any]:
     """Everything ``evidence doctor`` reports for the change of ``ctx``."""
-    from changeloop.detect import derived_explained
+    from changeloop.detect.context import derived_explained
     from changeloop.detect.doctor import diagnose
 
     derived = {name: provider for name, (provider, _) in derived_explained(ctx).items()}
@@ -298,7 +298,7 @@ def doctor_findings(ctx: Any) -> list[Any]:
 
 def unresolved_count(root: Path, change: Any) -> int:
     """How many unresolved findings doctor would report (0 when it cannot look)."""
-    from changeloop.detect import load_context
+    from changeloop.detect.context import load_context
     from changeloop.errors import ChangeloopError
 
     try:
@@ -309,7 +309,7 @@ def unresolved_count(root: Path, change: Any) -> int:
 
 
 def _doctor(args: argparse.Namespace, ctx: Any) -> int:
-    from changeloop.detect import derived_explained
+    from changeloop.detect.context import derived_explained
     from changeloop.detect.doctor import next_steps
 
     findings = doctor_findings(ctx)

@@ -67,7 +67,7 @@ def empty(said: Said) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from changeloop.cli.prove.plan import load_plan
-    from changeloop.report import write_report
+    from changeloop.report.write import write_report
 
     plan, trust = trust_flags.trusted(args, load_plan(args))
     if args.run is not None:

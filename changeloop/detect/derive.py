@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-from changeloop.detect import configured_detection, configured_for
 from changeloop.detect.derived_names import REPORT_DIR, provider_name, test_provider
+from changeloop.detect.repository import configured_detection, configured_for
 from changeloop.detect.types import Detection
 from changeloop.model import Evidence, Execution, Provider, Repository
 

@@ -20,9 +20,15 @@ import dask.config
 from distributed import Security
 
 from changeloop.errors import Location, Problem
-from changeloop.executors import TLS_FIX
 from changeloop.records import ProveOptions
 
+TLS_FIX = (
+    "start the scheduler and workers with TLS (docs/scale-out.md shows how, certificates "
+    "included) and pass --dask-scheduler tls://host:8786 --dask-tls-ca-file ca.pem "
+    "--dask-tls-cert client.pem --dask-tls-key client.key (or set Dask's "
+    "distributed.comm.tls.ca-file / .client.cert / .client.key); --dask-insecure accepts "
+    "a cluster without TLS, on a network only you can reach"
+)
 FLAGS = {"ca": "--dask-tls-ca-file", "cert": "--dask-tls-cert", "key": "--dask-tls-key"}
 CONFIG = {
     "ca": "distributed.comm.tls.ca-file",

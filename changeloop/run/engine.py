@@ -32,8 +32,8 @@ import anyio.lowlevel
 
 from changeloop.caching import shared as shared_cache
 from changeloop.errors import ChangeloopError, Problem
-from changeloop.executors import open_executor
 from changeloop.executors.job import JobResult
+from changeloop.executors.opening import open_executor
 from changeloop.fingerprints.wiring import change_inputs_of
 from changeloop.model import Plan, Provider
 from changeloop.outcome import Finding, Outcome

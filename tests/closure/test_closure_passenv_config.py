@@ -16,7 +16,7 @@ from bootstrap_helpers import CHANGE, workspace
 from prove_helpers import make_change, make_repo
 
 from changeloop.cli.main import main
-from changeloop.detect import derived_for
+from changeloop.detect.context import derived_for
 from changeloop.passenv import passed_values, passes, secret_like, strict_environ
 from changeloop.workspace.discovery import find_change
 

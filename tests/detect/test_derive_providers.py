@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from bootstrap_helpers import CHANGE, venv_with, workspace, write
 
-from changeloop.detect import derived_for, load_context
+from changeloop.detect.context import derived_for, load_context
 from changeloop.model import Provider
 from changeloop.plan import build_plan
 from changeloop.workspace.discovery import find_change

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from bootstrap_helpers import venv_with, write
 
-from changeloop.detect import detect_repository
+from changeloop.detect.repository import detect_repository
 from changeloop.model import Provider
 
 PYPROJECT_INI = '[project]\nname = "x"\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'

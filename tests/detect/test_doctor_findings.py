@@ -10,7 +10,7 @@ import pytest
 from bootstrap_helpers import CHANGE, cli, workspace
 from sandbox_helpers import commit_all, git, make_repo
 
-from changeloop.detect import load_context
+from changeloop.detect.context import load_context
 from changeloop.detect.doctor import diagnose
 from changeloop.model import Provider
 from changeloop.workspace.discovery import find_change

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from bootstrap_helpers import write
 
-from changeloop.detect import detect_repository, runner_commands
+from changeloop.detect import runner_commands
+from changeloop.detect.repository import detect_repository
 
 PYTEST_CONFIG = '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
 # A noxfile that would leave a mark if anything executed it.

@@ -80,7 +80,7 @@ def prove_full(
         trees=dict(seen or {}),
     )
     if options.executor == "dask":  # refused before anything runs: no extra, no TLS
-        from changeloop.executors import check_dask, insecure_note
+        from changeloop.executors.opening import check_dask, insecure_note
 
         check_dask(options)  # a refusal reaches the boundary (exit 2)
         note = insecure_note(options)
@@ -198,7 +198,7 @@ def _write_report(plan: Plan, run_id: str, sign_key: Path | None, trust: Trust) 
 
     Receipts signed with ``--sign-key`` are verified with that key's public half.
     """
-    from changeloop.report import write_report
+    from changeloop.report.write import write_report
     from changeloop.signing.keys import load_private_key
 
     keys = [load_private_key(sign_key).public_key()] if sign_key is not None else []

@@ -29,7 +29,7 @@ def load_plan(args: argparse.Namespace) -> Plan:
     """
     from changeloop import preflight
     from changeloop.config.validation_memo import validated_memo
-    from changeloop.detect import derived_explained, load_context
+    from changeloop.detect.context import derived_explained, load_context
     from changeloop.detect.derive import derivation_possible
     from changeloop.plan import build_plan
     from changeloop.workspace import discovery as workspace

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from changeloop.detect import ChangeContext
+from changeloop.detect.context import ChangeContext
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.doctor.ci_env import ci_env_findings

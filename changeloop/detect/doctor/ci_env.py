@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.config.yamlio import load_yaml
-from changeloop.detect import ChangeContext
+from changeloop.detect.context import ChangeContext
 from changeloop.detect.doctor.finding import DoctorFinding
 from changeloop.detect.playbook import FileEdit, change_file
 from changeloop.errors import ConfigError
