@@ -71,8 +71,8 @@ class IgnoredPaths:
 def _check_ignore(workdir: Path, candidates: Sequence[str]) -> set[str]:
     """The ``candidates`` git ignores here (tracked paths never are)."""
     listing = b"".join(os.fsencode(c) + b"\0" for c in candidates)
-    # --no-index: git's own look-up of each path in the index costs ~0.5 ms a path on a
-    # 20,000-file index; the few paths found ignored are checked against it once instead.
+    # --no-index: git's own look-up of each path in the index grows with the index; the few
+    # paths found ignored are checked against it once instead.
     proc = git(
         ["check-ignore", "--no-index", "--stdin", "-z"],
         cwd=workdir,
