@@ -82,7 +82,8 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from changeloop.contracts import check_repository, save_record
+    from changeloop.contracts.check import check_repository
+    from changeloop.contracts.record import save_record
 
     if args.matrix is not None:
         return _matrix(args)
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     """``--matrix DIR``: the conformance table of each contract over installed versions."""
-    from changeloop.contracts import check_matrix
+    from changeloop.contracts.check import check_matrix
     from changeloop.errors import ChangeloopError, Problem
 
     folder: Path = args.matrix

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from changeloop.contracts import RECORD, still_same
+from changeloop.contracts.record import RECORD, still_same
 from changeloop.outcome import Finding
 
 

@@ -14,7 +14,7 @@ from prove_helpers import git, make_change, make_repo
 from repo_paths import REPO_ROOT
 from tool_installs import matrix_folder
 
-from changeloop.contracts import Contract, contracts, has_flag, has_subcommand
+from changeloop.contracts.check import Contract, contracts, has_flag, has_subcommand
 from changeloop.detect import runner_commands
 from changeloop.detect.types import Detection
 from changeloop.model import Provider
