@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from changeloop.errors import Location
+from changeloop.marks import Document
 from changeloop.workspace.changeref import ChangeRef
-
-if TYPE_CHECKING:
-    from changeloop.config.yamlio import Document
 
 Status = Literal["pass", "fail", "inconclusive"]
 ClaimMark = Literal["credited", "failed", "uncredited"]

@@ -82,8 +82,7 @@ def _repositories(root: Path, change_id: str | None) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from changeloop.contracts.check import check_repository
-    from changeloop.contracts.record import save_record
+    from changeloop.contracts.check import check_repository, save_record
 
     if args.matrix is not None:
         return _matrix(args)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from changeloop.config.schema import check_version, schema_problems
-from changeloop.config.yamlio import Document, load_yaml
+from changeloop.config.yamlio import load_yaml
 from changeloop.errors import ConfigError
+from changeloop.marks import Document
 from changeloop.model import Archetype, Claim, Evidence, InputMode
 
 READS = 3

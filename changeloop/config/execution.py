@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from changeloop.config.schema import check_version, position, schema_problems
-from changeloop.config.yamlio import Document, load_yaml
+from changeloop.config.yamlio import load_yaml
 from changeloop.errors import ConfigError, FileRefused, Problem
 from changeloop.fsio import KIB, read_regular
+from changeloop.marks import Document
 from changeloop.model import (
     DEFAULT_TIMEOUT_MS,
     Execution,

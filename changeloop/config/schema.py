@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from changeloop import schemas
 from changeloop.config import validation_memo
 from changeloop.config.schema_words import TYPE_WORDS, bound_or_choice
-from changeloop.config.yamlio import Document, YamlPath
 from changeloop.errors import ConfigError, Problem
+from changeloop.marks import Document, YamlPath
 
 if TYPE_CHECKING:  # jsonschema is imported only to validate (a slow import at start-up)
     from jsonschema import ValidationError

@@ -12,8 +12,6 @@ never contain — duplicate keys, alias bombs, non-standard tags — and keep th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from yaml.constructor import SafeConstructor
 from changeloop.config.yaml_core import LOADER, TAG
 from changeloop.errors import ConfigError, FileRefused, Location, Problem
 from changeloop.fsio import read_regular
+from changeloop.marks import Document, YamlPath
 
 # Nodes visited a second time (through an alias) before we call it a bomb.
 ALIAS_BUDGET = 10_000
@@ -31,40 +30,9 @@ MAX_BYTES = 4 * 1024 * 1024
 # up in canonicalized receipts and fingerprints: refused when read (docs/processes.md).
 MAX_INTEGER = 2**53 - 1
 
-YamlPath = tuple[str | int, ...]
-
 _TAG = TAG
 _SCALAR_TAGS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
 _STR, _SEQ, _MAP, _MERGE = f"{_TAG}str", f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge"
-
-
-@dataclass(frozen=True)
-class Document:
-    """A loaded YAML file: plain ``data`` plus marks addressable by path."""
-
-    path: Path
-    display: str
-    data: Any
-    value_marks: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
-    key_marks: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
-
-    def mark(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int] | None:
-        """(line, column) of the value at ``path`` (or its key), else the nearest ancestor's."""
-        current = tuple(path)
-        while True:
-            if key and current in self.key_marks:
-                return self.key_marks[current]
-            if current in self.value_marks:
-                return self.value_marks[current]
-            if not current:
-                return None
-            current = current[:-1]
-
-    def location(self, path: Sequence[str | int], *, key: bool = False) -> Location:
-        found = self.mark(path, key=key)
-        if found is None:
-            return Location(self.display)
-        return Location(self.display, found[0], found[1])
 
 
 def _core_int(text: str) -> int:

@@ -15,6 +15,7 @@ project code (config files, conftest, plugins) ever runs::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,7 +31,7 @@ from typing import Any
 import yaml
 
 from changeloop.contracts.node_tools import declared_packages, node_bin, package_version
-from changeloop.contracts.record import tool_stamp
+from changeloop.contracts.record import RECORD, tool_stamp
 
 PROBE_TIMEOUT_S = 60
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.]+)?")
@@ -364,3 +365,20 @@ def check_matrix(folder: Path) -> list[ToolReport]:
         if contract is not None:
             out.append(check_tool(contract, install.name, install, install, own=True))
     return out
+
+
+def save_record(root: Path, reports: Sequence[ToolReport]) -> None:
+    """What the last ``adapters check`` found, for ``doctor`` (which runs nothing)."""
+    from changeloop.signing.statement import write_atomic  # noqa: PLC0415 - statement pulls in cryptography; only saving the record needs it
+    from changeloop.workspace.state import ensure_gitignored  # noqa: PLC0415 - only saving the record needs the workspace state
+
+    ensure_gitignored(root)
+    doc = {
+        "version": 1,
+        "tools": [
+            {**r.to_json(), "repositoryPath": r.repo_path, "stamp": r.stamp}
+            for r in reports
+            if r.status != "absent"
+        ],
+    }
+    write_atomic(root / RECORD, (json.dumps(doc, indent=2) + "\n").encode())

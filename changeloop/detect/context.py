@@ -6,35 +6,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from changeloop.detect import loading
 from changeloop.detect.derive import attach_services, derivation_possible, derive_explained
 from changeloop.detect.quality_lanes import prefer_quality_lanes
 from changeloop.detect.repository import configured_for, detect_repository
-from changeloop.detect.types import Detection
-from changeloop.model import Evidence, Execution, Provider, Repository
+from changeloop.detect.types import ChangeContext, Detection
+from changeloop.model import Provider
 from changeloop.workspace.changeref import ChangeRef
 
 __all__ = ["ChangeContext", "derived_explained", "derived_for", "load_context"]
-
-
-@dataclass(frozen=True)
-class ChangeContext:
-    """A change with everything bootstrap reads about it."""
-
-    root: Path
-    change: ChangeRef
-    evidence: Evidence
-    execution: Execution | None
-    repositories: Mapping[str, Repository]
-    detections: Mapping[str, list[Detection]]
-    # Directories (relative to each repository) the scan could not open and skipped.
-    unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # derive.derivation_possible's answer when load_context asked it (only_if_derivable)
-    derivable: bool | None = None
 
 
 def load_context(

@@ -22,8 +22,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
-from changeloop.detect.context import ChangeContext
 from changeloop.detect.coverage import provider_covers
+from changeloop.detect.types import ChangeContext
 from changeloop.errors import ConfigError, Location, Problem
 from changeloop.model import Provider, default_capability
 

@@ -9,7 +9,7 @@ from changeloop.model import Provider
 from changeloop.quality.lanes import QUALITY_FILE, quality_command
 
 if TYPE_CHECKING:
-    from changeloop.detect.context import ChangeContext
+    from changeloop.detect.types import ChangeContext
 
 
 def prefer_quality_lanes(

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+from changeloop.model import Evidence, Execution, Repository
+from changeloop.workspace.changeref import ChangeRef
 
 Source = Literal["configured", "manifest", "environment", "source_import"]
 
@@ -62,3 +67,19 @@ def select(candidates: list[Detection]) -> list[Detection]:
         ):
             best[cand.test_type] = cand
     return [best[t] for t in TEST_TYPES if t in best]
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """A change with everything bootstrap reads about it."""
+
+    root: Path
+    change: ChangeRef
+    evidence: Evidence
+    execution: Execution | None
+    repositories: Mapping[str, Repository]
+    detections: Mapping[str, list[Detection]]
+    # Directories (relative to each repository) the scan could not open and skipped.
+    unreadable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # derive.derivation_possible's answer when load_context asked it (only_if_derivable)
+    derivable: bool | None = None

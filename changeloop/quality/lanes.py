@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.config.schema import check_version, schema_problems
-from changeloop.config.yamlio import Document, parse_yaml
+from changeloop.config.yamlio import parse_yaml
 from changeloop.errors import ConfigError, Location, Problem
+from changeloop.marks import Document
 from changeloop.model import Provider, Repository
 
 QUALITY_FILE = "quality/foundation-quality.json"

@@ -29,7 +29,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from changeloop.detect.context import ChangeContext
 from changeloop.detect.coverage import effective, test_capabilities_declared, unresolved
 from changeloop.detect.derive import required
 from changeloop.detect.doctor.ci_env import ci_env_findings
@@ -50,6 +49,7 @@ from changeloop.detect.doctor.tools import tool_findings
 from changeloop.detect.doctor.wiring import wiring_findings
 from changeloop.detect.imports import runs_tests
 from changeloop.detect.playbook import change_dir, init_command, suggest
+from changeloop.detect.types import ChangeContext
 from changeloop.model import Provider, Repository
 from changeloop.preflight.capabilities import typo_of
 from changeloop.text import repository_words

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from changeloop.config.yamlio import load_yaml
-from changeloop.detect.context import ChangeContext
 from changeloop.detect.doctor.finding import DoctorFinding
 from changeloop.detect.playbook import FileEdit, change_file
+from changeloop.detect.types import ChangeContext
 from changeloop.errors import ConfigError
 from changeloop.model import Provider
 from changeloop.passenv import passes

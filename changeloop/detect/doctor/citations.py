@@ -30,8 +30,8 @@ from pathlib import Path
 
 from changeloop.citing import MARKER_LINE, framework_of, how_to_cite
 from changeloop.detect import python
-from changeloop.detect.context import ChangeContext
 from changeloop.detect.doctor.finding import DoctorFinding
+from changeloop.detect.types import ChangeContext
 from changeloop.model import Provider, Repository
 from changeloop.project.manifests import head, read_ini, read_toml, walk_files
 

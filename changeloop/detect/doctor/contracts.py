@@ -8,7 +8,7 @@ from changeloop.contracts.drift import drifted
 from changeloop.detect.doctor.finding import DoctorFinding
 
 if TYPE_CHECKING:
-    from changeloop.detect.context import ChangeContext
+    from changeloop.detect.types import ChangeContext
 
 
 def contract_findings(ctx: ChangeContext) -> list[DoctorFinding]:

@@ -10,7 +10,7 @@ from changeloop.detect.doctor.finding import DoctorFinding
 from changeloop.quality.lanes import QUALITY_FILE, runs_quality
 
 if TYPE_CHECKING:
-    from changeloop.detect.context import ChangeContext
+    from changeloop.detect.types import ChangeContext
 
 
 def quality_findings(ctx: ChangeContext) -> list[DoctorFinding]:
