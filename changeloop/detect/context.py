@@ -17,7 +17,7 @@ from changeloop.detect.types import ChangeContext, Detection
 from changeloop.model import Provider
 from changeloop.workspace.changeref import ChangeRef
 
-__all__ = ["ChangeContext", "derived_explained", "derived_for", "load_context"]
+__all__ = ["derived_explained", "derived_for", "load_context"]
 
 
 def load_context(
