@@ -322,6 +322,9 @@ def _take_over(spare: Path, path: Path, folders: frozenset[str]) -> bool:
         spare.rename(path)
     except OSError:  # gone (another prove took it, or pruned it): a new directory then
         return False
+    if not stat.S_ISDIR(path.lstat().st_mode):  # a link swapped in: never emptied through
+        path.unlink()
+        return False
     try:
         for entry in os.scandir(path):
             if entry.name in folders and entry.is_dir(follow_symlinks=False):

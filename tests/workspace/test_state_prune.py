@@ -17,6 +17,7 @@ from prove_helpers import make_change, make_repo, prove_json
 from repo_helpers import commit_all
 
 from changeloop.cli.main import main
+from changeloop.workspace.state import StateDir
 
 EVIDENCE = """\
 version: 3
@@ -119,6 +120,28 @@ def test_an_answer_laid_out_in_a_run_due_for_removal_holds_only_its_own_files(
     latest = root / ".changeloop" / "receipts" / "c1"
     for path in receipts:
         assert (root / path).read_bytes() == (latest / Path(path).name).read_bytes()
+
+
+def test_a_spare_run_is_never_emptied_through_a_link(tmp_path: Path) -> None:
+    # a link planted where the run due for removal was, or as one of its provider folders:
+    # the take-over removes the link and never what it points to
+    root = tmp_path / "ws"
+    state = StateDir(root)
+    state.runs.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    (outside / "test").mkdir(parents=True)
+    (outside / "test" / "keep.txt").write_text("not ours\n")
+    spare = state.runs / "20200101T000000Z-aaaaaa"
+    spare.symlink_to(outside, target_is_directory=True)
+    run_id, run = state.new_run_dir("20200101T000001Z-bbbbbb", spare=spare, folders=["test"])
+    assert run.is_dir() and not run.is_symlink() and list(run.iterdir()) == []
+    assert (outside / "test" / "keep.txt").read_text() == "not ours\n"
+    spare = state.runs / "20200101T000002Z-cccccc"
+    spare.mkdir()
+    (spare / "test").symlink_to(outside / "test", target_is_directory=True)
+    run_id, run = state.new_run_dir("20200101T000003Z-dddddd", spare=spare, folders=["test"])
+    assert run_id == "20200101T000003Z-dddddd" and list(run.iterdir()) == []
+    assert (outside / "test" / "keep.txt").read_text() == "not ours\n"
 
 
 def _age(path: Path, days: float) -> None:
