@@ -25,6 +25,9 @@ period followed by SIGKILL). Must be used in the main thread.
 
 from __future__ import annotations
 
+import _thread
+import sys
+
 TYPE_CHECKING = False  # typing is imported after the CLI's handlers are in place
 if TYPE_CHECKING:
     import signal as _signal
@@ -48,6 +51,7 @@ class Signals:
         self.raised = False
         self.installed = False
         self.previous: dict[int, object] = {}
+        self.previous_unraisable: Callable[[sys.UnraisableHookArgs], object] | None = None
         # set while a run's event loop is alive: the signal becomes that run's cancellation
         self.hook: Callable[[int], None] | None = None
 
@@ -70,13 +74,27 @@ class Signals:
             self.restore()
             return False
         self.installed = True
+        self.previous_unraisable, sys.unraisablehook = sys.unraisablehook, self.unraisable
         return True
 
     def restore(self) -> None:
         for sig, previous in self.previous.items():
             _signal.signal(sig, previous if previous is not None else _signal.SIG_DFL)  # type: ignore[arg-type]
         self.previous.clear()
+        if self.previous_unraisable is not None:
+            sys.unraisablehook, self.previous_unraisable = self.previous_unraisable, None
         self.installed = False
+
+    def unraisable(self, args: sys.UnraisableHookArgs) -> None:
+        """Our ``KeyboardInterrupt``, raised where Python cannot pass it on (a weakref callback
+        such as an import lock's, a ``__del__``), is raised again in the main thread's next
+        instruction instead of being printed as "Exception ignored" and lost."""
+        if self.raised and args.exc_type is KeyboardInterrupt and self.received:
+            self.raised = False
+            # from another thread: a handler run inside this hook would be unraisable too
+            _thread.start_new_thread(_interrupt_main, (self.received[-1],))
+            return
+        (self.previous_unraisable or sys.__unraisablehook__)(args)
 
     def arm(self) -> None:
         """From now on a signal interrupts; one that came earlier interrupts right away."""
@@ -91,6 +109,12 @@ class Signals:
 
 
 SIGNALS = Signals()
+
+
+def _interrupt_main(signum: int) -> None:
+    """The main thread runs ``signum``'s handler at its next instruction."""
+    _thread.interrupt_main(signum)  # type: ignore[arg-type] # typeshed asks for signal.Signals, an int
+
 
 # -- a run's cancellation: imported with the module, used once a run's event loop is alive
 from collections.abc import AsyncIterator  # noqa: E402
